@@ -1,0 +1,308 @@
+/*
+ * The run loop of one simulation: arrivals, routing, engine steps and
+ * completions on the event kernel, then metrics.
+ *
+ * Event kinds: one pending ARRIVAL (the stream is pulled lazily, one
+ * request ahead), at most one STEP completion per destination, and END
+ * (last arrival + drain).  Ties at equal times are broken by insertion
+ * order (sim_evq), which keeps runs bit-for-bit deterministic.
+ */
+#include "cluster.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/error.h"
+#include "../sim/evq.h"
+#include "../sim/metrics.h"
+
+enum { EV_ARRIVAL = 1, EV_STEP, EV_END };
+
+/* A request inside the cluster: engine state plus the request itself. */
+typedef struct creq {
+    engine_req er;
+    wl_request r;
+} creq;
+
+typedef struct cluster {
+    const cluster_params *p;
+    sim_evq *q;
+    engine **eng;
+    sim_event **step_ev;
+    uint32_t *outstanding;
+    uint64_t *queued;
+    const route_type *rt;
+    void *rstate;
+    wl_source src;
+    wl_request pending;
+    bool have_pending;
+    bool arrivals_done;
+    uint64_t inflight;
+    cluster_result *res;
+    uint64_t cap_rec;
+} cluster;
+
+static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
+{
+    cluster *c = ctx;
+    (void)dest;
+    cluster_rec *rec = &c->res->rec[er->r->id];
+    rec->ttft_s = t - er->r->arrival_s;
+    rec->hit_tokens = er->hit_tokens;
+    rec->admitted = 1;
+}
+
+static void free_creq(creq *cr)
+{
+    free(cr->er.blk);
+    wl_request_fini(&cr->r);
+    free(cr);
+}
+
+static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
+{
+    cluster *c = ctx;
+    creq *cr = (creq *)er; /* er is the first member of creq */
+    cluster_rec *rec = &c->res->rec[er->r->id];
+    if (er->rejected) {
+        rec->rejected = 1;
+        c->res->n_rejected++;
+    } else {
+        rec->e2e_s = t - er->r->arrival_s;
+        rec->hit_tokens = er->hit_tokens;
+        rec->admitted = 1;
+        c->res->n_completed++;
+    }
+    SIM_ALWAYS(c->outstanding[dest] > 0);
+    c->outstanding[dest]--;
+    c->inflight--;
+    if (c->rt->on_complete)
+        c->rt->on_complete(c->rstate, &cr->r, dest);
+    free_creq(cr);
+}
+
+static void start_step(cluster *c, uint32_t d, double now)
+{
+    double dur = engine_try_start(c->eng[d], now);
+    if (dur > 0)
+        sim_evq_schedule(c->q, c->step_ev[d], now + dur);
+}
+
+static void pull_next(cluster *c, sim_event *ev)
+{
+    if (c->src.next(c->src.state, &c->pending)) {
+        c->have_pending = true;
+        sim_evq_schedule(c->q, ev, c->pending.arrival_s);
+    } else {
+        c->have_pending = false;
+        c->arrivals_done = true;
+        ev->kind = EV_END;
+        sim_evq_schedule(c->q, ev, sim_evq_now(c->q) + c->p->drain_s);
+    }
+}
+
+static void on_arrival(cluster *c, double now)
+{
+    cluster_result *res = c->res;
+    creq *cr = sim_xcalloc(1, sizeof *cr);
+    cr->r = c->pending;
+    cr->er.r = &cr->r;
+    c->have_pending = false;
+    SIM_ALWAYS(cr->r.id == res->n_arrived); /* ids are dense, in order */
+    if (res->n_arrived == c->cap_rec) {
+        c->cap_rec = c->cap_rec ? 2 * c->cap_rec : 4096;
+        res->rec = sim_xrealloc(res->rec, c->cap_rec * sizeof *res->rec);
+    }
+    res->n_arrived++;
+    if (res->n_arrived == 1)
+        res->first_arrival_s = now;
+    res->last_arrival_s = now;
+
+    for (uint32_t d = 0; d < c->p->n_dest; d++)
+        c->queued[d] = engine_queued_tokens(c->eng[d]);
+    route_view v = {.n_dest = c->p->n_dest, .outstanding = c->outstanding,
+                    .queued_tokens = c->queued, .now_s = now};
+    uint32_t d = c->rt->route(c->rstate, &cr->r, &v);
+    SIM_ALWAYS(d < c->p->n_dest);
+    bool measured = now >= c->p->warmup_s;
+    res->rec[cr->r.id] = (cluster_rec){
+        .arrival_s = now, .ttft_s = -1, .e2e_s = -1, .dest = d,
+        .prompt_tokens = cr->r.prompt_tokens, .output_tokens = cr->r.output_tokens};
+    res->dest[d].routed++;
+    res->dest[d].routed_measured += measured;
+    c->outstanding[d]++;
+    c->inflight++;
+    engine_submit(c->eng[d], &cr->er, now);
+    start_step(c, d, now);
+}
+
+static void count_unfinished(void *ctx, engine_req *er)
+{
+    cluster *c = ctx;
+    c->res->n_unfinished++;
+    c->outstanding[c->res->rec[er->r->id].dest]--;
+    free_creq((creq *)er);
+}
+
+static double max_over_mean(const double *x, uint32_t n)
+{
+    double mx = 0, sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sum += x[i];
+        if (x[i] > mx)
+            mx = x[i];
+    }
+    return sum > 0 ? mx / (sum / n) : NAN;
+}
+
+static void summarize(cluster *c)
+{
+    cluster_result *res = c->res;
+    const uint64_t n = res->n_arrived;
+    double *ttft = sim_xmalloc((n ? n : 1) * sizeof *ttft);
+    double *e2e = sim_xmalloc((n ? n : 1) * sizeof *e2e);
+    double *tpot = sim_xmalloc((n ? n : 1) * sizeof *tpot);
+    size_t k = 0, kt = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const cluster_rec *r = &res->rec[i];
+        if (r->arrival_s < c->p->warmup_s)
+            continue;
+        res->n_measured++;
+        if (r->admitted && !r->rejected) {
+            res->prompt_tokens += r->prompt_tokens;
+            res->hit_tokens += r->hit_tokens;
+        }
+        bool done = r->e2e_s >= 0;
+        res->measured_completed += done;
+        ttft[k] = r->ttft_s >= 0 ? r->ttft_s : INFINITY;
+        e2e[k] = done ? r->e2e_s : INFINITY;
+        k++;
+        if (r->output_tokens > 1)
+            tpot[kt++] = done ? (r->e2e_s - r->ttft_s) / (r->output_tokens - 1) : INFINITY;
+    }
+    static const double qs[3] = {0.5, 0.9, 0.99};
+    double out[3];
+    res->ttft_mean = sim_finite_mean(ttft, k);
+    sim_quantiles(ttft, k, qs, 3, out);
+    res->ttft_p50 = out[0], res->ttft_p90 = out[1], res->ttft_p99 = out[2];
+    sim_quantiles(e2e, k, qs, 3, out);
+    res->e2e_p50 = out[0], res->e2e_p90 = out[1], res->e2e_p99 = out[2];
+    sim_quantiles(tpot, kt, qs, 3, out);
+    res->tpot_p50 = out[0], res->tpot_p90 = out[1], res->tpot_p99 = out[2];
+    free(ttft);
+    free(e2e);
+    free(tpot);
+    res->hit_rate = res->prompt_tokens ? (double)res->hit_tokens / (double)res->prompt_tokens : NAN;
+
+    double *work = sim_xmalloc(res->n_dest * sizeof *work);
+    double *reqs = sim_xmalloc(res->n_dest * sizeof *reqs);
+    for (uint32_t d = 0; d < res->n_dest; d++) {
+        const engine_stats *st = &res->dest[d].st;
+        work[d] = (double)(st->win_prefill_tokens + st->win_decode_tokens);
+        reqs[d] = (double)res->dest[d].routed_measured;
+        res->steps += st->steps;
+        res->preemptions += st->preemptions;
+    }
+    res->imbalance_work = max_over_mean(work, res->n_dest);
+    res->imbalance_requests = max_over_mean(reqs, res->n_dest);
+    free(work);
+    free(reqs);
+    double span = res->sim_end_s - c->p->warmup_s;
+    res->throughput_rps = span > 0 ? (double)res->measured_completed / span : NAN;
+}
+
+int cluster_run(const cluster_params *p, const route_type *rt, const route_params *rp,
+                wl_source src, cluster_result *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = spec_kv_pool(&p->deploy, &out->pool_tokens, &out->pool_blocks);
+    if (rc)
+        return rc;
+    cluster c = {.p = p, .rt = rt, .src = src, .res = out};
+    out->n_dest = p->n_dest;
+    out->dest = sim_xcalloc(p->n_dest, sizeof *out->dest);
+    c.q = sim_evq_create();
+    c.eng = sim_xcalloc(p->n_dest, sizeof *c.eng);
+    c.step_ev = sim_xcalloc(p->n_dest, sizeof *c.step_ev);
+    c.outstanding = sim_xcalloc(p->n_dest, sizeof *c.outstanding);
+    c.queued = sim_xcalloc(p->n_dest, sizeof *c.queued);
+    c.rstate = sim_xcalloc(1, rt->state_size ? rt->state_size : 1);
+    if (!c.q)
+        sim_panic(__FILE__, __LINE__, "out of memory");
+    cost_model cm;
+    cost_roofline_init(&cm, &p->deploy, &p->cost);
+    engine_hooks hooks = {.ctx = &c, .first_token = on_first_token, .finish = on_finish};
+    for (uint32_t d = 0; d < p->n_dest; d++) {
+        c.eng[d] = engine_create(d, out->pool_blocks, &p->engine, &cm, &hooks);
+        if (!c.eng[d])
+            sim_panic(__FILE__, __LINE__, "out of memory creating engines");
+        engine_mark_window(c.eng[d], p->warmup_s);
+        c.step_ev[d] = sim_evq_alloc(c.q);
+        c.step_ev[d]->kind = EV_STEP;
+        c.step_ev[d]->target = d;
+    }
+    bool router_ok = false;
+    rc = rt->create(c.rstate, rp);
+    if (rc)
+        goto done;
+    router_ok = true;
+
+    sim_event *arr = sim_evq_alloc(c.q);
+    arr->kind = EV_ARRIVAL;
+    pull_next(&c, arr);
+    sim_event *ev;
+    uint64_t nev = 0;
+    while ((ev = sim_evq_pop(c.q))) {
+        double now = ev->time;
+        nev++;
+        if (ev->kind == EV_ARRIVAL) {
+            on_arrival(&c, now);
+            pull_next(&c, ev);
+        } else if (ev->kind == EV_STEP) {
+            engine_step_done(c.eng[ev->target], now);
+            start_step(&c, ev->target, now);
+        } else { /* EV_END: drain time is over */
+            break;
+        }
+        if (c.arrivals_done && c.inflight == 0)
+            break;
+        if (p->stop && (nev & 1023) == 0 && *p->stop) {
+            out->interrupted = 1;
+            rc = SIM_ERROR(SIM_EINTR, "run interrupted by a signal");
+            break;
+        }
+    }
+    out->events = nev;
+    out->sim_end_s = sim_evq_now(c.q);
+    for (uint32_t d = 0; d < p->n_dest; d++) {
+        engine_foreach(c.eng[d], count_unfinished, &c);
+        out->dest[d].st = *engine_get_stats(c.eng[d]);
+    }
+    if (c.have_pending)
+        wl_request_fini(&c.pending);
+    if (rc == SIM_OK) {
+        SIM_ALWAYS(out->n_arrived == out->n_completed + out->n_unfinished + out->n_rejected);
+        summarize(&c);
+    }
+done:
+    if (router_ok && rt->destroy)
+        rt->destroy(c.rstate);
+    free(c.rstate);
+    for (uint32_t d = 0; d < p->n_dest; d++)
+        engine_destroy(c.eng[d]);
+    sim_evq_destroy(c.q);
+    free(c.eng);
+    free(c.step_ev);
+    free(c.outstanding);
+    free(c.queued);
+    return rc;
+}
+
+void cluster_result_fini(cluster_result *r)
+{
+    free(r->dest);
+    free(r->rec);
+    r->dest = NULL;
+    r->rec = NULL;
+}

@@ -1,0 +1,91 @@
+/*
+ * One simulation run: a request stream, a router and R destinations on
+ * the event kernel, and the metrics of DESIGN.md §8 computed from it.
+ *
+ * Data flows one way: the stream produces a request at its arrival time,
+ * the router picks a destination from the route_view, the engine serves it,
+ * and the completion is recorded.  Requests that arrive at or after
+ * `warmup_s` are measured; the run stops when every request has completed,
+ * or `drain_s` seconds after the last arrival, whichever comes first, and
+ * requests still inside an engine then are reported as unfinished (their
+ * latencies count as +inf in percentiles, i.e. as SLO violations).
+ */
+#ifndef CRSIM_MODELS_CLUSTER_H
+#define CRSIM_MODELS_CLUSTER_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "cost.h"
+#include "engine.h"
+#include "route.h"
+#include "spec.h"
+
+typedef struct cluster_params {
+    uint32_t n_dest;        /* destinations R, >= 1 */
+    spec_deploy deploy;     /* what each destination runs on */
+    cost_params cost;       /* roofline efficiency factors */
+    engine_params engine;   /* scheduler settings */
+    double warmup_s;        /* measure requests arriving at or after, s */
+    double drain_s;         /* simulate at most this long after the last
+                               arrival, s */
+    const volatile sig_atomic_t *stop; /* optional: non-zero interrupts the run */
+} cluster_params;
+
+/* Per-destination results. */
+typedef struct cluster_dest {
+    engine_stats st;          /* engine counters (whole run + window) */
+    uint64_t routed;          /* requests routed here (whole run) */
+    uint64_t routed_measured; /* measured requests routed here */
+} cluster_dest;
+
+/* Per-request record (exportable). */
+typedef struct cluster_rec {
+    double arrival_s;
+    double ttft_s;     /* < 0 if no first token */
+    double e2e_s;      /* < 0 if unfinished */
+    uint32_t dest;
+    uint32_t prompt_tokens;
+    uint32_t hit_tokens;
+    uint32_t output_tokens;
+    uint8_t admitted;  /* reached an engine's running set at least once */
+    uint8_t rejected;  /* could never fit in the destination's KV pool */
+} cluster_rec;
+
+typedef struct cluster_result {
+    /* Conservation: n_arrived == n_completed + n_unfinished + n_rejected. */
+    uint64_t n_arrived, n_completed, n_unfinished, n_rejected;
+    uint64_t n_measured, measured_completed;
+    uint64_t prompt_tokens, hit_tokens; /* measured, admitted requests */
+    double hit_rate;            /* hit_tokens / prompt_tokens */
+    double ttft_p50, ttft_p90, ttft_p99, ttft_mean; /* s; mean over finished */
+    double tpot_p50, tpot_p90, tpot_p99;            /* s per output token */
+    double e2e_p50, e2e_p90, e2e_p99;               /* s */
+    double imbalance_work;      /* max/mean served tokens in the window */
+    double imbalance_requests;  /* max/mean measured requests routed */
+    double first_arrival_s, last_arrival_s, sim_end_s;
+    double throughput_rps;      /* measured completions / (end − warm-up) */
+    uint64_t steps, events, preemptions;
+    uint32_t pool_blocks;       /* KV pool per destination, blocks */
+    uint64_t pool_tokens;       /* KV pool per destination, tokens */
+    uint32_t n_dest;
+    cluster_dest *dest;         /* n_dest entries, owned */
+    cluster_rec *rec;           /* n_arrived entries by request id, owned */
+    int interrupted;            /* 1 if stopped by *stop */
+} cluster_result;
+
+/*
+ * Run one simulation.  `src` yields requests (the run takes ownership of
+ * each produced request's blocks); `rt` with `rp` is the router.  Fills
+ * *out (free with cluster_result_fini, also after an error).  Returns
+ * SIM_OK, SIM_EINVAL (a deployment with no KV pool, a bad router
+ * parameter), SIM_ENOMEM, or SIM_EINTR when *stop was set (out->interrupted
+ * = 1, partial results).
+ */
+int cluster_run(const cluster_params *p, const route_type *rt, const route_params *rp,
+                wl_source src, cluster_result *out);
+
+/* Free what a result owns.  Safe on a zeroed result and twice. */
+void cluster_result_fini(cluster_result *r);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * One destination: an LLM engine instance modelled at iteration (step)
+ * granularity, like vLLM's V1 scheduler with chunked prefill and automatic
+ * prefix caching (DESIGN.md §3).
+ *
+ * Each step the engine serves its running requests first, in admission
+ * order (a decode needs 1 token, a prefill the next chunk of its prompt,
+ * within max_num_batched_tokens), then admits waiting requests FCFS while
+ * the token budget, max_num_seqs and free KV blocks allow.  On admission the
+ * longest cached prefix of the prompt (full blocks only, at least one token
+ * left to compute) is reused.  When a running request needs a block and
+ * none is free, the most recently admitted running request is preempted:
+ * its blocks are released (cached ones stay matchable) and it is recomputed
+ * later.  A step's duration comes from the cost model.
+ *
+ * What this version leaves out (issue "Engine fidelity"): hashes of
+ * generated-output blocks (only prompt blocks enter the cache, so the next
+ * turn of a conversation can hit its previous prompt but not the previous
+ * answer), CPU-side scheduling time, and speculative decoding.
+ */
+#ifndef CRSIM_MODELS_ENGINE_H
+#define CRSIM_MODELS_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../workloads/request.h"
+#include "cost.h"
+#include "pcache.h"
+
+/* Scheduler settings (vLLM names). */
+typedef struct engine_params {
+    uint32_t block_size;           /* tokens per KV block */
+    uint32_t max_num_batched_tokens; /* token budget per step */
+    uint32_t max_num_seqs;         /* running requests at most */
+    bool prefix_caching;           /* reuse cached prefixes */
+} engine_params;
+
+/* Per-request state inside an engine.  Allocated by the caller (the
+ * cluster), which owns it and the wl_request it points to; the engine only
+ * links it into its queues between engine_submit() and the finish
+ * callback. */
+typedef struct engine_req {
+    wl_request *r;
+    uint32_t computed;    /* tokens of the sequence whose KV is computed */
+    uint32_t generated;   /* output tokens emitted */
+    uint32_t hit_tokens;  /* prefix-hit tokens at first admission */
+    uint32_t n_sched;     /* tokens scheduled in the current step */
+    uint32_t *blk;        /* KV blocks held, in sequence order */
+    uint32_t nblk, capblk;
+    uint32_t n_reg;       /* leading blocks already offered to the cache */
+    uint32_t preemptions;
+    bool admitted_once;
+    bool rejected;        /* can never fit in this engine's pool */
+    double first_token_s; /* time of the first output token, s (< 0 if none) */
+    double finish_s;      /* completion time, s (< 0 if unfinished) */
+    struct engine_req *qnext, *qprev; /* waiting-queue links */
+} engine_req;
+
+/* Callbacks from an engine to its owner. */
+typedef struct engine_hooks {
+    void *ctx;
+    /* The request emitted its first output token at `t` seconds. */
+    void (*first_token)(void *ctx, uint32_t dest, engine_req *er, double t);
+    /* The request finished (or was rejected) at `t` seconds; the engine no
+     * longer references `er`. */
+    void (*finish)(void *ctx, uint32_t dest, engine_req *er, double t);
+} engine_hooks;
+
+/* Counters of one engine, cumulative since creation. */
+typedef struct engine_stats {
+    uint64_t steps;
+    uint64_t prefill_tokens;  /* prompt tokens computed (misses + recompute) */
+    uint64_t decode_tokens;
+    uint64_t hit_tokens;      /* prefix-hit tokens at first admission */
+    uint64_t prompt_tokens;   /* prompt tokens of admitted requests */
+    uint64_t requests;        /* requests submitted */
+    uint64_t preemptions;
+    uint64_t rejected;
+    double busy_s;            /* time spent in steps, seconds */
+    /* Same counters restricted to steps ending at or after the start of the
+     * measurement window (engine_mark_window). */
+    uint64_t win_prefill_tokens, win_decode_tokens;
+    double win_busy_s;
+} engine_stats;
+
+typedef struct engine engine;
+
+/* Create an engine `dest` with a pool of `n_blocks` KV blocks, cost model
+ * `cost` (copied) and scheduler settings `p` (copied).  Returns NULL if out
+ * of memory.  Free with engine_destroy(). */
+engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
+                      const cost_model *cost, const engine_hooks *hooks);
+
+/* Free the engine.  Requests still inside are not freed (their owner frees
+ * them).  Accepts NULL. */
+void engine_destroy(engine *e);
+
+/* Hand a request to the engine at time `now` (appended to the waiting
+ * queue).  The caller then calls engine_try_start() if the engine is idle. */
+void engine_submit(engine *e, engine_req *er, double now);
+
+/* If the engine is idle and has work, form the next batch and return its
+ * duration in seconds (> 0); the caller must call engine_step_done() after
+ * that long.  Returns 0 if the engine is busy or has nothing to run. */
+double engine_try_start(engine *e, double now);
+
+/* Finish the step in progress at time `now`: advance every scheduled
+ * request, register newly full prompt blocks in the cache, emit first
+ * tokens and completions through the hooks.  Then the caller calls
+ * engine_try_start() again. */
+void engine_step_done(engine *e, double now);
+
+/* Count served work from steps ending at or after `t0` seconds into the
+ * window counters of engine_stats. */
+void engine_mark_window(engine *e, double t0);
+
+/* Current counters. */
+const engine_stats *engine_get_stats(const engine *e);
+
+/* Requests inside the engine (waiting + running). */
+uint32_t engine_inflight(const engine *e);
+
+/* Prompt tokens still to prefill over all requests inside the engine
+ * (what a gateway scraping the engine's queue would see). */
+uint64_t engine_queued_tokens(const engine *e);
+
+/* The engine's prefix cache (read-only, for tests and telemetry). */
+const pcache *engine_cache(const engine *e);
+
+/* Visit every request inside the engine (for end-of-run accounting). */
+void engine_foreach(engine *e, void (*fn)(void *ctx, engine_req *er), void *ctx);
+
+#endif

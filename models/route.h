@@ -1,0 +1,93 @@
+/*
+ * The router plug-in interface (DESIGN.md §5).
+ *
+ * A router is one const route_type descriptor (name, state size, function
+ * pointers), in the style of gsl_rng_type.  The harness allocates
+ * `state_size` bytes, calls create(), then route() once per arriving
+ * request, on_complete() when a request finishes, and destroy() at the end.
+ * What a router may read is the route_view: per-destination counts that a
+ * real gateway can know (its own in-flight requests, queued tokens scraped
+ * from the engines); engine cache contents are not visible.
+ */
+#ifndef CRSIM_MODELS_ROUTE_H
+#define CRSIM_MODELS_ROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../sim/rng.h"
+#include "../workloads/request.h"
+
+/* What a router can observe at a routing decision. */
+typedef struct route_view {
+    uint32_t n_dest;
+    const uint32_t *outstanding;   /* per destination: requests this router
+                                      dispatched that have not completed */
+    const uint64_t *queued_tokens; /* per destination: prompt tokens waiting
+                                      for prefill, as scraped from the engine */
+    double now_s;                  /* current simulated time, s */
+} route_view;
+
+/* Parameters of every router; each reads the fields it needs.  Filled from
+ * the `router.*` keys of the config (docs/config.md). */
+typedef struct route_params {
+    uint32_t n_dest;         /* number of destinations, >= 1 */
+    uint64_t seed;           /* run seed; randomised routers draw from PCG
+                                stream (seed, SIM_STREAM_ROUTER) */
+    uint32_t sticky_vnodes;  /* virtual nodes per destination on the ring */
+} route_params;
+
+typedef struct route_type {
+    const char *name;  /* registry name, e.g. "flat_lb" */
+    const char *help;  /* one line for `crsim help policies` */
+    size_t state_size; /* bytes the harness allocates (zeroed) for the state */
+    /* Initialise `state`.  Returns SIM_OK or an error code with a message
+     * (sim_errmsg); on error nothing needs freeing. */
+    int (*create)(void *state, const route_params *p);
+    /* Destination in [0, v->n_dest) for request `r`.  Must not fail. */
+    uint32_t (*route)(void *state, const wl_request *r, const route_view *v);
+    /* Optional: request `r`, sent to `dest`, completed. */
+    void (*on_complete)(void *state, const wl_request *r, uint32_t dest);
+    /* Optional: free what create() allocated (not `state` itself). */
+    void (*destroy)(void *state);
+} route_type;
+
+/* Registry of routers: NULL-terminated, searched by name. */
+extern const route_type *const route_registry[];
+
+/* The router named `name`, or NULL. */
+const route_type *route_find(const char *name);
+
+/* Print "name  help" for every registered router to `f`. */
+void route_list(FILE *f);
+
+/* The registered routers (defined in their own files). */
+extern const route_type route_flat_lb;
+extern const route_type route_sticky;
+
+/* ---- consistent-hash ring shared by sticky (and later chwbl, dualmap) ---- */
+
+typedef struct route__ring {
+    uint64_t *point;  /* sorted ring positions */
+    uint32_t *dest;   /* owner of each position */
+    uint32_t n;       /* positions = n_dest × vnodes */
+} route__ring;
+
+/* Build a ring with `vnodes` positions per destination; position j of
+ * destination d is XXH3-64 of the text "d<d>#<j>" with seed `salt` (two
+ * rings with different salts are independent).  Returns SIM_OK or
+ * SIM_ENOMEM. */
+int route__ring_init(route__ring *ring, uint32_t n_dest, uint32_t vnodes, uint64_t salt);
+
+/* Free the ring's arrays.  Safe on a zeroed ring. */
+void route__ring_fini(route__ring *ring);
+
+/* Index of the first position at or clockwise after `h` (wrapping). */
+uint32_t route__ring_find(const route__ring *ring, uint64_t h);
+
+/* Ring position of a routing key (a second hash of the key, so that the
+ * ring does not depend on how keys were derived). */
+uint64_t route__key_hash(uint64_t key, uint64_t salt);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * flat_lb: power-of-two choices on outstanding requests (Mitzenmacher
+ * 2001; as in sgl-router's power_of_two policy).  Draw two distinct
+ * destinations uniformly at random, send to the one with fewer requests
+ * this router has in flight, ties to the first drawn.  Cache-blind.
+ */
+#include "../sim/error.h"
+#include "route.h"
+
+typedef struct flat_lb {
+    sim_pcg32 rng;
+} flat_lb;
+
+static int flat_lb_create(void *state, const route_params *p)
+{
+    flat_lb *s = state;
+    sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
+    return SIM_OK;
+}
+
+static uint32_t flat_lb_route(void *state, const wl_request *r, const route_view *v)
+{
+    flat_lb *s = state;
+    (void)r;
+    if (v->n_dest == 1)
+        return 0;
+    uint32_t a = sim_pcg32_bounded(&s->rng, v->n_dest);
+    uint32_t b = sim_pcg32_bounded(&s->rng, v->n_dest - 1);
+    if (b >= a)
+        b++; /* distinct from a, uniform over the rest */
+    return v->outstanding[b] < v->outstanding[a] ? b : a;
+}
+
+const route_type route_flat_lb = {
+    .name = "flat_lb",
+    .help = "power of two choices on in-flight requests; cache-blind",
+    .state_size = sizeof(flat_lb),
+    .create = flat_lb_create,
+    .route = flat_lb_route,
+};

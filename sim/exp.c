@@ -1,0 +1,348 @@
+/*
+ * The experiment harness: binds the crsim config, loads the trace and
+ * specs once, then runs every (rate, seed, policy) point, stores each run
+ * and prints one table row per run.  Every policy at a given (seed, rate)
+ * gets a fresh replay of the same trace with the same seed, so all
+ * policies see the identical request stream (common random numbers).
+ */
+#include "exp.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../models/cluster.h"
+#include "../models/route.h"
+#include "../models/spec_load.h"
+#include "../workloads/mooncake.h"
+#include "../workloads/replay.h"
+#include "error.h"
+#include "store.h"
+#include "version.h"
+
+/* Policy names accepted in experiment.policies; a test checks that this
+ * list equals the router registry. */
+static const char *const policy_names[] = {"flat_lb", "sticky", NULL};
+static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
+static const char *const wl_types[] = {"mooncake", NULL};
+
+#define OFF(f) offsetof(exp_config, f)
+#define CNT(f) offsetof(exp_config, f)
+
+const sim_cfg_key exp_config_schema[] = {
+    /* experiment */
+    {.path = "experiment.name", .type = SIM_CFG_STRING, .offset = OFF(name),
+     .help = "experiment name (names the default database)"},
+    {.path = "experiment.db", .type = SIM_CFG_STRING, .offset = OFF(db), .def = "\"\"",
+     .help = "result database; empty = results/<name>.db (relative to the current directory)"},
+    {.path = "experiment.policies", .type = SIM_CFG_STRING_LIST, .offset = OFF(policies),
+     .count_offset = CNT(n_policies), .min_len = 1, .choices = policy_names,
+     .def = "[flat_lb, sticky]", .help = "routers to compare"},
+    {.path = "experiment.rates", .type = SIM_CFG_DOUBLE_LIST, .offset = OFF(rates),
+     .count_offset = CNT(n_rates), .min_len = 1, .min = 0, .max = 1e7,
+     .flags = SIM_CFG_EXCL_MIN, .unit = "requests/s", .help = "offered loads (mean arrival rate)"},
+    {.path = "experiment.seeds", .type = SIM_CFG_INT_LIST, .offset = OFF(seeds),
+     .count_offset = CNT(n_seeds), .min_len = 1, .min = 0, .max = 9007199254740992.0,
+     .def = "[1]", .help = "seeds; each (seed, rate) is one request stream shared by all policies"},
+    {.path = "experiment.warmup_s", .type = SIM_CFG_DOUBLE, .offset = OFF(warmup_s), .min = 0,
+     .max = 1e9, .def = "60", .unit = "s",
+     .help = "requests arriving earlier are simulated but not measured"},
+    {.path = "experiment.drain_s", .type = SIM_CFG_DOUBLE, .offset = OFF(drain_s), .min = 0,
+     .max = 1e9, .def = "600", .unit = "s",
+     .help = "simulate at most this long after the last arrival; later = unfinished"},
+    {.path = "experiment.slo_ttft_s", .type = SIM_CFG_DOUBLE, .offset = OFF(slo_ttft_s),
+     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "3.5", .unit = "s",
+     .help = "TTFT p99 SLO marked in the table"},
+    /* cluster */
+    {.path = "cluster.destinations", .type = SIM_CFG_INT, .offset = OFF(destinations), .min = 1,
+     .max = 100000, .def = "30", .help = "destinations R (one engine each)"},
+    {.path = "cluster.hardware", .type = SIM_CFG_STRING, .offset = OFF(hardware),
+     .def = "h100-sxm", .help = "GPU spec: a name in models/specs/ or a path"},
+    {.path = "cluster.model", .type = SIM_CFG_STRING, .offset = OFF(model),
+     .def = "llama-3.3-70b", .help = "model spec: a name in models/specs/ or a path"},
+    {.path = "cluster.tp", .type = SIM_CFG_INT, .offset = OFF(tp), .min = 1, .max = 64, .def = "2",
+     .unit = "GPUs", .help = "tensor-parallel degree per destination"},
+    {.path = "cluster.weight_dtype", .type = SIM_CFG_STRING, .offset = OFF(weight_dtype),
+     .choices = dtype_names, .def = "fp8", .help = "weight format"},
+    {.path = "cluster.kv_dtype", .type = SIM_CFG_STRING, .offset = OFF(kv_dtype),
+     .choices = dtype_names, .def = "fp8", .help = "KV-cache format"},
+    {.path = "cluster.mem_util", .type = SIM_CFG_DOUBLE, .offset = OFF(mem_util), .min = 0,
+     .max = 1, .flags = SIM_CFG_EXCL_MIN, .def = "0.9",
+     .help = "share of GPU memory the engine uses (vLLM gpu_memory_utilization)"},
+    /* engine */
+    {.path = "engine.block_size", .type = SIM_CFG_INT, .offset = OFF(block_size), .min = 1,
+     .max = 4096, .def = "16", .unit = "tokens", .help = "KV block size"},
+    {.path = "engine.max_num_batched_tokens", .type = SIM_CFG_INT,
+     .offset = OFF(max_num_batched_tokens), .min = 1, .max = 1e7, .def = "8192",
+     .unit = "tokens", .help = "token budget per step (chunked prefill)"},
+    {.path = "engine.max_num_seqs", .type = SIM_CFG_INT, .offset = OFF(max_num_seqs), .min = 1,
+     .max = 1e6, .def = "256", .help = "running requests per engine at most"},
+    {.path = "engine.prefix_caching", .type = SIM_CFG_BOOL, .offset = OFF(prefix_caching),
+     .def = "true", .help = "reuse cached prompt prefixes"},
+    /* cost */
+    {.path = "cost.mfu", .type = SIM_CFG_DOUBLE, .offset = OFF(mfu), .min = 0, .max = 1,
+     .flags = SIM_CFG_EXCL_MIN, .def = "0.5",
+     .help = "achieved share of peak FLOP/s (docs/calibration.md)"},
+    {.path = "cost.mbu", .type = SIM_CFG_DOUBLE, .offset = OFF(mbu), .min = 0, .max = 1,
+     .flags = SIM_CFG_EXCL_MIN, .def = "0.8",
+     .help = "achieved share of peak HBM bandwidth (docs/calibration.md)"},
+    {.path = "cost.step_overhead_s", .type = SIM_CFG_DOUBLE, .offset = OFF(step_overhead_s),
+     .min = 0, .max = 10, .def = "0.0044", .unit = "s",
+     .help = "fixed time per engine step (docs/calibration.md)"},
+    {.path = "cost.allreduce_latency_s", .type = SIM_CFG_DOUBLE,
+     .offset = OFF(allreduce_latency_s), .min = 0, .max = 1, .def = "10e-6", .unit = "s",
+     .help = "latency of one tensor-parallel all-reduce"},
+    /* workload */
+    {.path = "workload.type", .type = SIM_CFG_STRING, .offset = OFF(wl_type), .choices = wl_types,
+     .def = "mooncake", .help = "request source"},
+    {.path = "workload.trace", .type = SIM_CFG_PATH, .offset = OFF(trace),
+     .help = "Mooncake-format JSONL trace (relative to the config file)"},
+    {.path = "workload.trace_block_tokens", .type = SIM_CFG_INT, .offset = OFF(trace_block_tokens),
+     .min = 1, .max = 1 << 20, .def = "512", .unit = "tokens",
+     .help = "tokens per hash id in the trace"},
+    {.path = "workload.key_ids", .type = SIM_CFG_INT, .offset = OFF(key_ids), .min = 1, .max = 1e6,
+     .def = "2", .help = "leading hash ids forming the routing key"},
+    {.path = "workload.tick_s", .type = SIM_CFG_DOUBLE, .offset = OFF(tick_s), .min = 0, .max = 1e6,
+     .def = "3", .unit = "s",
+     .help = "spread arrivals uniformly within ticks of this length; 0 = as recorded"},
+    {.path = "workload.max_requests", .type = SIM_CFG_INT, .offset = OFF(max_requests), .min = 0,
+     .max = 9007199254740992.0, .def = "0", .help = "replay only the first N arrivals; 0 = all"},
+    /* routers */
+    {.path = "router.sticky.vnodes", .type = SIM_CFG_INT, .offset = OFF(sticky_vnodes), .min = 1,
+     .max = 1e5, .def = "256", .help = "virtual nodes per destination (sticky)"},
+    {0},
+};
+
+int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    sim_cfgdoc *d = NULL;
+    int rc = sim_cfgdoc_load(path, &d);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n_set && rc == SIM_OK; i++)
+        rc = sim_cfgdoc_set(d, sets[i]);
+    if (rc == SIM_OK)
+        rc = sim_cfg_bind(d, exp_config_schema, cfg);
+    if (rc == SIM_OK && cfg->trace_block_tokens % cfg->block_size != 0)
+        rc = SIM_ERROR(SIM_EINVAL, "%s: engine.block_size %lld does not divide "
+                       "workload.trace_block_tokens %lld; expected a divisor (e.g. 16)",
+                       path, (long long)cfg->block_size, (long long)cfg->trace_block_tokens);
+    for (size_t i = 0; rc == SIM_OK && i < cfg->n_policies; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->policies[i], cfg->policies[j]) == 0) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.policies lists '%s' twice; expected "
+                               "each policy once", path, cfg->policies[i]);
+                break;
+            }
+    sim_cfgdoc_destroy(d);
+    if (rc)
+        exp_config_fini(cfg);
+    return rc;
+}
+
+void exp_config_fini(exp_config *cfg) { sim_cfg_free(exp_config_schema, cfg); }
+
+char *exp_config_dump(const exp_config *cfg) { return sim_cfg_dump(exp_config_schema, cfg); }
+
+/* The full config of one run: the experiment's config with the lists of
+ * policies, rates and seeds narrowed to this run's point. */
+static char *run_config_text(const exp_config *cfg, size_t ip, size_t ir, size_t is)
+{
+    exp_config one = *cfg;
+    one.policies = &cfg->policies[ip];
+    one.n_policies = 1;
+    one.rates = &cfg->rates[ir];
+    one.n_rates = 1;
+    one.seeds = &cfg->seeds[is];
+    one.n_seeds = 1;
+    return sim_cfg_dump(exp_config_schema, &one);
+}
+
+static void hash_hex(const char *text, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)XXH3_64bits(text, strlen(text)));
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fmt_s(char *buf, size_t n, double x)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else if (isinf(x))
+        snprintf(buf, n, "inf");
+    else
+        snprintf(buf, n, "%.3f", x);
+}
+
+static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
+
+static void print_header(FILE *out)
+{
+    fprintf(out, "%-10s %8s %5s %7s %9s %9s %9s %7s %7s %7s %6s  %s\n", "policy", "rate/s",
+            "seed", "hit%", "TTFTp50", "TTFTp99", "E2Ep99", "imbal", "done", "unfin", "preempt",
+            "SLO");
+}
+
+static void print_row(FILE *out, const char *policy, double rate, int64_t seed,
+                      const cluster_result *r, double slo)
+{
+    char t50[16], t99[16], e99[16];
+    fmt_s(t50, sizeof t50, r->ttft_p50);
+    fmt_s(t99, sizeof t99, r->ttft_p99);
+    fmt_s(e99, sizeof e99, r->e2e_p99);
+    fprintf(out, "%-10s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %6llu  %s\n", policy, rate,
+            (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
+            (unsigned long long)r->n_completed, (unsigned long long)(r->n_unfinished + r->n_rejected),
+            (unsigned long long)r->preemptions, r->ttft_p99 <= slo ? "pass" : "FAIL");
+}
+
+int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
+{
+    spec_hw hw = {0};
+    spec_model model = {0};
+    wl_trace *trace = NULL;
+    exp_store *store = NULL;
+    char *cfg_text = NULL;
+    char *db_path = NULL;
+    int64_t exp_id = 0;
+    bool begun = false;
+    int rc;
+
+    if ((rc = spec_hw_load(cfg->hardware, &hw)) || (rc = spec_model_load(cfg->model, &model)))
+        goto done;
+    spec_deploy dep = {.hw = &hw, .model = &model, .tp = cfg->tp, .mem_util = cfg->mem_util,
+                       .block_size = cfg->block_size};
+    spec_dtype_parse(cfg->weight_dtype, &dep.weight_dtype);
+    spec_dtype_parse(cfg->kv_dtype, &dep.kv_dtype);
+    uint64_t pool_tokens;
+    uint32_t pool_blocks;
+    if ((rc = spec_kv_pool(&dep, &pool_tokens, &pool_blocks)))
+        goto done;
+    if ((rc = wl_mooncake_load(cfg->trace, (uint32_t)cfg->trace_block_tokens, &trace)))
+        goto done;
+
+    if (cfg->db && cfg->db[0]) {
+        db_path = sim_xstrdup(cfg->db);
+    } else {
+        size_t n = strlen(cfg->name) + 16;
+        db_path = sim_xmalloc(n);
+        snprintf(db_path, n, "results/%s.db", cfg->name);
+    }
+    if ((rc = exp_store_open(db_path, &store)))
+        goto done;
+    cfg_text = exp_config_dump(cfg);
+    char hash[17];
+    hash_hex(cfg_text, hash);
+    const size_t n_runs = cfg->n_policies * cfg->n_rates * cfg->n_seeds;
+    if ((rc = exp_store_begin(store, cfg->name, o->config_path, cfg_text, hash, CRSIM_VERSION,
+                              (int64_t)n_runs, &exp_id)))
+        goto done;
+    begun = true;
+
+    fprintf(out, "crsim %s: experiment '%s' (id %lld), %zu runs -> %s\n", CRSIM_VERSION,
+            cfg->name, (long long)exp_id, n_runs, db_path);
+    fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
+            (long long)cfg->destinations, model.name, (long long)cfg->tp, hw.name,
+            cfg->weight_dtype, cfg->kv_dtype);
+    fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
+            pool_blocks, (long long)cfg->block_size, (unsigned long long)pool_tokens,
+            (double)pool_tokens * spec_kv_bytes_per_token(&model, dep.kv_dtype) / 1e9);
+    fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n\n",
+            cfg->trace, trace->n, wl_trace_span_s(trace), wl_trace_mean_rate(trace));
+    print_header(out);
+    fflush(out);
+
+    cluster_params cp = {
+        .n_dest = (uint32_t)cfg->destinations,
+        .deploy = dep,
+        .cost = {.mfu = cfg->mfu, .mbu = cfg->mbu, .step_overhead_s = cfg->step_overhead_s,
+                 .allreduce_latency_s = cfg->allreduce_latency_s},
+        .engine = {.block_size = (uint32_t)cfg->block_size,
+                   .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
+                   .max_num_seqs = (uint32_t)cfg->max_num_seqs,
+                   .prefix_caching = cfg->prefix_caching},
+        .warmup_s = cfg->warmup_s,
+        .drain_s = cfg->drain_s,
+        .stop = o->stop,
+    };
+    size_t done_runs = 0;
+    for (size_t ir = 0; ir < cfg->n_rates && rc == SIM_OK; ir++) {
+        for (size_t is = 0; is < cfg->n_seeds && rc == SIM_OK; is++) {
+            for (size_t ip = 0; ip < cfg->n_policies && rc == SIM_OK; ip++) {
+                const route_type *rt = route_find(cfg->policies[ip]);
+                SIM_ALWAYS(rt != NULL); /* validated against policy_names */
+                route_params rp = {.n_dest = cp.n_dest, .seed = (uint64_t)cfg->seeds[is],
+                                   .sticky_vnodes = (uint32_t)cfg->sticky_vnodes};
+                wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
+                                       .key_ids = (uint32_t)cfg->key_ids,
+                                       .rate = cfg->rates[ir], .tick_s = cfg->tick_s,
+                                       .seed = (uint64_t)cfg->seeds[is],
+                                       .max_requests = (uint64_t)cfg->max_requests};
+                wl_replay *rp_stream = NULL;
+                if ((rc = wl_replay_create(trace, &wp, &rp_stream)))
+                    break;
+                char started[32];
+                exp_utc_now(started, sizeof started);
+                double t0 = wall_now();
+                cluster_result res;
+                rc = cluster_run(&cp, rt, &rp, (wl_source){rp_stream, replay_next}, &res);
+                double wall = wall_now() - t0;
+                wl_replay_destroy(rp_stream);
+                if (rc == SIM_OK) {
+                    char *text = run_config_text(cfg, ip, ir, is);
+                    char rhash[17];
+                    hash_hex(text, rhash);
+                    exp_run_row row = {.policy = rt->name, .seed = cfg->seeds[is],
+                                       .rate_rps = cfg->rates[ir], .config_text = text,
+                                       .config_hash = rhash, .started_at = started,
+                                       .wall_s = wall};
+                    rc = exp_store_add_run(store, exp_id, &row, &res, NULL);
+                    free(text);
+                    if (rc == SIM_OK) {
+                        print_row(out, rt->name, cfg->rates[ir], cfg->seeds[is], &res,
+                                  cfg->slo_ttft_s);
+                        fflush(out);
+                        done_runs++;
+                        if (!o->quiet)
+                            fprintf(stderr, "[%zu/%zu] %s rate %.2f seed %lld: %llu requests "
+                                    "in %.2f s wall (%.0f requests/s)\n", done_runs, n_runs,
+                                    rt->name, cfg->rates[ir], (long long)cfg->seeds[is],
+                                    (unsigned long long)res.n_arrived, wall,
+                                    (double)res.n_arrived / wall);
+                    }
+                }
+                cluster_result_fini(&res);
+            }
+        }
+    }
+    if (rc == SIM_OK)
+        fprintf(out, "\nhit%% = served token-weighted KV prefix-hit rate; times in seconds; "
+                "imbal = max/mean served tokens per destination;\nunfin = unfinished at the "
+                "end of the drain window (counted as SLO violations); SLO = TTFT p99 <= %g s.\n"
+                "stored in %s (experiment %lld)\n", cfg->slo_ttft_s, db_path, (long long)exp_id);
+
+done:
+    if (begun) {
+        int rc2 = exp_store_end(store, exp_id, rc == SIM_OK ? "complete" : "incomplete");
+        if (rc == SIM_OK)
+            rc = rc2;
+    }
+    exp_store_close(store);
+    free(cfg_text);
+    free(db_path);
+    wl_trace_destroy(trace);
+    spec_hw_fini(&hw);
+    spec_model_fini(&model);
+    return rc;
+}

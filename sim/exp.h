@@ -1,0 +1,96 @@
+/*
+ * The experiment harness: the crsim config schema, and running an
+ * experiment (every policy × seed × rate point of a config) into the
+ * SQLite result store while printing the summary table.
+ */
+#ifndef CRSIM_SIM_EXP_H
+#define CRSIM_SIM_EXP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+/* The whole configuration of an experiment (docs/config.md).  Bound once
+ * from YAML plus --set overrides, then read-only. */
+typedef struct exp_config {
+    /* experiment */
+    char *name;
+    char *db;                 /* result database path */
+    char **policies;
+    size_t n_policies;
+    double *rates;            /* offered loads, requests/s */
+    size_t n_rates;
+    int64_t *seeds;
+    size_t n_seeds;
+    double warmup_s;
+    double drain_s;
+    double slo_ttft_s;
+    /* cluster */
+    int64_t destinations;
+    char *hardware;
+    char *model;
+    int64_t tp;
+    char *weight_dtype;
+    char *kv_dtype;
+    double mem_util;
+    /* engine */
+    int64_t block_size;
+    int64_t max_num_batched_tokens;
+    int64_t max_num_seqs;
+    bool prefix_caching;
+    /* cost */
+    double mfu, mbu, step_overhead_s, allreduce_latency_s;
+    /* workload */
+    char *wl_type;
+    char *trace;
+    int64_t trace_block_tokens;
+    int64_t key_ids;
+    double tick_s;
+    int64_t max_requests;
+    /* router */
+    int64_t sticky_vnodes;
+} exp_config;
+
+/* The schema of exp_config (NULL-terminated), for binding, dumping and
+ * `crsim help config`. */
+extern const sim_cfg_key exp_config_schema[];
+
+/*
+ * Load config file `path`, apply the `n_set` overrides "a.b=value" in
+ * order, and bind the result into *cfg (zeroed by the call).  Then check
+ * cross-key constraints (known policy names, dtypes, a block size dividing
+ * the trace block).  Returns SIM_OK or SIM_EIO/SIM_EINVAL with the message
+ * naming the file, line or key; on error *cfg holds nothing to free
+ * (exp_config_fini is still safe).
+ */
+int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg);
+
+/* Free what a config owns.  Safe on a zeroed config and twice. */
+void exp_config_fini(exp_config *cfg);
+
+/* Canonical YAML of the full config (every key, defaults included); the
+ * caller frees it.  Cannot fail. */
+char *exp_config_dump(const exp_config *cfg);
+
+/* Options of `crsim run`. */
+typedef struct exp_run_opts {
+    const char *config_path;  /* as given on the command line */
+    bool quiet;               /* no progress lines */
+    const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
+} exp_run_opts;
+
+/*
+ * Run every (policy, rate, seed) point of `cfg`, store each run in the
+ * database cfg->db (created if missing; a new experiment row each time),
+ * and print the summary table to `out`.  Returns SIM_OK; SIM_EINVAL for
+ * bad input (trace, specs), SIM_EDB when the database cannot be written,
+ * SIM_EINTR when interrupted (runs finished so far are stored and the
+ * experiment row is marked incomplete).
+ */
+int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * crsim command-line interface.  Subcommands: run, help, version.
+ * Exit status: 0 success, 2 bad input (config, spec, trace, command line),
+ * 1 other failures (database, out of memory), 130 interrupted.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../models/route.h"
+#include "error.h"
+#include "exp.h"
+#include "version.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: crsim <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  run CONFIG [--set KEY=VALUE]... [--quiet]\n"
+          "        run every (policy, rate, seed) point of the experiment config,\n"
+          "        print a table and store all runs in SQLite (experiment.db,\n"
+          "        default results/<experiment.name>.db).  --set overrides any key,\n"
+          "        e.g. --set experiment.rates=[10,20] --set cluster.destinations=8\n"
+          "  help config      list every config key with type, default, range, unit\n"
+          "  help policies    list the routers\n"
+          "  version          print the build version\n"
+          "\n"
+          "exit status: 0 ok, 2 bad input, 1 other error, 130 interrupted\n"
+          "docs: README.md, docs/config.md, docs/results-schema.md\n",
+          f);
+}
+
+static int exit_code(int rc)
+{
+    switch (rc) {
+    case SIM_OK: return 0;
+    case SIM_EINVAL:
+    case SIM_EIO: return SIM_EXIT_BADINPUT;
+    case SIM_EINTR: return 130;
+    default: return 1;
+    }
+}
+
+static int fail(int rc)
+{
+    fprintf(stderr, "crsim: %s\n", sim_errmsg());
+    if (getenv("CRSIM_DEBUG"))
+        fprintf(stderr, "crsim: (%s at %s)\n", sim_strstatus(rc), sim_errsrc());
+    return exit_code(rc);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    const char *config = NULL;
+    const char **sets = calloc((size_t)argc, sizeof *sets);
+    size_t n_set = 0;
+    exp_run_opts o = {.stop = &stop_flag};
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--set") == 0) {
+            if (i + 1 >= argc) {
+                free(sets);
+                return fail(SIM_ERROR(SIM_EINVAL, "--set needs an argument KEY=VALUE"));
+            }
+            sets[n_set++] = argv[++i];
+        } else if (strncmp(argv[i], "--set=", 6) == 0) {
+            sets[n_set++] = argv[i] + 6;
+        } else if (strcmp(argv[i], "--quiet") == 0) {
+            o.quiet = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            free(sets);
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            free(sets);
+            return fail(SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'run'; expected --set "
+                                  "KEY=VALUE or --quiet", argv[i]));
+        } else if (!config) {
+            config = argv[i];
+        } else {
+            free(sets);
+            return fail(SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one config "
+                                  "file", argv[i]));
+        }
+    }
+    if (!config) {
+        free(sets);
+        usage(stderr);
+        return SIM_EXIT_BADINPUT;
+    }
+    o.config_path = config;
+    exp_config cfg;
+    int rc = exp_config_load(config, sets, n_set, &cfg);
+    free(sets);
+    if (rc)
+        return fail(rc);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    rc = exp_run(&cfg, &o, stdout);
+    exp_config_fini(&cfg);
+    return rc ? fail(rc) : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SIM_EXIT_BADINPUT;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("crsim %s\n", CRSIM_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc >= 3 && strcmp(argv[2], "config") == 0) {
+            sim_cfg_help(exp_config_schema, stdout);
+            return 0;
+        }
+        if (argc >= 3 && strcmp(argv[2], "policies") == 0) {
+            route_list(stdout);
+            return 0;
+        }
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "crsim: unknown command '%s'; expected run, help or version\n", cmd);
+    usage(stderr);
+    return SIM_EXIT_BADINPUT;
+}

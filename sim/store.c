@@ -1,0 +1,356 @@
+/*
+ * SQLite result store.  Prepared statements, one transaction per run, and
+ * REAL columns that may hold +Inf (an unfinished request's latency) or
+ * NULL (a metric that is undefined, e.g. TPOT with no multi-token output).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+
+struct exp_store {
+    sqlite3 *db;
+    char *path;
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS experiments(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  name TEXT NOT NULL,\n"
+    "  config_path TEXT,\n"
+    "  config_text TEXT NOT NULL,\n"
+    "  config_hash TEXT NOT NULL,\n"
+    "  build_version TEXT NOT NULL,\n"
+    "  host TEXT,\n"
+    "  started_at TEXT NOT NULL,\n"
+    "  finished_at TEXT,\n"
+    "  n_runs_planned INTEGER NOT NULL,\n"
+    "  status TEXT NOT NULL CHECK (status IN ('running','complete','incomplete')));\n"
+    "CREATE TABLE IF NOT EXISTS runs(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
+    "  policy TEXT NOT NULL,\n"
+    "  seed INTEGER NOT NULL,\n"
+    "  rate_rps REAL NOT NULL,\n"
+    "  config_text TEXT NOT NULL,\n"
+    "  config_hash TEXT NOT NULL,\n"
+    "  build_version TEXT NOT NULL,\n"
+    "  started_at TEXT NOT NULL,\n"
+    "  wall_s REAL NOT NULL,\n"
+    "  status TEXT NOT NULL CHECK (status IN ('complete','interrupted')));\n"
+    "CREATE TABLE IF NOT EXISTS run_metrics(\n"
+    "  run_id INTEGER PRIMARY KEY REFERENCES runs(id),\n"
+    "  n_arrived INTEGER NOT NULL, n_completed INTEGER NOT NULL,\n"
+    "  n_unfinished INTEGER NOT NULL, n_rejected INTEGER NOT NULL,\n"
+    "  n_measured INTEGER NOT NULL, measured_completed INTEGER NOT NULL,\n"
+    "  prompt_tokens INTEGER NOT NULL, hit_tokens INTEGER NOT NULL, hit_rate REAL,\n"
+    "  ttft_p50 REAL, ttft_p90 REAL, ttft_p99 REAL, ttft_mean REAL,\n"
+    "  tpot_p50 REAL, tpot_p90 REAL, tpot_p99 REAL,\n"
+    "  e2e_p50 REAL, e2e_p90 REAL, e2e_p99 REAL,\n"
+    "  imbalance_work REAL, imbalance_requests REAL,\n"
+    "  first_arrival_s REAL, last_arrival_s REAL, sim_end_s REAL, throughput_rps REAL,\n"
+    "  steps INTEGER NOT NULL, events INTEGER NOT NULL, preemptions INTEGER NOT NULL,\n"
+    "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS dest_metrics(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  dest INTEGER NOT NULL,\n"
+    "  routed INTEGER NOT NULL, routed_measured INTEGER NOT NULL,\n"
+    "  prompt_tokens INTEGER NOT NULL, hit_tokens INTEGER NOT NULL,\n"
+    "  prefill_tokens INTEGER NOT NULL, decode_tokens INTEGER NOT NULL,\n"
+    "  win_prefill_tokens INTEGER NOT NULL, win_decode_tokens INTEGER NOT NULL,\n"
+    "  busy_s REAL NOT NULL, steps INTEGER NOT NULL, preemptions INTEGER NOT NULL,\n"
+    "  rejected INTEGER NOT NULL,\n"
+    "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, dest));\n";
+
+static int db_error(exp_store *s, const char *what)
+{
+    return SIM_ERROR(SIM_EDB, "%s: %s: %s; expected a writable crsim result database",
+                     s->path, what, sqlite3_errmsg(s->db));
+}
+
+/* mkdir -p of the folder part of `path` (one or more levels). */
+static int make_parent(const char *path)
+{
+    char *dir = sim_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int rc = SIM_OK;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        for (char *p = dir + 1; *p; p++) {
+            if (*p != '/')
+                continue;
+            *p = '\0';
+            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                rc = SIM_ERROR(SIM_EIO, "%s: cannot create folder: %s", dir, strerror(errno));
+            *p = '/';
+            if (rc)
+                break;
+        }
+        if (!rc && mkdir(dir, 0777) != 0 && errno != EEXIST)
+            rc = SIM_ERROR(SIM_EIO, "%s: cannot create folder: %s", dir, strerror(errno));
+    }
+    free(dir);
+    return rc;
+}
+
+int exp_store_open(const char *path, exp_store **out)
+{
+    int rc = make_parent(path);
+    if (rc)
+        return rc;
+    exp_store *s = sim_xcalloc(1, sizeof *s);
+    s->path = sim_xstrdup(path);
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        rc = db_error(s, "cannot open");
+        exp_store_close(s);
+        return rc;
+    }
+    sqlite3_busy_timeout(s->db, 10000);
+    char *err = NULL;
+    if (sqlite3_exec(s->db, "PRAGMA foreign_keys=ON;", NULL, NULL, &err) != SQLITE_OK ||
+        sqlite3_exec(s->db, schema_sql, NULL, NULL, &err) != SQLITE_OK) {
+        rc = SIM_ERROR(SIM_EDB, "%s: cannot create the schema: %s; expected a crsim result "
+                       "database or a new file", path, err ? err : "?");
+        sqlite3_free(err);
+        exp_store_close(s);
+        return rc;
+    }
+    /* Record or check the schema version. */
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, NULL);
+    int have = -1;
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        have = atoi((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (have == -1) {
+        char sql[128];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO meta(key, value) VALUES ('schema_version', '%d')",
+                 EXP_STORE_SCHEMA_VERSION);
+        if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            rc = db_error(s, "cannot write the schema version");
+            exp_store_close(s);
+            return rc;
+        }
+    } else if (have != EXP_STORE_SCHEMA_VERSION) {
+        rc = SIM_ERROR(SIM_EDB, "%s: result schema version %d; expected version %d (use a new "
+                       "database file)", path, have, EXP_STORE_SCHEMA_VERSION);
+        exp_store_close(s);
+        return rc;
+    }
+    *out = s;
+    return SIM_OK;
+}
+
+void exp_store_close(exp_store *s)
+{
+    if (!s)
+        return;
+    sqlite3_close(s->db);
+    free(s->path);
+    free(s);
+}
+
+void exp_utc_now(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Bind a double, storing NaN as NULL (SQLite would store NaN as NULL
+ * anyway; being explicit documents it). */
+static void bind_real(sqlite3_stmt *st, int i, double x)
+{
+    if (isnan(x))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, x);
+}
+
+int exp_store_begin(exp_store *s, const char *name, const char *config_path,
+                    const char *config_text, const char *config_hash, const char *build,
+                    int64_t n_runs_planned, int64_t *id)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char now[32];
+    exp_utc_now(now, sizeof now);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO experiments(name, config_path, config_text, config_hash,"
+                           " build_version, host, started_at, n_runs_planned, status)"
+                           " VALUES (?,?,?,?,?,?,?,?,'running')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, "cannot prepare the experiment row");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, config_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, config_text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, config_hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, build, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 8, n_runs_planned);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot add the experiment");
+    sqlite3_finalize(st);
+    if (rc == SIM_OK)
+        *id = sqlite3_last_insert_rowid(s->db);
+    return rc;
+}
+
+int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
+                      const cluster_result *res, int64_t *run_id)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(s, "cannot begin a transaction");
+    sqlite3_stmt *st = NULL;
+    int rc = SIM_OK;
+    int64_t rid = 0;
+
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO runs(experiment_id, policy, seed, rate_rps, config_text,"
+                           " config_hash, build_version, started_at, wall_s, status)"
+                           " SELECT ?,?,?,?,?,?, build_version, ?, ?, ? FROM experiments"
+                           " WHERE id = ?",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = db_error(s, "cannot prepare a run row");
+        goto fail;
+    }
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_text(st, 2, row->policy, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, row->seed);
+    sqlite3_bind_double(st, 4, row->rate_rps);
+    sqlite3_bind_text(st, 5, row->config_text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, row->config_hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, row->started_at, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 8, row->wall_s);
+    sqlite3_bind_text(st, 9, res->interrupted ? "interrupted" : "complete", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 10, exp_id);
+    if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
+        rc = db_error(s, "cannot add a run");
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    rid = sqlite3_last_insert_rowid(s->db);
+
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = db_error(s, "cannot prepare a metrics row");
+        goto fail;
+    }
+    int i = 1;
+    sqlite3_bind_int64(st, i++, rid);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_arrived);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_completed);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_unfinished);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_rejected);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_measured);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->measured_completed);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->prompt_tokens);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->hit_tokens);
+    bind_real(st, i++, res->hit_rate);
+    bind_real(st, i++, res->ttft_p50);
+    bind_real(st, i++, res->ttft_p90);
+    bind_real(st, i++, res->ttft_p99);
+    bind_real(st, i++, res->ttft_mean);
+    bind_real(st, i++, res->tpot_p50);
+    bind_real(st, i++, res->tpot_p90);
+    bind_real(st, i++, res->tpot_p99);
+    bind_real(st, i++, res->e2e_p50);
+    bind_real(st, i++, res->e2e_p90);
+    bind_real(st, i++, res->e2e_p99);
+    bind_real(st, i++, res->imbalance_work);
+    bind_real(st, i++, res->imbalance_requests);
+    bind_real(st, i++, res->first_arrival_s);
+    bind_real(st, i++, res->last_arrival_s);
+    bind_real(st, i++, res->sim_end_s);
+    bind_real(st, i++, res->throughput_rps);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->steps);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->events);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->preemptions);
+    sqlite3_bind_int64(st, i++, res->pool_blocks);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        rc = db_error(s, "cannot add run metrics");
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO dest_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = db_error(s, "cannot prepare a destination row");
+        goto fail;
+    }
+    for (uint32_t d = 0; d < res->n_dest; d++) {
+        const cluster_dest *cd = &res->dest[d];
+        i = 1;
+        sqlite3_bind_int64(st, i++, rid);
+        sqlite3_bind_int64(st, i++, d);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->routed);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->routed_measured);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.prompt_tokens);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.hit_tokens);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.prefill_tokens);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.decode_tokens);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.win_prefill_tokens);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.win_decode_tokens);
+        sqlite3_bind_double(st, i++, cd->st.busy_s);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.steps);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.preemptions);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.rejected);
+        sqlite3_bind_int64(st, i++, res->pool_blocks);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            rc = db_error(s, "cannot add destination metrics");
+            goto fail;
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = db_error(s, "cannot commit a run");
+        goto fail;
+    }
+    if (run_id)
+        *run_id = rid;
+    return SIM_OK;
+fail:
+    sqlite3_finalize(st);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int exp_store_end(exp_store *s, int64_t exp_id, const char *status)
+{
+    char now[32];
+    exp_utc_now(now, sizeof now);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "UPDATE experiments SET finished_at = ?, status = ? WHERE id = ?", -1,
+                           &st, NULL) != SQLITE_OK)
+        return db_error(s, "cannot prepare the experiment update");
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, status, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, exp_id);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot finish the experiment");
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -1,0 +1,128 @@
+/*
+ * Trace replay: arrival order and times computed once at creation (the
+ * trace is small: 12k requests), block hashes computed lazily per request
+ * so memory stays O(requests in flight × blocks).
+ */
+#include "replay.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../sim/error.h"
+#include "../sim/rng.h"
+
+typedef struct arrival {
+    double t;
+    uint32_t idx;
+} arrival;
+
+struct wl_replay {
+    const wl_trace *t;
+    wl_replay_params p;
+    arrival *order;
+    uint64_t n, next;
+    double scale;
+};
+
+static int cmp_arrival(const void *a, const void *b)
+{
+    const arrival *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+int wl_replay_create(const wl_trace *t, const wl_replay_params *p, wl_replay **out)
+{
+    if (p->block_size == 0 || t->block_tokens % p->block_size != 0)
+        return SIM_ERROR(SIM_EINVAL, "engine.block_size %u does not divide the trace's %u-token "
+                         "blocks; expected a divisor of %u (e.g. 16)",
+                         p->block_size, t->block_tokens, t->block_tokens);
+    if (p->key_ids == 0)
+        return SIM_ERROR(SIM_EINVAL, "workload.key_ids is 0; expected at least 1 leading id");
+    if (!(p->rate >= 0) || !isfinite(p->rate))
+        return SIM_ERROR(SIM_EINVAL, "request rate %g; expected a finite rate >= 0 (requests/s)",
+                         p->rate);
+    wl_replay *rp = calloc(1, sizeof *rp);
+    if (!rp)
+        return SIM_ERROR(SIM_ENOMEM, "out of memory preparing the trace replay");
+    rp->order = malloc(t->n * sizeof *rp->order);
+    if (!rp->order) {
+        free(rp);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory preparing the trace replay");
+    }
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, p->seed, SIM_STREAM_ARRIVALS);
+    for (size_t i = 0; i < t->n; i++) {
+        double ts = t->reqs[i].t_s;
+        if (p->tick_s > 0) {
+            double tick = floor(ts / p->tick_s + 0.5);
+            ts = (tick + sim_pcg32_uniform(&rng)) * p->tick_s;
+        }
+        rp->order[i] = (arrival){ts, (uint32_t)i};
+    }
+    qsort(rp->order, t->n, sizeof *rp->order, cmp_arrival);
+    rp->scale = 1.0;
+    if (p->rate > 0) {
+        double native = wl_trace_mean_rate(t);
+        if (!(native > 0)) {
+            wl_replay_destroy(rp);
+            return SIM_ERROR(SIM_EINVAL, "%s: all requests share one timestamp, so the trace has "
+                             "no rate to rescale; expected a trace spanning some time",
+                             t->path);
+        }
+        rp->scale = native / p->rate;
+    }
+    double t0 = rp->order[0].t;
+    for (size_t i = 0; i < t->n; i++)
+        rp->order[i].t = (rp->order[i].t - t0) * rp->scale;
+    rp->t = t;
+    rp->p = *p;
+    rp->n = (p->max_requests && p->max_requests < t->n) ? p->max_requests : t->n;
+    *out = rp;
+    return SIM_OK;
+}
+
+void wl_replay_destroy(wl_replay *rp)
+{
+    if (!rp)
+        return;
+    free(rp->order);
+    free(rp);
+}
+
+int wl_replay_next(wl_replay *rp, wl_request *out)
+{
+    if (rp->next >= rp->n)
+        return 0;
+    const arrival *a = &rp->order[rp->next];
+    const wl_trace_req *tr = &rp->t->reqs[a->idx];
+    const uint64_t *ids = rp->t->ids + tr->ids_off;
+    const uint32_t bs = rp->p.block_size;
+    const uint32_t per = rp->t->block_tokens / bs;
+    uint32_t nb = tr->input_tokens / bs;
+    /* Never more blocks than the trace ids cover. */
+    if ((uint64_t)nb > (uint64_t)tr->n_ids * per)
+        nb = tr->n_ids * per;
+    uint64_t *h = sim_xmalloc((nb ? nb : 1) * sizeof *h);
+    uint64_t parent = 0;
+    for (uint32_t j = 0; j < nb; j++) {
+        uint64_t content = (ids[j / per] << 16) | (uint64_t)(j % per);
+        parent = h[j] = wl_block_hash(parent, content);
+    }
+    *out = (wl_request){
+        .id = rp->next,
+        .arrival_s = a->t,
+        .key = wl_trace_routing_key(rp->t, a->idx, rp->p.key_ids),
+        .prompt_tokens = tr->input_tokens,
+        .output_tokens = tr->output_tokens,
+        .n_blocks = nb,
+        .blocks = h,
+    };
+    rp->next++;
+    return 1;
+}
+
+uint64_t wl_replay_count(const wl_replay *rp) { return rp->n; }
+
+double wl_replay_time_scale(const wl_replay *rp) { return rp->scale; }

@@ -1,0 +1,43 @@
+/*
+ * One inference request as the workload produces it and the router and
+ * engine consume it.  The block list identifies the prompt's content: entry
+ * i is the chained hash of full KV block i (the hash of block i−1's hash and
+ * block i's tokens), so prefix matching is exact.
+ */
+#ifndef CRSIM_WORKLOADS_REQUEST_H
+#define CRSIM_WORKLOADS_REQUEST_H
+
+#include <stdint.h>
+
+typedef struct wl_request {
+    uint64_t id;            /* position in the arrival stream, from 0 */
+    double arrival_s;       /* arrival time, simulated seconds */
+    uint64_t key;           /* routing key (e.g. hash of the leading block ids) */
+    uint32_t prompt_tokens; /* input length, tokens (>= 1) */
+    uint32_t output_tokens; /* output length, tokens (>= 1) */
+    uint32_t n_blocks;      /* number of entries in `blocks` */
+    uint64_t *blocks;       /* chained hashes of the prompt's full blocks
+                               (engine block size); never 0.  Owned by the
+                               request, freed with wl_request_fini(). */
+} wl_request;
+
+/* Chained hash of a block: XXH3-64 of (parent hash, content id), with 0
+ * remapped to 1 (0 means "no block" in the cache).  `parent` is 0 for the
+ * first block of a sequence.  Cannot fail. */
+uint64_t wl_block_hash(uint64_t parent, uint64_t content);
+
+/* Free the block list of `r` (not `r` itself).  Accepts NULL. */
+void wl_request_fini(wl_request *r);
+
+#endif
+
+#ifndef CRSIM_WL_SOURCE_DEFINED
+#define CRSIM_WL_SOURCE_DEFINED
+/* A request stream in arrival order (non-decreasing arrival_s): next()
+ * writes the next request to *out and returns 1, or returns 0 at the end.
+ * The consumer owns each produced request's block list. */
+typedef struct wl_source {
+    void *state;
+    int (*next)(void *state, wl_request *out);
+} wl_source;
+#endif
