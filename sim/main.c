@@ -137,7 +137,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "crsim: unknown command '%s'; expected run, help or version\n", cmd);
-    usage(stderr);
+    fprintf(stderr, "crsim: unknown command '%s'; expected run, help or version (crsim --help)\n",
+            cmd);
     return SIM_EXIT_BADINPUT;
 }
