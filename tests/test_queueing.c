@@ -368,8 +368,8 @@ int main(int argc, char **argv)
      * times, discarded. */
     const uint64_t u = (uint64_t)(scale * 1e6) / N_BATCH * N_BATCH;
     test_mm1(0.5, 20000, 3 * u, 1);
-    test_mm1(0.9, 200000, 80 * u, 2);
-    test_mmc(5, 0.8, 50000, 2 * u, 3);
-    test_mmc(30, 0.9, 200000, 4 * u, 4);
+    test_mm1(0.9, 200000, 60 * u, 2);
+    test_mmc(5, 0.8, 50000, 8 * u, 3);
+    test_mmc(30, 0.9, 200000, 40 * u, 4);
     return 0;
 }

@@ -1,0 +1,372 @@
+/*
+ * Arrival processes and the inter-arrival CSV reader (see arrivals.h).
+ * The processes are tiny state machines over one GSL generator; the reader
+ * parses civil date-times itself (days-from-civil, H. Hinnant's algorithm)
+ * because strptime/timegm are neither C17 nor POSIX-2008 for the fractional
+ * seconds the Azure trace carries.
+ */
+#include "arrivals.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+
+#include "../sim/error.h"
+#include "../sim/rng.h"
+
+static const char *const kind_names[] = {"poisson", "gamma", "bootstrap", NULL};
+
+int wl_arrival_kind_parse(const char *name, enum wl_arrival_kind *out)
+{
+    for (int i = 0; kind_names[i]; i++)
+        if (name && strcmp(name, kind_names[i]) == 0) {
+            *out = (enum wl_arrival_kind)i;
+            return SIM_OK;
+        }
+    return SIM_ERROR(SIM_EINVAL, "unknown arrival process '%s'; expected one of: poisson, "
+                     "gamma, bootstrap", name ? name : "(null)");
+}
+
+const char *wl_arrival_kind_name(enum wl_arrival_kind k)
+{
+    return ((unsigned)k < 3u) ? kind_names[k] : "?";
+}
+
+void wl_iat_series_fini(wl_iat_series *s)
+{
+    if (!s)
+        return;
+    free(s->gap_s);
+    s->gap_s = NULL;
+    s->n = 0;
+}
+
+double wl_series_mean(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    return n ? s / (double)n : 0;
+}
+
+double wl_series_autocorr(const double *x, size_t n, size_t lag)
+{
+    if (n <= lag + 1)
+        return 0;
+    double m = wl_series_mean(x, n), num = 0, den = 0;
+    for (size_t i = 0; i < n; i++)
+        den += (x[i] - m) * (x[i] - m);
+    for (size_t i = 0; i + lag < n; i++)
+        num += (x[i] - m) * (x[i + lag] - m);
+    return den > 0 ? num / den : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* CSV reader                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant,
+ * "chrono-Compatible Low-Level Date Algorithms", days_from_civil). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const int64_t yoe = y - era * 400;
+    const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int digits(const char **p, int n, int64_t *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (!isdigit((unsigned char)**p))
+            return 0;
+        *v = *v * 10 + (**p - '0');
+    }
+    return 1;
+}
+
+/* Parse "YYYY-MM-DD HH:MM:SS[.f…]" (or 'T' as separator) into ns since the
+ * epoch.  Returns 1 on success. */
+static int parse_datetime(const char *s, int64_t *ns)
+{
+    int64_t y, mo, d, h, mi, se;
+    const char *p = s;
+    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
+        !digits(&p, 2, &d) || (*p != ' ' && *p != 'T'))
+        return 0;
+    p++;
+    if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi) || *p++ != ':' ||
+        !digits(&p, 2, &se))
+        return 0;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+        return 0;
+    int64_t frac = 0;
+    if (*p == '.') {
+        p++;
+        int nd = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (nd < 9) {
+                frac = frac * 10 + (*p - '0');
+                nd++;
+            }
+            p++;
+        }
+        if (nd == 0)
+            return 0;
+        for (; nd < 9; nd++)
+            frac *= 10;
+    }
+    if (*p == 'Z')
+        p++;
+    if (*p != '\0')
+        return 0;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+    *ns = secs * 1000000000LL + frac;
+    return 1;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t l = strlen(s);
+    while (l > 0 && isspace((unsigned char)s[l - 1]))
+        s[--l] = '\0';
+    return s;
+}
+
+/* The `col`-th comma-separated field of `s` (modified in place), or NULL. */
+static char *field_at(char *s, size_t col)
+{
+    for (size_t i = 0; i < col; i++) {
+        s = strchr(s, ',');
+        if (!s)
+            return NULL;
+        s++;
+    }
+    char *e = strchr(s, ',');
+    if (e)
+        *e = '\0';
+    return trim(s);
+}
+
+int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_series *out)
+{
+    *out = (wl_iat_series){0};
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return SIM_ERROR(SIM_EIO, "%s: cannot open inter-arrival file: %s", path,
+                         strerror(errno));
+    char *line = NULL;
+    size_t cap = 0, n = 0, alloc = 0, col = 0;
+    long lineno = 0;
+    int rc = SIM_OK, have_header = 0, have_prev = 0;
+    double *gaps = NULL, prev_s = 0;
+    int64_t prev_ns = 0;
+    const char *form = as_gaps ? "a gap in seconds >= 0"
+                               : "seconds >= 0 or YYYY-MM-DD HH:MM:SS[.fff], non-decreasing";
+    while (getline(&line, &cap, f) != -1) {
+        lineno++;
+        char *s = trim(line);
+        if (*s == '\0')
+            continue;
+        if (!have_header) {
+            size_t i = 0;
+            int found = 0;
+            for (char *tok = s; tok; i++) {
+                char *e = strchr(tok, ',');
+                if (e)
+                    *e = '\0';
+                if (strcmp(trim(tok), column) == 0) {
+                    col = i;
+                    found = 1;
+                    break;
+                }
+                tok = e ? e + 1 : NULL;
+            }
+            if (!found) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: header has no column '%s'; expected a CSV "
+                               "header naming it", path, lineno, column);
+                break;
+            }
+            have_header = 1;
+            continue;
+        }
+        char *cell = field_at(s, col);
+        if (!cell) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: row has no field for column '%s'; expected %s",
+                           path, lineno, column, form);
+            break;
+        }
+        char *end;
+        double v = strtod(cell, &end);
+        int numeric = *cell && *end == '\0';
+        int64_t ns = 0;
+        if (!numeric && (as_gaps || !parse_datetime(cell, &ns))) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' is not a %s; expected %s",
+                           path, lineno, cell, column, as_gaps ? "number" : "time", form);
+            break;
+        }
+        if (numeric && (!(v >= 0) || !isfinite(v))) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s in column '%s'; expected %s", path, lineno,
+                           cell, column, form);
+            break;
+        }
+        double gap = 0;
+        int emit = 1;
+        if (as_gaps) {
+            gap = v;
+        } else if (!have_prev) {
+            emit = 0;
+        } else if (numeric) {
+            gap = v - prev_s;
+        } else {
+            gap = (double)(ns - prev_ns) * 1e-9;
+        }
+        if (!as_gaps) {
+            if (have_prev && gap < 0) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: time '%s' is earlier than the previous "
+                               "row's; expected %s", path, lineno, cell, form);
+                break;
+            }
+            if (have_prev && numeric != (prev_ns == INT64_MIN)) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' mixes numeric and date-time times; "
+                               "expected one form throughout", path, lineno, cell);
+                break;
+            }
+            have_prev = 1;
+            prev_s = v;
+            prev_ns = numeric ? INT64_MIN : ns;
+        }
+        if (!emit)
+            continue;
+        if (n == alloc) {
+            alloc = alloc ? 2 * alloc : 4096;
+            double *ng = realloc(gaps, alloc * sizeof *gaps);
+            if (!ng) {
+                rc = SIM_ERROR(SIM_ENOMEM, "%s: out of memory reading inter-arrivals", path);
+                break;
+            }
+            gaps = ng;
+        }
+        gaps[n++] = gap;
+    }
+    if (rc == SIM_OK && ferror(f))
+        rc = SIM_ERROR(SIM_EIO, "%s: read error: %s", path, strerror(errno));
+    fclose(f);
+    free(line);
+    if (rc == SIM_OK && !have_header)
+        rc = SIM_ERROR(SIM_EINVAL, "%s: empty file; expected a CSV header with column '%s' and "
+                       "rows", path, column);
+    else if (rc == SIM_OK && n < 2)
+        rc = SIM_ERROR(SIM_EINVAL, "%s: %zu inter-arrival gap%s; expected at least 2", path, n,
+                       n == 1 ? "" : "s");
+    if (rc) {
+        free(gaps);
+        return rc;
+    }
+    *out = (wl_iat_series){.n = n, .gap_s = gaps};
+    return SIM_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Processes                                                          */
+/* ------------------------------------------------------------------ */
+
+struct wl_arrivals {
+    enum wl_arrival_kind kind;
+    gsl_rng *r;
+    double mean;        /* 1/rate, s */
+    double shape, scale;/* GAMMA */
+    double *gap;        /* BOOTSTRAP: rescaled series */
+    size_t n, L, pos, left;
+};
+
+int wl_arrivals_create(const wl_arrival_params *p, gsl_rng *r, wl_arrivals **out)
+{
+    *out = NULL;
+    if (!(p->rate > 0) || !isfinite(p->rate))
+        return SIM_ERROR(SIM_EINVAL, "arrival rate %g; expected a finite rate > 0 (requests/s)",
+                         p->rate);
+    if (p->kind == WL_ARRIVAL_GAMMA && (!(p->cv > 0) || !isfinite(p->cv)))
+        return SIM_ERROR(SIM_EINVAL, "gamma arrival CV %g (workload.arrival.cv); expected a "
+                         "finite CV > 0 (shape = 1/CV^2)", p->cv);
+    if (p->kind == WL_ARRIVAL_BOOTSTRAP && (!p->series || p->series->n == 0))
+        return SIM_ERROR(SIM_EINVAL, "bootstrap arrivals need an inter-arrival series; expected "
+                         "workload.arrival.iat_file");
+    if (p->kind == WL_ARRIVAL_BOOTSTRAP && p->block_len == 0)
+        return SIM_ERROR(SIM_EINVAL, "bootstrap block length 0 (workload.arrival.block_len); "
+                         "expected at least 1 gap");
+    if ((unsigned)p->kind > WL_ARRIVAL_BOOTSTRAP)
+        return SIM_ERROR(SIM_EINVAL, "unknown arrival process %d; expected one of: poisson, "
+                         "gamma, bootstrap", (int)p->kind);
+    wl_arrivals *a = calloc(1, sizeof *a);
+    if (!a)
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating arrivals");
+    a->kind = p->kind;
+    a->r = r;
+    a->mean = 1.0 / p->rate;
+    if (p->kind == WL_ARRIVAL_GAMMA) {
+        a->shape = 1.0 / (p->cv * p->cv);
+        a->scale = a->mean / a->shape;
+    } else if (p->kind == WL_ARRIVAL_BOOTSTRAP) {
+        a->n = p->series->n;
+        a->gap = malloc(a->n * sizeof *a->gap);
+        if (!a->gap) {
+            free(a);
+            return SIM_ERROR(SIM_ENOMEM, "out of memory creating arrivals");
+        }
+        double m = wl_series_mean(p->series->gap_s, a->n);
+        if (!(m > 0) || !isfinite(m)) {
+            free(a->gap);
+            free(a);
+            return SIM_ERROR(SIM_EINVAL, "inter-arrival series has mean gap %g s; expected a "
+                             "positive finite mean", m);
+        }
+        for (size_t i = 0; i < a->n; i++)
+            a->gap[i] = p->series->gap_s[i] * (a->mean / m);
+        a->L = p->block_len < a->n ? p->block_len : a->n;
+        SIM_ALWAYS(a->n <= UINT32_MAX);
+    }
+    *out = a;
+    return SIM_OK;
+}
+
+double wl_arrivals_next(wl_arrivals *a)
+{
+    switch (a->kind) {
+    case WL_ARRIVAL_POISSON:
+        return gsl_ran_exponential(a->r, a->mean);
+    case WL_ARRIVAL_GAMMA:
+        return gsl_ran_gamma(a->r, a->shape, a->scale);
+    case WL_ARRIVAL_BOOTSTRAP:
+        if (a->left == 0) {
+            a->pos = sim_pcg32_bounded(sim_rng_pcg(a->r), (uint32_t)a->n);
+            a->left = a->L;
+        }
+        {
+            double g = a->gap[a->pos];
+            a->pos = (a->pos + 1 == a->n) ? 0 : a->pos + 1;
+            a->left--;
+            return g;
+        }
+    }
+    SIM_ALWAYS(0);
+    return 0;
+}
+
+void wl_arrivals_destroy(wl_arrivals *a)
+{
+    if (!a)
+        return;
+    free(a->gap);
+    free(a);
+}
