@@ -135,6 +135,27 @@ static void test_determinism_and_pairing(void)
     cluster_result_fini(&d);
 }
 
+/* A stop request (SIGINT in crsim) ends the run early with SIM_EINTR and a
+ * result marked interrupted. */
+static void test_interrupt(void)
+{
+    static volatile sig_atomic_t stop = 1;
+    cluster_params p = params(4, 600);
+    p.stop = &stop;
+    wl_replay_params wp = {.block_size = 16, .key_ids = 2, .rate = 5, .tick_s = 3, .seed = 1,
+                           .max_requests = 2000};
+    wl_replay *rp = NULL;
+    CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
+    route_params rtp = {.n_dest = 4, .seed = 1, .sticky_vnodes = 256};
+    cluster_result r;
+    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &rtp, (wl_source){rp, next_req}, &r),
+                 SIM_EINTR);
+    CHECK_INT_EQ(r.interrupted, 1);
+    CHECK(r.n_arrived < 2000);
+    cluster_result_fini(&r);
+    wl_replay_destroy(rp);
+}
+
 static void golden(const char *path)
 {
     cluster_params p = params(4, 600);
@@ -189,6 +210,7 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(spec_model_load("llama-3.3-70b", &model), SIM_OK);
     test_conservation();
     test_determinism_and_pairing();
+    test_interrupt();
     golden(argv[3]);
     wl_trace_destroy(trace);
     spec_hw_fini(&hw);

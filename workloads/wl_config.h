@@ -1,0 +1,130 @@
+/*
+ * The `workload:` section of an experiment config, as one C struct and its
+ * sim_cfg_key schema.  It keeps the Mooncake replay keys (type, trace,
+ * trace_block_tokens, key_ids, tick_s, max_requests) and adds everything
+ * the synthetic business-key generator (synth.h) needs: the key-rate
+ * population, the arrival process, the token structure of requests and
+ * rate drift.  Presets in workloads/specs/*.yaml are complete sections of
+ * this form; docs/workloads.md documents every key.
+ */
+#ifndef CRSIM_WORKLOADS_WL_CONFIG_H
+#define CRSIM_WORKLOADS_WL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/config.h"
+
+/*
+ * A token-length distribution (workload.prefix / input / output / turns).
+ * `dist` is one of "const" (always round(mean)), "uniform" (integer uniform
+ * on [min, max]), "lognormal" (mean `mean`, coefficient of variation `cv`:
+ * σ² = ln(1 + cv²), μ = ln(mean) − σ²/2, gsl_ran_lognormal) or "gamma"
+ * (mean `mean`, CV `cv`: shape 1/cv², scale mean·cv², gsl_ran_gamma).
+ * Draws are rounded to the nearest integer and clamped to [min, max].
+ * Units: tokens (turns: turns per session).
+ */
+typedef struct wl_lenspec {
+    char *dist;
+    double mean;
+    double cv;
+    int64_t min;
+    int64_t max;
+} wl_lenspec;
+
+typedef struct wl_config {
+    /* common */
+    char *type;             /* "mooncake" or "synthetic" */
+    char *name;             /* preset name, for reports ("" = none) */
+    int64_t max_requests;   /* stop after N requests; 0 = no limit */
+    /* mooncake replay (unchanged from the walking skeleton) */
+    char *trace;            /* JSONL path, resolved against the config file */
+    int64_t trace_block_tokens;
+    int64_t key_ids;
+    double tick_s;
+    /* synthetic */
+    uint64_t seed;          /* workload seed: fixes the key population */
+    double duration_s;      /* stop at this simulated time, s; 0 = no limit */
+    struct {
+        char *distribution; /* lognormal | zipf | file */
+        int64_t n;          /* keys in the population */
+        double sigma;       /* lognormal σ (of ln rate) */
+        double fit_gini;    /* > 0: fit σ (or zipf_s) to this Gini instead */
+        double cap;         /* max share of one key, 0 = none */
+        double zipf_s;      /* Zipf exponent */
+        double zipf_q;      /* Zipf-Mandelbrot offset */
+        char *file;         /* CSV key,rate ("" = none) */
+        int64_t active_set; /* keep the top K keys; 0 = all */
+        double *whales;     /* shares of injected whale keys */
+        size_t n_whales;
+    } keys;
+    struct {
+        char *process;      /* poisson | gamma | bootstrap */
+        double cv;          /* gamma: CV of gaps */
+        char *iat_file;     /* bootstrap: CSV of arrival times ("" = none) */
+        char *iat_column;   /* column holding times */
+        bool iat_is_gaps;   /* column holds gaps rather than times */
+        int64_t block_len;  /* bootstrap block, gaps */
+    } arrival;
+    int64_t global_prefix_tokens; /* tokens shared by every key's prompts */
+    wl_lenspec prefix;      /* per-key shared prefix length, tokens */
+    wl_lenspec turns;       /* turns per session */
+    wl_lenspec input;       /* new input per turn, tokens */
+    wl_lenspec output;      /* output per turn, tokens */
+    int64_t sessions_per_key;   /* concurrent conversations per key */
+    int64_t max_prompt_tokens;  /* a session ends before exceeding this */
+    struct {
+        double sigma;       /* σ of the per-interval log-rate step; 0 = off */
+        double interval_s;  /* control interval, s */
+        int64_t intervals;  /* number of steps; 0 = every interval */
+    } drift;
+} wl_config;
+
+/* The schema, paths relative to "workload" (NULL-terminated).  Use it
+ * with sim_cfg_bind_prefix(doc, "workload", wl_config_schema, &cfg), or
+ * call wl_config_bind. */
+extern const sim_cfg_key wl_config_schema[];
+
+/*
+ * Bind the `workload` subtree of `d` into *out (zeroed by the call), apply
+ * defaults, resolve the relative paths trace, keys.file and
+ * arrival.iat_file against the directory of the config file (also when
+ * they came from --set: these keys are strings, not SIM_CFG_PATH, because
+ * they are optional), then run wl_config_check.  Returns SIM_OK or
+ * SIM_EINVAL with one line naming the file, line or key path and the
+ * expected form; on error *out holds nothing (wl_config_fini is safe).
+ */
+int wl_config_bind(const sim_cfgdoc *d, wl_config *out);
+
+/*
+ * Parse YAML `text` (a document with a top-level `workload:` mapping;
+ * `name` stands for the file name in messages and path resolution) and
+ * bind it as wl_config_bind does.  For tests and tools.  Same returns.
+ */
+int wl_config_parse(const char *text, const char *name, wl_config *out);
+
+/* As wl_config_parse, from the YAML file `path` (a preset in
+ * workloads/specs/, or an experiment config).  Adds SIM_EIO. */
+int wl_config_load(const char *path, wl_config *out);
+
+/*
+ * Cross-key checks that the schema cannot express: a trace for type
+ * mooncake; for synthetic, max_requests or duration_s set, keys.file for
+ * distribution file, iat_file for bootstrap, n·cap >= 1, whale shares
+ * summing below 1, min <= max and mean within [min, max] for every length
+ * distribution.  `where` names the source in messages.  Returns SIM_OK or
+ * SIM_EINVAL ("WHERE: workload.keys.file is empty; expected a CSV path
+ * when workload.keys.distribution is file").
+ */
+int wl_config_check(const wl_config *cfg, const char *where);
+
+/* Canonical YAML of the section (every key, defaults included), nested
+ * under `workload:`; the caller frees it.  Cannot fail. */
+char *wl_config_dump(const wl_config *cfg);
+
+/* Free what the config owns and zero those fields.  Safe on a zeroed
+ * config and twice.  Cannot fail. */
+void wl_config_fini(wl_config *cfg);
+
+#endif
