@@ -9,7 +9,7 @@
 
 #include "../sim/error.h"
 
-const route_type *const route_registry[] = {&route_flat_lb, &route_sticky, NULL};
+const route_type *const route_registry[] = {&route_flat_lb, &route_sticky, &route_chwbl, NULL};
 
 const route_type *route_find(const char *name)
 {

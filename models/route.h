@@ -35,7 +35,9 @@ typedef struct route_params {
     uint32_t n_dest;         /* number of destinations, >= 1 */
     uint64_t seed;           /* run seed; randomised routers draw from PCG
                                 stream (seed, SIM_STREAM_ROUTER) */
-    uint32_t sticky_vnodes;  /* virtual nodes per destination on the ring */
+    uint32_t sticky_vnodes;  /* virtual nodes per destination on the ring
+                                (sticky and chwbl share the ring) */
+    double chwbl_c;          /* chwbl bound factor c = 1 + ε, >= 1 */
 } route_params;
 
 typedef struct route_type {
@@ -65,6 +67,7 @@ void route_list(FILE *f);
 /* The registered routers (defined in their own files). */
 extern const route_type route_flat_lb;
 extern const route_type route_sticky;
+extern const route_type route_chwbl;
 
 /* ---- consistent-hash ring shared by sticky (and later chwbl, dualmap) ---- */
 

@@ -26,7 +26,7 @@
 
 /* Policy names accepted in experiment.policies; a test checks that this
  * list equals the router registry. */
-static const char *const policy_names[] = {"flat_lb", "sticky", NULL};
+static const char *const policy_names[] = {"flat_lb", "sticky", "chwbl", NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 static const char *const wl_types[] = {"mooncake", NULL};
 
@@ -113,7 +113,10 @@ const sim_cfg_key exp_config_schema[] = {
      .max = 9007199254740992.0, .def = "0", .help = "replay only the first N arrivals; 0 = all"},
     /* routers */
     {.path = "router.sticky.vnodes", .type = SIM_CFG_INT, .offset = OFF(sticky_vnodes), .min = 1,
-     .max = 1e5, .def = "256", .help = "virtual nodes per destination (sticky)"},
+     .max = 1e5, .def = "256", .help = "virtual nodes per destination (sticky, chwbl)"},
+    {.path = "router.chwbl.c", .type = SIM_CFG_DOUBLE, .offset = OFF(chwbl_c), .min = 1,
+     .max = 1e9, .def = "1.25",
+     .help = "bound factor c = 1 + eps: at most ceil(c x mean) in flight per destination"},
     {0},
 };
 
@@ -283,7 +286,8 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
                 const route_type *rt = route_find(cfg->policies[ip]);
                 SIM_ALWAYS(rt != NULL); /* validated against policy_names */
                 route_params rp = {.n_dest = cp.n_dest, .seed = (uint64_t)cfg->seeds[is],
-                                   .sticky_vnodes = (uint32_t)cfg->sticky_vnodes};
+                                   .sticky_vnodes = (uint32_t)cfg->sticky_vnodes,
+                                   .chwbl_c = cfg->chwbl_c};
                 wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
                                        .key_ids = (uint32_t)cfg->key_ids,
                                        .rate = cfg->rates[ir], .tick_s = cfg->tick_s,

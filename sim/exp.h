@@ -53,6 +53,7 @@ typedef struct exp_config {
     int64_t max_requests;
     /* router */
     int64_t sticky_vnodes;
+    double chwbl_c;
 } exp_config;
 
 /* The schema of exp_config (NULL-terminated), for binding, dumping and

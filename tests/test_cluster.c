@@ -47,7 +47,8 @@ static void run(const cluster_params *p, const char *policy, uint64_t seed, doub
                            .seed = seed, .max_requests = max_req};
     wl_replay *rp = NULL;
     CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
-    route_params rtp = {.n_dest = p->n_dest, .seed = seed, .sticky_vnodes = 256};
+    route_params rtp = {.n_dest = p->n_dest, .seed = seed, .sticky_vnodes = 256,
+                        .chwbl_c = 1.25};
     const route_type *rt = route_find(policy);
     CHECK(rt != NULL);
     CHECK_INT_EQ(cluster_run(p, rt, &rtp, (wl_source){rp, next_req}, res), SIM_OK);
@@ -146,7 +147,7 @@ static void test_interrupt(void)
                            .max_requests = 2000};
     wl_replay *rp = NULL;
     CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
-    route_params rtp = {.n_dest = 4, .seed = 1, .sticky_vnodes = 256};
+    route_params rtp = {.n_dest = 4, .seed = 1, .sticky_vnodes = 256, .chwbl_c = 1.25};
     cluster_result r;
     CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &rtp, (wl_source){rp, next_req}, &r),
                  SIM_EINTR);

@@ -16,7 +16,7 @@
 static void *make(const route_type *rt, uint32_t n_dest, uint64_t seed)
 {
     void *s = calloc(1, rt->state_size ? rt->state_size : 1);
-    route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256};
+    route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256, .chwbl_c = 1.25};
     CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
     return s;
 }
@@ -134,11 +134,71 @@ static void test_sticky(void)
     drop(rt, s31);
 }
 
+static void test_chwbl(void)
+{
+    enum { R = 30, N = 100000 };
+    const route_type *ch = route_find("chwbl"), *st = route_find("sticky");
+    CHECK(ch != NULL);
+    void *s = make(ch, R, 1), *sticky = make(st, R, 1);
+    uint32_t load[R] = {0};
+    uint64_t queued[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = load, .queued_tokens = queued};
+    /* Idle cluster: every key goes home (its sticky destination). */
+    for (uint64_t k = 0; k < 1000; k++) {
+        wl_request r = {.key = k * 7919 + 3};
+        CHECK_INT_EQ(ch->route(s, &r, &v), st->route(sticky, &r, &v));
+    }
+    /* Random arrivals and departures with a skewed key popularity: after
+     * placement no destination exceeds ceil(c * mean), mean = (T+1)/R, and
+     * the bound never drops below one request. */
+    uint64_t x = 1, total = 0;
+    int moved = 0;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        if ((x >> 61) < 3 && total > 0) { /* a departure */
+            uint32_t d = (uint32_t)((x >> 20) % R);
+            while (load[d] == 0)
+                d = (d + 1) % R;
+            load[d]--;
+            total--;
+            continue;
+        }
+        wl_request r = {.key = (x >> 33) % 8}; /* 8 hot keys */
+        uint32_t d = ch->route(s, &r, &v);
+        double bound = ceil(1.25 * (double)(total + 1) / R);
+        if (bound < 1)
+            bound = 1;
+        CHECK(load[d] + 1 <= bound);
+        moved += d != st->route(sticky, &r, &v);
+        load[d]++;
+        total++;
+    }
+    CHECK(moved > 0); /* the bound did push hot keys off their home */
+    drop(ch, s);
+    /* c = infinity (huge) is sticky. */
+    route_params p = {.n_dest = R, .seed = 1, .sticky_vnodes = 256, .chwbl_c = 1e300};
+    void *inf = calloc(1, ch->state_size);
+    CHECK_INT_EQ(ch->create(inf, &p), SIM_OK);
+    for (uint64_t k = 0; k < 2000; k++) {
+        wl_request r = {.key = k};
+        load[k % R] = (uint32_t)(k % 50);
+        CHECK_INT_EQ(ch->route(inf, &r, &v), st->route(sticky, &r, &v));
+    }
+    drop(ch, inf);
+    drop(st, sticky);
+    /* c < 1 is rejected. */
+    p.chwbl_c = 0.9;
+    void *bad = calloc(1, ch->state_size);
+    CHECK_INT_EQ(ch->create(bad, &p), SIM_EINVAL);
+    free(bad);
+}
+
 int main(void)
 {
     test_all_registered();
     test_flat_lb();
     test_sticky();
+    test_chwbl();
     puts("route: ok");
     return 0;
 }

@@ -4,7 +4,7 @@
  * trace_block_tokens, key_ids, tick_s, max_requests) and adds everything
  * the synthetic business-key generator (synth.h) needs: the key-rate
  * population, the arrival process, the token structure of requests and
- * rate drift.  Presets in workloads/specs/*.yaml are complete sections of
+ * rate drift.  Presets in workloads/specs/ (YAML files) are complete sections of
  * this form; docs/workloads.md documents every key.
  */
 #ifndef CRSIM_WORKLOADS_WL_CONFIG_H

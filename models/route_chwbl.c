@@ -1,0 +1,107 @@
+/*
+ * chwbl: consistent hashing with bounded loads (Mirrokni, Thorup and
+ * Zadimoghaddam, SODA 2018), on the same ring as `sticky`.
+ *
+ * With T requests in flight over R destinations, the new request makes
+ * T + 1, and every destination may hold at most
+ *     B = max(1, ceil(c · (T + 1) / R))
+ * of them (c = 1 + ε, default 1.25, the value used by Google's load
+ * balancer, Vimeo, HAProxy's hash-balance-factor and KubeAI).  The request
+ * walks the ring clockwise from its key's position and goes to the first
+ * destination whose load would stay within B (load + 1 <= B).  Because
+ * R · B >= c · (T + 1) > T, some destination always qualifies, so the
+ * fallback to the key's home destination is reached only if none does
+ * (kept for safety, as in KubeAI, whose fallback is also the home node).
+ *
+ * The max(1, ·) avoids the trap of the relative test when the cluster is
+ * nearly idle (T << R): without it the bound falls below one request and
+ * every busy destination fails it (documented as KubeAI issue #519).
+ * c = infinity reduces to `sticky`.  Load = this router's in-flight count.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../sim/error.h"
+#include "route.h"
+
+#define CHWBL_SALT 0x5eedc0ffee123457ULL /* same ring as sticky */
+
+typedef struct chwbl {
+    route__ring ring;
+    double c;
+    uint8_t *seen; /* per destination: visited in this walk */
+} chwbl;
+
+static int chwbl_create(void *state, const route_params *p)
+{
+    chwbl *s = state;
+    if (!(p->chwbl_c >= 1.0))
+        return SIM_ERROR(SIM_EINVAL, "router.chwbl.c is %g; expected a bound factor >= 1",
+                         p->chwbl_c);
+    int rc = route__ring_init(&s->ring, p->n_dest, p->sticky_vnodes, CHWBL_SALT);
+    if (rc)
+        return rc;
+    s->c = p->chwbl_c;
+    s->seen = calloc(p->n_dest, 1);
+    if (!s->seen) {
+        route__ring_fini(&s->ring);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating chwbl");
+    }
+    return SIM_OK;
+}
+
+/* The per-destination bound for the next request, in requests. */
+static uint64_t chwbl_bound(double c, uint64_t total, uint32_t n_dest)
+{
+    double b = ceil(c * (double)(total + 1) / (double)n_dest);
+    return b < 1.0 ? 1 : (uint64_t)b;
+}
+
+static uint32_t chwbl_route(void *state, const wl_request *r, const route_view *v)
+{
+    chwbl *s = state;
+    uint64_t total = 0;
+    for (uint32_t d = 0; d < v->n_dest; d++)
+        total += v->outstanding[d];
+    const uint64_t bound = chwbl_bound(s->c, total, v->n_dest);
+    uint32_t i = route__ring_find(&s->ring, route__key_hash(r->key, CHWBL_SALT));
+    const uint32_t home = s->ring.dest[i];
+    uint32_t chosen = home, distinct = 0;
+    /* Walk at most one lap, testing each destination once. */
+    for (uint32_t step = 0; step < s->ring.n && distinct < v->n_dest; step++) {
+        uint32_t d = s->ring.dest[(i + step) % s->ring.n];
+        if (s->seen[d])
+            continue;
+        s->seen[d] = 1;
+        distinct++;
+        if ((uint64_t)v->outstanding[d] + 1 <= bound) {
+            chosen = d;
+            break;
+        }
+    }
+    /* Clear the marks (only the visited ones, by walking again). */
+    for (uint32_t step = 0, left = distinct; left > 0; step++) {
+        uint32_t d = s->ring.dest[(i + step) % s->ring.n];
+        if (s->seen[d]) {
+            s->seen[d] = 0;
+            left--;
+        }
+    }
+    return chosen;
+}
+
+static void chwbl_destroy(void *state)
+{
+    chwbl *s = state;
+    route__ring_fini(&s->ring);
+    free(s->seen);
+}
+
+const route_type route_chwbl = {
+    .name = "chwbl",
+    .help = "consistent hashing with bounded loads (c = router.chwbl.c, default 1.25)",
+    .state_size = sizeof(chwbl),
+    .create = chwbl_create,
+    .route = chwbl_route,
+    .destroy = chwbl_destroy,
+};

@@ -1,0 +1,407 @@
+/*
+ * The synthetic business-key generator (see synth.h).  State per key is its
+ * prefix length and content id plus `session.per_key` conversation slots;
+ * a slot remembers only the lengths of its earlier turns, and every
+ * request's block hashes are recomputed from the segment list, so memory is
+ * O(keys × slots × turns) rather than O(blocks of history).
+ */
+#include "synth.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+#include <xxhash.h>
+
+#include "../sim/error.h"
+#include "../sim/rng.h"
+#include "arrivals.h"
+
+/* Tags mixed into segment ids so that the content of different segment
+ * kinds can never coincide ("glob", "pref", "sess" in ASCII). */
+#define TAG_GLOBAL 0x676c6f62ULL
+#define TAG_PREFIX 0x70726566ULL
+#define TAG_SESSION 0x73657373ULL
+
+enum { LEN_CONST, LEN_UNIFORM, LEN_LOGNORMAL, LEN_GAMMA };
+
+typedef struct lendist {
+    int kind;
+    double mean, a, b; /* lognormal: μ, σ; gamma: shape, scale */
+    uint32_t min, max;
+} lendist;
+
+typedef struct slot {
+    uint64_t sess;     /* hashed conversation id */
+    uint32_t turn;     /* turns done */
+    uint32_t turns;    /* turns planned; 0 = slot idle */
+    uint32_t hist;     /* history tokens (Σ earlier inputs and outputs) */
+    uint32_t *seg_len; /* 2·turn lengths: in_1, out_1, in_2, ... */
+    uint32_t seg_cap;
+} slot;
+
+typedef struct seg {
+    uint64_t id;
+    uint32_t len;
+} seg;
+
+struct wl_synth {
+    wl_keyrates kr;      /* rates in requests/s (current, after drift) */
+    uint32_t *prefix_len;/* per key (index in kr) */
+    uint64_t *prefix_id; /* per key */
+    slot *slots;         /* kr.n × per_key */
+    uint32_t per_key;
+    gsl_ran_discrete_t *table;
+    gsl_rng *r_arr, *r_key, *r_len, *r_drift;
+    wl_arrivals *arr;
+    wl_iat_series series;
+    lendist turns, input, output;
+    uint32_t block, global_tokens, max_prompt;
+    uint64_t global_id, sess_base, sess_counter;
+    double t, duration_s;
+    uint64_t next_id, max_requests;
+    double drift_sigma, drift_interval, next_epoch_t;
+    uint64_t epoch, drift_steps;
+    double theta;
+    seg *segs;
+    size_t segs_cap;
+};
+
+static lendist make_len(const wl_lenspec *l)
+{
+    lendist d = {.mean = l->mean, .min = (uint32_t)l->min, .max = (uint32_t)l->max};
+    if (strcmp(l->dist, "const") == 0 || l->cv == 0) {
+        d.kind = strcmp(l->dist, "uniform") == 0 ? LEN_UNIFORM : LEN_CONST;
+    } else if (strcmp(l->dist, "uniform") == 0) {
+        d.kind = LEN_UNIFORM;
+    } else if (strcmp(l->dist, "lognormal") == 0) {
+        d.kind = LEN_LOGNORMAL;
+        double s2 = log1p(l->cv * l->cv);
+        d.b = sqrt(s2);
+        d.a = log(l->mean) - s2 / 2;
+    } else {
+        d.kind = LEN_GAMMA;
+        d.a = 1.0 / (l->cv * l->cv);
+        d.b = l->mean * l->cv * l->cv;
+    }
+    return d;
+}
+
+static uint32_t draw_len(const lendist *d, gsl_rng *r)
+{
+    double x;
+    switch (d->kind) {
+    case LEN_UNIFORM:
+        return d->min + sim_pcg32_bounded(sim_rng_pcg(r), d->max - d->min + 1);
+    case LEN_LOGNORMAL: x = gsl_ran_lognormal(r, d->a, d->b); break;
+    case LEN_GAMMA: x = gsl_ran_gamma(r, d->a, d->b); break;
+    default: x = d->mean; break;
+    }
+    x = floor(x + 0.5);
+    if (!(x >= d->min))
+        return d->min;
+    if (x > d->max)
+        return d->max;
+    return (uint32_t)x;
+}
+
+int wl_synth_keys(const wl_config *cfg, wl_keyrates *out, double *theta)
+{
+    *out = (wl_keyrates){0};
+    enum wl_keydist fam;
+    int rc = wl_keydist_parse(cfg->keys.distribution, &fam);
+    if (rc)
+        return rc;
+    double th = NAN;
+    size_t n = (size_t)cfg->keys.n;
+    if (fam == WL_KEYS_FILE) {
+        if ((rc = wl_keyrates_load_csv(cfg->keys.file, out)))
+            return rc;
+        if (cfg->keys.cap > 0 && (rc = wl_keyrates_cap(out, cfg->keys.cap))) {
+            wl_keyrates_fini(out);
+            return rc;
+        }
+    } else {
+        th = fam == WL_KEYS_LOGNORMAL ? cfg->keys.sigma : cfg->keys.zipf_s;
+        if (cfg->keys.fit_gini > 0 &&
+            (rc = wl_keyrates_fit_gini(fam, n, cfg->keys.fit_gini, cfg->keys.cap,
+                                       cfg->keys.zipf_q, cfg->seed, &th)))
+            return rc;
+        rc = fam == WL_KEYS_LOGNORMAL
+                 ? wl_keyrates_lognormal(n, th, cfg->keys.cap, cfg->seed, out)
+                 : wl_keyrates_zipf(n, th, cfg->keys.zipf_q, cfg->keys.cap, out);
+        if (rc)
+            return rc;
+    }
+    wl_keyrates_active(out, (size_t)cfg->keys.active_set);
+    if ((rc = wl_keyrates_add_whales(out, cfg->keys.whales, cfg->keys.n_whales))) {
+        wl_keyrates_fini(out);
+        return rc;
+    }
+    wl_keyrates_scale(out, 1.0);
+    if (theta)
+        *theta = th;
+    return SIM_OK;
+}
+
+void wl_drift_step(double *rate, size_t n, double sigma, gsl_rng *r)
+{
+    double before = 0, after = 0;
+    for (size_t i = 0; i < n; i++) {
+        before += rate[i];
+        rate[i] *= exp(sigma * gsl_ran_gaussian(r, 1.0));
+        after += rate[i];
+    }
+    if (after > 0 && isfinite(after))
+        for (size_t i = 0; i < n; i++)
+            rate[i] *= before / after;
+}
+
+void wl_synth_destroy(wl_synth *s)
+{
+    if (!s)
+        return;
+    if (s->slots)
+        for (size_t i = 0; i < s->kr.n * s->per_key; i++)
+            free(s->slots[i].seg_len);
+    free(s->slots);
+    free(s->prefix_len);
+    free(s->prefix_id);
+    if (s->table)
+        gsl_ran_discrete_free(s->table);
+    sim_rng_destroy(s->r_arr);
+    sim_rng_destroy(s->r_key);
+    sim_rng_destroy(s->r_len);
+    sim_rng_destroy(s->r_drift);
+    wl_arrivals_destroy(s->arr);
+    wl_iat_series_fini(&s->series);
+    wl_keyrates_fini(&s->kr);
+    free(s->segs);
+    free(s);
+}
+
+int wl_synth_create(const wl_config *cfg, uint64_t run_seed, double rate, uint32_t block_size,
+                    wl_synth **out)
+{
+    *out = NULL;
+    if (strcmp(cfg->type, "synthetic") != 0)
+        return SIM_ERROR(SIM_EINVAL, "workload.type is '%s'; expected synthetic for the "
+                         "synthetic generator", cfg->type);
+    int rc = wl_config_check(cfg, cfg->name && *cfg->name ? cfg->name : "workload");
+    if (rc)
+        return rc;
+    if (!(rate > 0) || !isfinite(rate))
+        return SIM_ERROR(SIM_EINVAL, "request rate %g; expected a finite rate > 0 (requests/s)",
+                         rate);
+    if (block_size == 0)
+        return SIM_ERROR(SIM_EINVAL, "engine.block_size 0; expected at least 1 token");
+    enum wl_arrival_kind ak;
+    if ((rc = wl_arrival_kind_parse(cfg->arrival.process, &ak)))
+        return rc;
+    wl_synth *s = calloc(1, sizeof *s);
+    if (!s)
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating the synthetic workload");
+    if ((rc = wl_synth_keys(cfg, &s->kr, &s->theta)))
+        goto fail;
+    wl_keyrates_scale(&s->kr, rate);
+    const size_t n = s->kr.n;
+    s->per_key = (uint32_t)cfg->sessions_per_key;
+    s->prefix_len = malloc(n * sizeof *s->prefix_len);
+    s->prefix_id = malloc(n * sizeof *s->prefix_id);
+    s->slots = calloc(n * s->per_key, sizeof *s->slots);
+    s->r_arr = sim_rng_create(run_seed, SIM_STREAM_ARRIVALS);
+    s->r_key = sim_rng_create(run_seed, SIM_STREAM_KEYS);
+    s->r_len = sim_rng_create(run_seed, SIM_STREAM_LENGTHS);
+    s->r_drift = sim_rng_create(run_seed, SIM_STREAM_DRIFT);
+    if (!s->prefix_len || !s->prefix_id || !s->slots || !s->r_arr || !s->r_key || !s->r_len ||
+        !s->r_drift) {
+        rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating the synthetic workload");
+        goto fail;
+    }
+    /* Each key's prefix length depends only on (workload seed, key id), so
+     * it is the same whatever the active set, the whales or the run seed:
+     * one generator, reseeded per key on a substream of the workload seed. */
+    {
+        lendist pd = make_len(&cfg->prefix);
+        gsl_rng *pr = sim_rng_create(0, 0);
+        if (!pr) {
+            rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating the synthetic workload");
+            goto fail;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t id = s->kr.id[i];
+            sim_pcg32_seed(sim_rng_pcg(pr), wl_block_hash(cfg->seed, id),
+                           sim_rng_substream(SIM_STREAM_LENGTHS, 1));
+            s->prefix_len[i] = draw_len(&pd, pr);
+            s->prefix_id[i] = wl_block_hash(wl_block_hash(TAG_PREFIX, cfg->seed), id);
+        }
+        sim_rng_destroy(pr);
+    }
+    s->table = gsl_ran_discrete_preproc(n, s->kr.rate);
+    if (!s->table) {
+        rc = SIM_ERROR(SIM_ENOMEM, "out of memory building the key alias table");
+        goto fail;
+    }
+    if (ak == WL_ARRIVAL_BOOTSTRAP &&
+        (rc = wl_iat_load_csv(cfg->arrival.iat_file, cfg->arrival.iat_column,
+                              cfg->arrival.iat_is_gaps, &s->series)))
+        goto fail;
+    wl_arrival_params ap = {.kind = ak, .rate = rate, .cv = cfg->arrival.cv,
+                            .series = &s->series, .block_len = (size_t)cfg->arrival.block_len};
+    if ((rc = wl_arrivals_create(&ap, s->r_arr, &s->arr)))
+        goto fail;
+    s->turns = make_len(&cfg->turns);
+    s->input = make_len(&cfg->input);
+    s->output = make_len(&cfg->output);
+    s->block = block_size;
+    s->global_tokens = (uint32_t)cfg->global_prefix_tokens;
+    s->max_prompt = (uint32_t)cfg->max_prompt_tokens;
+    s->global_id = wl_block_hash(TAG_GLOBAL, cfg->seed);
+    s->sess_base = wl_block_hash(wl_block_hash(TAG_SESSION, cfg->seed), run_seed);
+    s->duration_s = cfg->duration_s;
+    s->max_requests = (uint64_t)cfg->max_requests;
+    s->drift_sigma = cfg->drift.sigma;
+    s->drift_interval = cfg->drift.interval_s;
+    s->drift_steps = (uint64_t)cfg->drift.intervals;
+    s->next_epoch_t = s->drift_sigma > 0 ? s->drift_interval : INFINITY;
+    *out = s;
+    return SIM_OK;
+fail:
+    wl_synth_destroy(s);
+    return rc;
+}
+
+/* Apply the drift steps of every interval boundary up to time t. */
+static void drift_to(wl_synth *s, double t)
+{
+    int stepped = 0;
+    while (t >= s->next_epoch_t) {
+        wl_drift_step(s->kr.rate, s->kr.n, s->drift_sigma, s->r_drift);
+        s->epoch++;
+        stepped = 1;
+        s->next_epoch_t = (s->drift_steps && s->epoch >= s->drift_steps)
+                              ? INFINITY
+                              : (double)(s->epoch + 1) * s->drift_interval;
+    }
+    if (stepped) {
+        gsl_ran_discrete_t *nt = gsl_ran_discrete_preproc(s->kr.n, s->kr.rate);
+        SIM_ALWAYS(nt != NULL); /* positive finite weights: only OOM can fail */
+        gsl_ran_discrete_free(s->table);
+        s->table = nt;
+    }
+}
+
+static void push_seg(wl_synth *s, size_t *ns, uint64_t id, uint32_t len)
+{
+    if (len == 0)
+        return;
+    if (*ns == s->segs_cap) {
+        s->segs_cap = s->segs_cap ? 2 * s->segs_cap : 64;
+        s->segs = sim_xrealloc(s->segs, s->segs_cap * sizeof *s->segs);
+    }
+    s->segs[(*ns)++] = (seg){id, len};
+}
+
+static void slot_start(wl_synth *s, slot *sl)
+{
+    sl->sess = wl_block_hash(s->sess_base, s->sess_counter++);
+    sl->turn = 0;
+    sl->turns = draw_len(&s->turns, s->r_len);
+    sl->hist = 0;
+}
+
+int wl_synth_next(wl_synth *s, wl_request *out)
+{
+    if (s->max_requests && s->next_id >= s->max_requests)
+        return 0;
+    double t = s->t + wl_arrivals_next(s->arr);
+    if (s->duration_s > 0 && t > s->duration_s)
+        return 0;
+    s->t = t;
+    drift_to(s, t);
+    size_t k = gsl_ran_discrete(s->r_key, s->table);
+    uint32_t j = s->per_key > 1 ? sim_pcg32_bounded(sim_rng_pcg(s->r_key), s->per_key) : 0;
+    slot *sl = &s->slots[k * s->per_key + j];
+    if (sl->turns == 0)
+        slot_start(s, sl);
+    uint32_t in = draw_len(&s->input, s->r_len);
+    uint32_t outl = draw_len(&s->output, s->r_len);
+    const uint64_t fixed = (uint64_t)s->global_tokens + s->prefix_len[k];
+    if (sl->turn > 0 && fixed + sl->hist + in > s->max_prompt) {
+        /* The conversation would outgrow the context: it ends here and this
+         * request opens a new one (turn count drawn afresh). */
+        sl->turns = 0;
+        slot_start(s, sl);
+    }
+    if (fixed + in > s->max_prompt && fixed < s->max_prompt)
+        in = (uint32_t)(s->max_prompt - fixed);
+    /* Segment list: global, key prefix, history, new input. */
+    size_t ns = 0;
+    push_seg(s, &ns, s->global_id, s->global_tokens);
+    push_seg(s, &ns, s->prefix_id[k], s->prefix_len[k]);
+    for (uint32_t i = 0; i < 2 * sl->turn; i++)
+        push_seg(s, &ns, wl_block_hash(sl->sess, i), sl->seg_len[i]);
+    push_seg(s, &ns, wl_block_hash(sl->sess, 2 * sl->turn), in);
+    const uint64_t prompt = fixed + sl->hist + in;
+    SIM_ALWAYS(prompt <= UINT32_MAX);
+    /* Blocks: the content id of a block is the XXH3 chain of the
+     * (segment id, offset, length) pieces it covers, so a block's content
+     * is a function of exactly its tokens; its hash chains the parent's. */
+    const uint32_t B = s->block;
+    const uint32_t nb = (uint32_t)(prompt / B);
+    uint64_t *h = sim_xmalloc((nb ? nb : 1) * sizeof *h);
+    uint64_t parent = 0;
+    size_t si = 0;
+    uint32_t off = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        uint64_t c = 0;
+        uint32_t need = B;
+        while (need) {
+            uint32_t avail = s->segs[si].len - off;
+            uint32_t take = avail < need ? avail : need;
+            const uint64_t piece[3] = {s->segs[si].id, off, take};
+            c = XXH3_64bits_withSeed(piece, sizeof piece, c);
+            off += take;
+            need -= take;
+            if (off == s->segs[si].len) {
+                si++;
+                off = 0;
+            }
+        }
+        parent = h[b] = wl_block_hash(parent, c);
+    }
+    *out = (wl_request){
+        .id = s->next_id++,
+        .arrival_s = t,
+        .key = s->kr.id[k],
+        .prompt_tokens = (uint32_t)prompt,
+        .output_tokens = outl,
+        .n_blocks = nb,
+        .blocks = h,
+    };
+    /* The turn's input and output join the history. */
+    if (sl->turn + 1 >= sl->turns) {
+        sl->turns = 0; /* conversation over; the slot reopens on next use */
+    } else {
+        if (2 * sl->turn + 2 > sl->seg_cap) {
+            sl->seg_cap = sl->seg_cap ? 2 * sl->seg_cap : 8;
+            sl->seg_len = sim_xrealloc(sl->seg_len, sl->seg_cap * sizeof *sl->seg_len);
+        }
+        sl->seg_len[2 * sl->turn] = in;
+        sl->seg_len[2 * sl->turn + 1] = outl;
+        sl->hist += in + outl;
+        sl->turn++;
+    }
+    return 1;
+}
+
+static int source_next(void *state, wl_request *out) { return wl_synth_next(state, out); }
+
+wl_source wl_synth_source(wl_synth *s) { return (wl_source){s, source_next}; }
+
+const wl_keyrates *wl_synth_rates(const wl_synth *s) { return &s->kr; }
+
+uint64_t wl_synth_epoch(const wl_synth *s) { return s->epoch; }
+
+double wl_synth_theta(const wl_synth *s) { return s->theta; }

@@ -1,0 +1,96 @@
+/*
+ * The synthetic business-key workload as a lazy request stream (wl_source).
+ * Each key has a shared prefix (its business context / system prompt) and
+ * a few open conversations; a request is global prefix + key prefix +
+ * the conversation's history (every earlier turn's input and output) + new
+ * input, with chained block hashes so that identical prefixes match exactly
+ * and nothing else does.  Arrival gaps, key choice, lengths and rate drift
+ * each draw from their own PCG stream of the run seed, and the key
+ * population from the workload seed, so a given (workload, run seed, rate)
+ * yields one identical stream for every router (common random numbers).
+ * The token-level structure is documented in docs/workloads.md.
+ */
+#ifndef CRSIM_WORKLOADS_SYNTH_H
+#define CRSIM_WORKLOADS_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "keyrates.h"
+#include "request.h"
+#include "wl_config.h"
+
+/*
+ * Build the key-rate vector a synthetic config describes, before any run
+ * seed: the population (lognormal/zipf drawn or fitted with the workload
+ * seed `cfg->seed`, or the CSV file), share cap, active set (top
+ * keys.active_set keys, renormalised), then whales.  Rates are relative
+ * and sum to 1.  If `theta` is not NULL it receives the shape parameter
+ * used (σ or s; the fitted one when keys.fit_gini > 0; NaN for a file).
+ * The caller frees *out with wl_keyrates_fini.  Returns SIM_OK or the
+ * errors of the keyrates.h constructors (SIM_EINVAL, SIM_EIO, SIM_ENOMEM).
+ */
+int wl_synth_keys(const wl_config *cfg, wl_keyrates *out, double *theta);
+
+typedef struct wl_synth wl_synth;
+
+/*
+ * Prepare the synthetic stream of `cfg` (type synthetic; it is read only
+ * during the call) for run seed `run_seed`, target mean request rate
+ * `rate` (requests/s, > 0) and engine KV block size `block_size` (tokens,
+ * >= 1).  Streams: arrivals (run_seed, SIM_STREAM_ARRIVALS), key and
+ * conversation choice (run_seed, SIM_STREAM_KEYS), per-turn lengths and
+ * turns per conversation (run_seed, SIM_STREAM_LENGTHS), drift
+ * (run_seed, SIM_STREAM_DRIFT); the population and each key's prefix length
+ * depend on cfg->seed only.  Reads keys.file and arrival.iat_file if used.
+ * Cost: O(keys) for the population (O(keys · 40) when fitting), plus an
+ * O(active keys) alias table.  The caller destroys *out with
+ * wl_synth_destroy.  Returns SIM_OK; SIM_EINVAL (a config that is not
+ * synthetic or fails wl_config_check, rate or block size out of range, or
+ * the errors of the key-rate and arrival constructors, each naming the
+ * file and line where one is involved); SIM_EIO; SIM_ENOMEM.  On error
+ * *out is NULL and nothing is left allocated.
+ */
+int wl_synth_create(const wl_config *cfg, uint64_t run_seed, double rate, uint32_t block_size,
+                    wl_synth **out);
+
+/* Free the generator and everything it owns (not requests already
+ * produced).  Accepts NULL.  Cannot fail. */
+void wl_synth_destroy(wl_synth *s);
+
+/*
+ * Produce the next request into *out: id (from 0), arrival time (s, non-
+ * decreasing), key (the key id), prompt and output tokens, and the chained
+ * hashes of the prompt's full blocks (freshly allocated, owned by the
+ * caller: free with wl_request_fini).  Returns 1, or 0 once max_requests
+ * requests were produced or the next arrival would fall after duration_s.
+ * Cannot fail otherwise (aborts on out of memory).
+ */
+int wl_synth_next(wl_synth *s, wl_request *out);
+
+/* The generator as a wl_source for cluster_run (state = s; `s` must
+ * outlive the source).  Cannot fail. */
+wl_source wl_synth_source(wl_synth *s);
+
+/* The current key rates (requests/s, summing to the target rate; they
+ * change at drift steps).  Owned by `s`.  Cannot fail. */
+const wl_keyrates *wl_synth_rates(const wl_synth *s);
+
+/* Drift steps applied so far.  Cannot fail. */
+uint64_t wl_synth_epoch(const wl_synth *s);
+
+/* Shape parameter used for the population (see wl_synth_keys). */
+double wl_synth_theta(const wl_synth *s);
+
+/*
+ * One step of the per-key log-normal random walk: rate[i] ← rate[i] ·
+ * exp(σ·Z_i), Z_i ~ N(0,1) drawn in index order with gsl_ran_gaussian from
+ * `r`, then all rates rescaled so their sum is unchanged (the offered load
+ * stays at the target; only the mix drifts — so the usual −σ²/2 mean
+ * correction would cancel and is omitted).  Cannot fail.
+ */
+void wl_drift_step(double *rate, size_t n, double sigma, gsl_rng *r);
+
+#endif

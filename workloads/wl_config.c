@@ -1,0 +1,239 @@
+/*
+ * Schema of the `workload:` config section (see wl_config.h).  The table is
+ * the single place where a key's type, range, default and unit live; the
+ * --help listing and the canonical dump stored with every run are generated
+ * from it, and docs/workloads.md mirrors it.
+ */
+#include "wl_config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/error.h"
+
+static const char *const types[] = {"mooncake", "synthetic", NULL};
+static const char *const keydists[] = {"lognormal", "zipf", "file", NULL};
+static const char *const processes[] = {"poisson", "gamma", "bootstrap", NULL};
+static const char *const lendists[] = {"const", "uniform", "lognormal", "gamma", NULL};
+
+#define OFF(f) offsetof(wl_config, f)
+
+/* The five keys of one length distribution under `grp`. */
+#define LENSPEC(grp, field, unit_, dist_, mean_, cv_, min_, max_, what)                        \
+    {.path = grp ".dist", .type = SIM_CFG_STRING, .offset = OFF(field.dist),                   \
+     .choices = lendists, .def = dist_,                                                        \
+     .help = what ": distribution (const, uniform, lognormal, gamma)"},                        \
+    {.path = grp ".mean", .type = SIM_CFG_DOUBLE, .offset = OFF(field.mean), .min = 0,         \
+     .max = 1e9, .def = mean_, .unit = unit_, .help = what ": mean"},                          \
+    {.path = grp ".cv", .type = SIM_CFG_DOUBLE, .offset = OFF(field.cv), .min = 0, .max = 100, \
+     .def = cv_, .help = what ": coefficient of variation (lognormal, gamma)"},                \
+    {.path = grp ".min", .type = SIM_CFG_INT, .offset = OFF(field.min), .min = 0, .max = 1e9,  \
+     .def = min_, .unit = unit_, .help = what ": smallest value (draws are clamped)"},         \
+    {.path = grp ".max", .type = SIM_CFG_INT, .offset = OFF(field.max), .min = 0, .max = 1e9,  \
+     .def = max_, .unit = unit_, .help = what ": largest value (draws are clamped)"}
+
+const sim_cfg_key wl_config_schema[] = {
+    {.path = "type", .type = SIM_CFG_STRING, .offset = OFF(type), .choices = types,
+     .def = "mooncake", .help = "request source: trace replay or synthetic business keys"},
+    {.path = "name", .type = SIM_CFG_STRING, .offset = OFF(name), .def = "\"\"",
+     .help = "preset name shown in reports"},
+    {.path = "max_requests", .type = SIM_CFG_INT, .offset = OFF(max_requests), .min = 0,
+     .max = 9007199254740992.0, .def = "0", .unit = "requests",
+     .help = "stop after the first N arrivals; 0 = no limit"},
+    /* Mooncake replay */
+    {.path = "trace", .type = SIM_CFG_STRING, .offset = OFF(trace), .def = "\"\"",
+     .help = "mooncake: JSONL trace (relative to the config file); required for mooncake"},
+    {.path = "trace_block_tokens", .type = SIM_CFG_INT, .offset = OFF(trace_block_tokens),
+     .min = 1, .max = 1 << 20, .def = "512", .unit = "tokens",
+     .help = "mooncake: tokens per hash id in the trace"},
+    {.path = "key_ids", .type = SIM_CFG_INT, .offset = OFF(key_ids), .min = 1, .max = 1e6,
+     .def = "2", .help = "mooncake: leading hash ids forming the routing key"},
+    {.path = "tick_s", .type = SIM_CFG_DOUBLE, .offset = OFF(tick_s), .min = 0, .max = 1e6,
+     .def = "3", .unit = "s",
+     .help = "mooncake: spread arrivals uniformly within ticks of this length; 0 = as recorded"},
+    /* synthetic */
+    {.path = "seed", .type = SIM_CFG_UINT64, .offset = OFF(seed), .def = "1",
+     .help = "synthetic: workload seed fixing the key population (not the run seed)"},
+    {.path = "duration_s", .type = SIM_CFG_DOUBLE, .offset = OFF(duration_s), .min = 0,
+     .max = 1e9, .def = "0", .unit = "s",
+     .help = "synthetic: stop at this simulated time; 0 = no limit (set it or max_requests)"},
+    {.path = "keys.distribution", .type = SIM_CFG_STRING, .offset = OFF(keys.distribution),
+     .choices = keydists, .def = "lognormal", .help = "key-rate distribution"},
+    {.path = "keys.n", .type = SIM_CFG_INT, .offset = OFF(keys.n), .min = 1, .max = 1e8,
+     .def = "128824", .unit = "keys", .help = "keys in the population (lognormal, zipf)"},
+    {.path = "keys.sigma", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.sigma), .min = 0,
+     .max = 12, .def = "1.65", .help = "lognormal: sigma of ln(rate) (ignored if fit_gini > 0)"},
+    {.path = "keys.fit_gini", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.fit_gini), .min = 0,
+     .max = 1, .flags = SIM_CFG_EXCL_MAX, .def = "0",
+     .help = "> 0: fit sigma (lognormal) or zipf_s (zipf) to this Gini by Brent root finding"},
+    {.path = "keys.cap", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.cap), .min = 0, .max = 1,
+     .flags = SIM_CFG_EXCL_MAX, .def = "0",
+     .help = "largest share of traffic any key may hold (water-filling); 0 = no cap"},
+    {.path = "keys.zipf_s", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.zipf_s), .min = 0,
+     .max = 12, .def = "1", .help = "zipf: exponent s (ignored if fit_gini > 0)"},
+    {.path = "keys.zipf_q", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.zipf_q), .min = -1,
+     .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "0",
+     .help = "zipf: Mandelbrot offset q, rate ~ 1/(rank+q)^s"},
+    {.path = "keys.file", .type = SIM_CFG_STRING, .offset = OFF(keys.file), .def = "\"\"",
+     .help = "file: CSV of key,rate rows (relative to the config file)"},
+    {.path = "keys.active_set", .type = SIM_CFG_INT, .offset = OFF(keys.active_set), .min = 0,
+     .max = 1e8, .def = "0", .unit = "keys",
+     .help = "keep only the top K keys by rate, renormalised; 0 = all"},
+    {.path = "keys.whales", .type = SIM_CFG_DOUBLE_LIST, .offset = OFF(keys.whales),
+     .count_offset = OFF(keys.n_whales), .min = 0, .max = 1,
+     .flags = SIM_CFG_EXCL_MIN | SIM_CFG_EXCL_MAX, .def = "[]",
+     .help = "inject one key per entry holding that share of all traffic"},
+    {.path = "arrival.process", .type = SIM_CFG_STRING, .offset = OFF(arrival.process),
+     .choices = processes, .def = "poisson", .help = "arrival process of the whole stream"},
+    {.path = "arrival.cv", .type = SIM_CFG_DOUBLE, .offset = OFF(arrival.cv), .min = 0,
+     .max = 100, .flags = SIM_CFG_EXCL_MIN, .def = "1",
+     .help = "gamma: coefficient of variation of inter-arrival gaps (shape = 1/cv^2)"},
+    {.path = "arrival.iat_file", .type = SIM_CFG_STRING, .offset = OFF(arrival.iat_file),
+     .def = "\"\"", .help = "bootstrap: CSV of arrival times (relative to the config file)"},
+    {.path = "arrival.iat_column", .type = SIM_CFG_STRING, .offset = OFF(arrival.iat_column),
+     .def = "TIMESTAMP", .help = "bootstrap: header name of the time column"},
+    {.path = "arrival.iat_is_gaps", .type = SIM_CFG_BOOL, .offset = OFF(arrival.iat_is_gaps),
+     .def = "false", .help = "bootstrap: the column holds gaps (s), not times"},
+    {.path = "arrival.block_len", .type = SIM_CFG_INT, .offset = OFF(arrival.block_len),
+     .min = 1, .max = 1e9, .def = "50", .unit = "gaps",
+     .help = "bootstrap: block length of the circular block bootstrap"},
+    {.path = "prefix.global_tokens", .type = SIM_CFG_INT, .offset = OFF(global_prefix_tokens),
+     .min = 0, .max = 1e7, .def = "0", .unit = "tokens",
+     .help = "tokens at the start of every prompt of every key (a platform system prompt)"},
+    LENSPEC("prefix", prefix, "tokens", "lognormal", "1024", "0.5", "16", "8192",
+            "per-key shared prefix length"),
+    LENSPEC("turns", turns, "turns", "gamma", "4", "1", "1", "64", "turns per conversation"),
+    LENSPEC("input", input, "tokens", "lognormal", "256", "1", "1", "8192",
+            "new input tokens per turn"),
+    LENSPEC("output", output, "tokens", "lognormal", "256", "1", "1", "4096",
+            "output tokens per turn (also appended to the history)"),
+    {.path = "session.per_key", .type = SIM_CFG_INT, .offset = OFF(sessions_per_key), .min = 1,
+     .max = 1e6, .def = "4", .unit = "sessions",
+     .help = "conversations open at once per key; each request picks one uniformly"},
+    {.path = "session.max_prompt_tokens", .type = SIM_CFG_INT,
+     .offset = OFF(max_prompt_tokens), .min = 1, .max = 1e8, .def = "32768", .unit = "tokens",
+     .help = "a conversation ends instead of growing a prompt beyond this"},
+    {.path = "drift.sigma", .type = SIM_CFG_DOUBLE, .offset = OFF(drift.sigma), .min = 0,
+     .max = 10, .def = "0", .help = "per-interval sigma of each key's log-rate random walk"},
+    {.path = "drift.interval_s", .type = SIM_CFG_DOUBLE, .offset = OFF(drift.interval_s),
+     .min = 0, .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "600", .unit = "s",
+     .help = "control interval: rates step at multiples of this time"},
+    {.path = "drift.intervals", .type = SIM_CFG_INT, .offset = OFF(drift.intervals), .min = 0,
+     .max = 1e9, .def = "0", .help = "number of drift steps; 0 = at every interval boundary"},
+    {0},
+};
+
+static void resolve(const sim_cfgdoc *d, char **p)
+{
+    if (*p && **p && **p != '/') {
+        char *r = sim_cfg_resolve_path(d, *p);
+        free(*p);
+        *p = r;
+    }
+}
+
+static int check_len(const wl_lenspec *l, const char *grp, const char *where)
+{
+    if (l->min > l->max)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.%s.min %lld > workload.%s.max %lld; "
+                         "expected min <= max", where, grp, (long long)l->min, grp,
+                         (long long)l->max);
+    if (strcmp(l->dist, "uniform") != 0 &&
+        (l->mean < (double)l->min || l->mean > (double)l->max))
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.%s.mean %g lies outside [min, max] = "
+                         "[%lld, %lld]; expected a mean inside the clamp range", where, grp,
+                         l->mean, (long long)l->min, (long long)l->max);
+    return SIM_OK;
+}
+
+int wl_config_check(const wl_config *c, const char *where)
+{
+    if (strcmp(c->type, "mooncake") == 0) {
+        if (!*c->trace)
+            return SIM_ERROR(SIM_EINVAL, "%s: workload.trace is empty; expected a JSONL trace "
+                             "path when workload.type is mooncake", where);
+        return SIM_OK;
+    }
+    if (c->max_requests == 0 && c->duration_s == 0)
+        return SIM_ERROR(SIM_EINVAL, "%s: a synthetic workload needs an end; expected "
+                         "workload.max_requests or workload.duration_s > 0", where);
+    if (strcmp(c->keys.distribution, "file") == 0 && !*c->keys.file)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.file is empty; expected a CSV path "
+                         "when workload.keys.distribution is file", where);
+    if (strcmp(c->keys.distribution, "file") != 0 && c->keys.cap > 0 &&
+        (double)c->keys.n * c->keys.cap < 1.0 - 1e-12)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.cap %g with workload.keys.n %lld "
+                         "cannot carry all traffic; expected a cap >= 1/n", where, c->keys.cap,
+                         (long long)c->keys.n);
+    if (strcmp(c->arrival.process, "bootstrap") == 0 && !*c->arrival.iat_file)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.arrival.iat_file is empty; expected a CSV "
+                         "path when workload.arrival.process is bootstrap", where);
+    double s = 0;
+    for (size_t i = 0; i < c->keys.n_whales; i++)
+        s += c->keys.whales[i];
+    if (!(s < 1))
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.whales sum to %g; expected shares "
+                         "summing below 1", where, s);
+    int rc;
+    if ((rc = check_len(&c->prefix, "prefix", where)) || (rc = check_len(&c->turns, "turns", where)) ||
+        (rc = check_len(&c->input, "input", where)) ||
+        (rc = check_len(&c->output, "output", where)))
+        return rc;
+    if (c->turns.min < 1)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.turns.min is 0; expected at least 1 turn",
+                         where);
+    if (c->input.min < 1 || c->output.min < 1)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.%s.min is 0; expected at least 1 token",
+                         where, c->input.min < 1 ? "input" : "output");
+    return SIM_OK;
+}
+
+int wl_config_bind(const sim_cfgdoc *d, wl_config *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = sim_cfg_bind_prefix(d, "workload", wl_config_schema, out);
+    if (rc == SIM_OK) {
+        resolve(d, &out->trace);
+        resolve(d, &out->keys.file);
+        resolve(d, &out->arrival.iat_file);
+        rc = wl_config_check(out, sim_cfgdoc_path(d));
+    }
+    if (rc)
+        wl_config_fini(out);
+    return rc;
+}
+
+int wl_config_parse(const char *text, const char *name, wl_config *out)
+{
+    memset(out, 0, sizeof *out);
+    sim_cfgdoc *d = NULL;
+    int rc = sim_cfgdoc_parse_string(text, name, &d);
+    if (rc == SIM_OK)
+        rc = wl_config_bind(d, out);
+    sim_cfgdoc_destroy(d);
+    return rc;
+}
+
+int wl_config_load(const char *path, wl_config *out)
+{
+    memset(out, 0, sizeof *out);
+    sim_cfgdoc *d = NULL;
+    int rc = sim_cfgdoc_load(path, &d);
+    if (rc == SIM_OK)
+        rc = wl_config_bind(d, out);
+    sim_cfgdoc_destroy(d);
+    return rc;
+}
+
+char *wl_config_dump(const wl_config *cfg)
+{
+    const sim_cfg_section s = {"workload", wl_config_schema, (void *)(uintptr_t)cfg};
+    return sim_cfg_dump_sections(&s, 1);
+}
+
+void wl_config_fini(wl_config *cfg)
+{
+    if (cfg)
+        sim_cfg_free(wl_config_schema, cfg);
+}
