@@ -17,7 +17,7 @@
 #include "../sim/evq.h"
 #include "../sim/metrics.h"
 
-enum { EV_ARRIVAL = 1, EV_STEP, EV_END };
+enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL };
 
 /* A request inside the cluster: engine state plus the request itself. */
 typedef struct creq {
@@ -248,6 +248,11 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
         goto done;
     router_ok = true;
 
+    if (rt->on_interval && rp->interval_s > 0) {
+        sim_event *tick = sim_evq_alloc(c.q);
+        tick->kind = EV_INTERVAL;
+        sim_evq_schedule(c.q, tick, rp->interval_s);
+    }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
     pull_next(&c, arr);
@@ -262,6 +267,10 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
         } else if (ev->kind == EV_STEP) {
             engine_step_done(c.eng[ev->target], now);
             start_step(&c, ev->target, now);
+        } else if (ev->kind == EV_INTERVAL) {
+            rt->on_interval(c.rstate, now);
+            if (!c.arrivals_done)
+                sim_evq_schedule(c.q, ev, now + rp->interval_s);
         } else { /* EV_END: drain time is over */
             break;
         }

@@ -38,6 +38,11 @@ typedef struct route_params {
     uint32_t sticky_vnodes;  /* virtual nodes per destination on the ring
                                 (sticky and chwbl share the ring) */
     double chwbl_c;          /* chwbl bound factor c = 1 + ε, >= 1 */
+    double cr_q_cap;         /* cacheroute: per-destination capacity q_cap,
+                                requests/s (0 = not set: an error) */
+    double cr_slots;         /* cacheroute: warm-slot budget W per
+                                destination (0 = not set: an error) */
+    double interval_s;       /* control interval for on_interval, s (> 0) */
 } route_params;
 
 typedef struct route_type {
@@ -51,6 +56,9 @@ typedef struct route_type {
     uint32_t (*route)(void *state, const wl_request *r, const route_view *v);
     /* Optional: request `r`, sent to `dest`, completed. */
     void (*on_complete)(void *state, const wl_request *r, uint32_t dest);
+    /* Optional: a control-interval boundary at `now_s` seconds (every
+     * route_params.interval_s while requests arrive). */
+    void (*on_interval)(void *state, double now_s);
     /* Optional: free what create() allocated (not `state` itself). */
     void (*destroy)(void *state);
 } route_type;
@@ -68,6 +76,9 @@ void route_list(FILE *f);
 extern const route_type route_flat_lb;
 extern const route_type route_sticky;
 extern const route_type route_chwbl;
+extern const route_type route_cacheroute;
+extern const route_type route_cr_replicate;
+extern const route_type route_cr_affinity;
 
 /* ---- consistent-hash ring shared by sticky (and later chwbl, dualmap) ---- */
 

@@ -26,7 +26,9 @@
 
 /* Policy names accepted in experiment.policies; a test checks that this
  * list equals the router registry. */
-static const char *const policy_names[] = {"flat_lb", "sticky", "chwbl", NULL};
+static const char *const policy_names[] = {"flat_lb",     "sticky",       "chwbl",
+                                            "cacheroute",  "cr_replicate", "cr_affinity",
+                                            NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 static const char *const wl_types[] = {"mooncake", NULL};
 
@@ -117,6 +119,15 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "router.chwbl.c", .type = SIM_CFG_DOUBLE, .offset = OFF(chwbl_c), .min = 1,
      .max = 1e9, .def = "1.25",
      .help = "bound factor c = 1 + eps: at most ceil(c x mean) in flight per destination"},
+    {.path = "router.cacheroute.q_cap", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_q_cap), .min = 0,
+     .max = 1e9, .def = "0", .unit = "requests/s",
+     .help = "per-destination capacity q_cap (measured; 0 = not set, an error for cacheroute)"},
+    {.path = "router.cacheroute.slots", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_slots), .min = 0,
+     .max = 1e9, .def = "0",
+     .help = "warm-slot budget W per destination (derived; 0 = not set, an error for cacheroute)"},
+    {.path = "router.cacheroute.interval_s", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_interval_s),
+     .min = 0, .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
+     .help = "control interval: rates measured over one interval plan the next"},
     {0},
 };
 
@@ -192,7 +203,7 @@ static int replay_next(void *state, wl_request *out) { return wl_replay_next(sta
 
 static void print_header(FILE *out)
 {
-    fprintf(out, "%-10s %8s %5s %7s %9s %9s %9s %7s %7s %7s %6s  %s\n", "policy", "rate/s",
+    fprintf(out, "%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %6s  %s\n", "policy", "rate/s",
             "seed", "hit%", "TTFTp50", "TTFTp99", "E2Ep99", "imbal", "done", "unfin", "preempt",
             "SLO");
 }
@@ -204,7 +215,7 @@ static void print_row(FILE *out, const char *policy, double rate, int64_t seed,
     fmt_s(t50, sizeof t50, r->ttft_p50);
     fmt_s(t99, sizeof t99, r->ttft_p99);
     fmt_s(e99, sizeof e99, r->e2e_p99);
-    fprintf(out, "%-10s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %6llu  %s\n", policy, rate,
+    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %6llu  %s\n", policy, rate,
             (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)(r->n_unfinished + r->n_rejected),
             (unsigned long long)r->preemptions, r->ttft_p99 <= slo ? "pass" : "FAIL");
@@ -287,7 +298,9 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
                 SIM_ALWAYS(rt != NULL); /* validated against policy_names */
                 route_params rp = {.n_dest = cp.n_dest, .seed = (uint64_t)cfg->seeds[is],
                                    .sticky_vnodes = (uint32_t)cfg->sticky_vnodes,
-                                   .chwbl_c = cfg->chwbl_c};
+                                   .chwbl_c = cfg->chwbl_c, .cr_q_cap = cfg->cr_q_cap,
+                                   .cr_slots = cfg->cr_slots,
+                                   .interval_s = cfg->cr_interval_s};
                 wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
                                        .key_ids = (uint32_t)cfg->key_ids,
                                        .rate = cfg->rates[ir], .tick_s = cfg->tick_s,

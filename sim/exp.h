@@ -54,6 +54,7 @@ typedef struct exp_config {
     /* router */
     int64_t sticky_vnodes;
     double chwbl_c;
+    double cr_q_cap, cr_slots, cr_interval_s;
 } exp_config;
 
 /* The schema of exp_config (NULL-terminated), for binding, dumping and

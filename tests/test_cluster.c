@@ -48,7 +48,7 @@ static void run(const cluster_params *p, const char *policy, uint64_t seed, doub
     wl_replay *rp = NULL;
     CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
     route_params rtp = {.n_dest = p->n_dest, .seed = seed, .sticky_vnodes = 256,
-                        .chwbl_c = 1.25};
+                        .chwbl_c = 1.25, .cr_q_cap = 1, .cr_slots = 4, .interval_s = 60};
     const route_type *rt = route_find(policy);
     CHECK(rt != NULL);
     CHECK_INT_EQ(cluster_run(p, rt, &rtp, (wl_source){rp, next_req}, res), SIM_OK);

@@ -16,7 +16,8 @@
 static void *make(const route_type *rt, uint32_t n_dest, uint64_t seed)
 {
     void *s = calloc(1, rt->state_size ? rt->state_size : 1);
-    route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256, .chwbl_c = 1.25};
+    route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256, .chwbl_c = 1.25,
+                      .cr_q_cap = 50, .cr_slots = 4, .interval_s = 10};
     CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
     return s;
 }
@@ -48,6 +49,11 @@ static void test_all_registered(void)
             uint32_t da = rt->route(a, &r, &v), db = rt->route(b, &r, &v);
             CHECK(da < R);
             CHECK_INT_EQ(da, db); /* same seed, same inputs: same decision */
+            if (rt->on_interval && k % 500 == 499)
+                {
+                    rt->on_interval(a, (double)k / 50);
+                    rt->on_interval(b, (double)k / 50);
+                }
             if (rt->on_complete) {
                 rt->on_complete(a, &r, da);
                 rt->on_complete(b, &r, db);

@@ -1,0 +1,253 @@
+/*
+ * cacheroute: planned prefix-affinity routing (DESIGN.md §6), and the two
+ * ablation variants of the paper's component study as named policies.
+ *
+ * The router counts requests per routing key.  At every control interval
+ * (router.cacheroute.interval_s) it turns the previous interval's counts
+ * into rates λ_b = count / interval and rebuilds the table T(b) with the
+ * planner (models/plan.c); the table then stays fixed until the next
+ * interval.  Dispatch: an admitted key goes to the member of T(b) with the
+ * fewest in-flight requests (ties: first in T(b)); any other key — and
+ * every key before the first plan exists — goes to power-of-two choices
+ * over the whole cluster.
+ *
+ *   cacheroute    k_b = max(1, ceil(λ_b/q_cap)), LPT placement
+ *   cr_replicate  same k_b, replicas placed by hash (no LPT)
+ *   cr_affinity   k_b = 1 (every admitted key pinned to one destination,
+ *                 placed by hash; no replication, no balancing)
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "../sim/error.h"
+#include "plan.h"
+#include "route.h"
+
+typedef struct cacheroute {
+    plan pl;
+    int have_plan;
+    plan_params pp;
+    sim_pcg32 rng;
+    double interval_s;
+    double last_tick_s;
+    /* Per-key request counts of the current interval (open addressing). */
+    uint64_t *ck;
+    uint32_t *cc;
+    uint64_t cmask;
+    size_t cn;
+    /* Telemetry of the last re-plan. */
+    uint32_t n_plans;
+    double build_wall_s;
+    double churn_dest; /* share of keys admitted in both plans whose T(b) changed */
+    double churn_k;    /* share of keys admitted in both plans whose k_b changed */
+} cacheroute;
+
+static int counts_init(cacheroute *s, uint64_t slots)
+{
+    s->ck = calloc(slots, sizeof *s->ck);
+    s->cc = calloc(slots, sizeof *s->cc);
+    s->cmask = slots - 1;
+    s->cn = 0;
+    return s->ck && s->cc ? SIM_OK : SIM_ERROR(SIM_ENOMEM, "out of memory (cacheroute counts)");
+}
+
+/* Count one request of `key`; count 0 marks an empty slot. */
+static void count_key(cacheroute *s, uint64_t key)
+{
+    if (2 * (s->cn + 1) > s->cmask + 1) { /* keep load <= 1/2 */
+        uint64_t *ok = s->ck;
+        uint32_t *oc = s->cc;
+        uint64_t old = s->cmask + 1;
+        s->ck = sim_xcalloc(2 * old, sizeof *s->ck);
+        s->cc = sim_xcalloc(2 * old, sizeof *s->cc);
+        s->cmask = 2 * old - 1;
+        for (uint64_t i = 0; i < old; i++)
+            if (oc[i]) {
+                uint64_t j = XXH3_64bits(&ok[i], 8) & s->cmask;
+                while (s->cc[j])
+                    j = (j + 1) & s->cmask;
+                s->ck[j] = ok[i];
+                s->cc[j] = oc[i];
+            }
+        free(ok);
+        free(oc);
+    }
+    uint64_t i = XXH3_64bits(&key, 8) & s->cmask;
+    while (s->cc[i] && s->ck[i] != key)
+        i = (i + 1) & s->cmask;
+    if (!s->cc[i]) {
+        s->ck[i] = key;
+        s->cn++;
+    }
+    s->cc[i]++;
+}
+
+static int create_variant(void *state, const route_params *p, enum plan_placement placement,
+                          int replicate)
+{
+    cacheroute *s = state;
+    if (!(p->cr_q_cap > 0))
+        return SIM_ERROR(SIM_EINVAL, "router.cacheroute.q_cap is not set; expected the "
+                         "calibrated per-destination capacity in requests/s (> 0)");
+    if (!(p->cr_slots > 0))
+        return SIM_ERROR(SIM_EINVAL, "router.cacheroute.slots is not set; expected the "
+                         "warm-slot budget W per destination (> 0)");
+    if (!(p->interval_s > 0))
+        return SIM_ERROR(SIM_EINVAL, "router.cacheroute.interval_s is %g; expected a control "
+                         "interval > 0 (s)", p->interval_s);
+    s->pp = (plan_params){.n_dest = p->n_dest, .q_cap = p->cr_q_cap, .slots = p->cr_slots,
+                          .placement = placement, .replicate = replicate,
+                          .vnodes = p->sticky_vnodes};
+    s->interval_s = p->interval_s;
+    sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
+    return counts_init(s, 1024);
+}
+
+static int cr_create(void *state, const route_params *p)
+{
+    return create_variant(state, p, PLAN_LPT, 1);
+}
+
+static int cr_replicate_create(void *state, const route_params *p)
+{
+    return create_variant(state, p, PLAN_HASH, 1);
+}
+
+static int cr_affinity_create(void *state, const route_params *p)
+{
+    return create_variant(state, p, PLAN_HASH, 0);
+}
+
+static uint32_t p2c(cacheroute *s, const route_view *v)
+{
+    if (v->n_dest == 1)
+        return 0;
+    uint32_t a = sim_pcg32_bounded(&s->rng, v->n_dest);
+    uint32_t b = sim_pcg32_bounded(&s->rng, v->n_dest - 1);
+    if (b >= a)
+        b++;
+    return v->outstanding[b] < v->outstanding[a] ? b : a;
+}
+
+static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
+{
+    cacheroute *s = state;
+    count_key(s, r->key);
+    if (s->have_plan) {
+        int64_t a = plan_lookup(&s->pl, r->key);
+        if (a >= 0) {
+            const uint32_t *d = s->pl.dest + s->pl.off[a];
+            const uint32_t k = s->pl.k[a];
+            uint32_t best = d[0];
+            for (uint32_t j = 1; j < k; j++)
+                if (v->outstanding[d[j]] < v->outstanding[best])
+                    best = d[j];
+            return best;
+        }
+    }
+    return p2c(s, v);
+}
+
+static int same_dests(const plan *a, int64_t ia, const plan *b, int64_t ib)
+{
+    uint32_t ka = a->k[ia], kb = b->k[ib];
+    if (ka != kb)
+        return 0;
+    /* Sets, not sequences: compare sorted copies (k is small). */
+    uint32_t x[64], y[64];
+    if (ka > 64)
+        return memcmp(a->dest + a->off[ia], b->dest + b->off[ib], ka * sizeof *x) == 0;
+    memcpy(x, a->dest + a->off[ia], ka * sizeof *x);
+    memcpy(y, b->dest + b->off[ib], ka * sizeof *y);
+    for (uint32_t i = 1; i < ka; i++)
+        for (uint32_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            uint32_t t = x[j]; x[j] = x[j - 1]; x[j - 1] = t;
+        }
+    for (uint32_t i = 1; i < ka; i++)
+        for (uint32_t j = i; j > 0 && y[j - 1] > y[j]; j--) {
+            uint32_t t = y[j]; y[j] = y[j - 1]; y[j - 1] = t;
+        }
+    return memcmp(x, y, ka * sizeof *x) == 0;
+}
+
+static void cr_interval(void *state, double now_s)
+{
+    cacheroute *s = state;
+    double len = now_s - s->last_tick_s;
+    s->last_tick_s = now_s;
+    if (!(len > 0))
+        return;
+    plan_key *keys = sim_xmalloc((s->cn ? s->cn : 1) * sizeof *keys);
+    size_t n = 0;
+    for (uint64_t i = 0; i <= s->cmask; i++)
+        if (s->cc[i])
+            keys[n++] = (plan_key){s->ck[i], s->cc[i] / len};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    plan fresh;
+    int rc = plan_build(keys, n, &s->pp, &fresh);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    free(keys);
+    SIM_ALWAYS(rc == SIM_OK); /* parameters were validated at create */
+    s->build_wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (s->have_plan) {
+        size_t both = 0, moved = 0, rek = 0;
+        for (size_t a = 0; a < s->pl.n_admitted; a++) {
+            int64_t b = plan_lookup(&fresh, s->pl.key[a]);
+            if (b < 0)
+                continue;
+            both++;
+            moved += !same_dests(&s->pl, (int64_t)a, &fresh, b);
+            rek += s->pl.k[a] != fresh.k[b];
+        }
+        s->churn_dest = both ? (double)moved / (double)both : 0;
+        s->churn_k = both ? (double)rek / (double)both : 0;
+    }
+    plan_fini(&s->pl);
+    s->pl = fresh;
+    s->have_plan = 1;
+    s->n_plans++;
+    memset(s->cc, 0, (s->cmask + 1) * sizeof *s->cc);
+    s->cn = 0;
+}
+
+static void cr_destroy(void *state)
+{
+    cacheroute *s = state;
+    plan_fini(&s->pl);
+    free(s->ck);
+    free(s->cc);
+}
+
+const route_type route_cacheroute = {
+    .name = "cacheroute",
+    .help = "planned affinity: top-rate admission, k_b = ceil(rate/q_cap) replicas, LPT placement",
+    .state_size = sizeof(cacheroute),
+    .create = cr_create,
+    .route = cr_route,
+    .on_interval = cr_interval,
+    .destroy = cr_destroy,
+};
+
+const route_type route_cr_replicate = {
+    .name = "cr_replicate",
+    .help = "ablation: cacheroute admission and replication, replicas placed by hash (no LPT)",
+    .state_size = sizeof(cacheroute),
+    .create = cr_replicate_create,
+    .route = cr_route,
+    .on_interval = cr_interval,
+    .destroy = cr_destroy,
+};
+
+const route_type route_cr_affinity = {
+    .name = "cr_affinity",
+    .help = "ablation: cacheroute admission, each key pinned to one hashed destination",
+    .state_size = sizeof(cacheroute),
+    .create = cr_affinity_create,
+    .route = cr_route,
+    .on_interval = cr_interval,
+    .destroy = cr_destroy,
+};
