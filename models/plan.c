@@ -21,6 +21,53 @@ static int cmp_rate_desc(const void *a, const void *b)
     return (x->key > y->key) - (x->key < y->key);
 }
 
+/* Strict order of plan_key by (rate descending, key ascending). */
+static inline int before(const plan_key *x, const plan_key *y)
+{
+    return x->rate > y->rate || (x->rate == y->rate && x->key < y->key);
+}
+
+/*
+ * Rearrange a[0..n) so that its first m entries are the m first in the
+ * (rate desc, key asc) order, in any order: quickselect with a Lomuto
+ * partition and a median-of-three pivot (deterministic, O(n) expected).
+ * Keys are distinct, so the order is strict.  Admission only ever looks at
+ * a prefix of the sorted keys, so only that prefix gets sorted.
+ */
+static void swap_keys(plan_key *a, size_t i, size_t j)
+{
+    plan_key t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+static void select_top(plan_key *a, size_t n, size_t m)
+{
+    size_t lo = 0, hi = n; /* invariant: a[0..lo) are in the top m, a[hi..n) are not */
+    while (hi - lo > 1 && lo < m && m < hi) {
+        size_t mid = lo + (hi - lo) / 2, last = hi - 1;
+        /* Median of a[lo], a[mid], a[last] moved to a[last]. */
+        if (before(&a[mid], &a[lo]))
+            swap_keys(a, mid, lo);
+        if (before(&a[last], &a[lo]))
+            swap_keys(a, last, lo);
+        if (before(&a[mid], &a[last]))
+            swap_keys(a, mid, last);
+        const plan_key piv = a[last];
+        size_t store = lo;
+        for (size_t i = lo; i < last; i++)
+            if (before(&a[i], &piv))
+                swap_keys(a, i, store++);
+        swap_keys(a, store, last); /* pivot at `store`: all before precede it */
+        if (store + 1 == m || store == m)
+            return;
+        if (m < store)
+            hi = store;
+        else
+            lo = store + 1;
+    }
+}
+
 /* ---- min-heap of (load, dest) over R destinations ---- */
 
 typedef struct heap_ent {
@@ -98,11 +145,23 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
         sorted[i] = keys[i];
         total += keys[i].rate;
     }
-    qsort(sorted, n, sizeof *sorted, cmp_rate_desc);
-
     out->n_dest = R;
     out->n_keys = n;
     out->capacity = (uint64_t)floor((double)R * p->slots);
+
+    /* Admission walks keys in descending rate until Σk_b reaches C.  Keys
+     * with k_b = 1 always fit until then, so it never looks past the keys
+     * with k_b >= 2 plus C more: sort only that prefix. */
+    size_t big = 0;
+    if (p->replicate)
+        for (size_t i = 0; i < n; i++)
+            big += sorted[i].rate > p->q_cap;
+    size_t m = big + (size_t)(out->capacity < n ? out->capacity : n);
+    if (m > n)
+        m = n;
+    if (m < n)
+        select_top(sorted, n, m);
+    qsort(sorted, m, sizeof *sorted, cmp_rate_desc);
 
     /* 1-2. Sizing and top-rate admission. */
     uint32_t *kb = malloc((n ? n : 1) * sizeof *kb);
@@ -114,7 +173,7 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
     size_t na = 0;
     uint64_t sum_k = 0;
     double adm_rate = 0;
-    for (size_t i = 0; i < n && sum_k < out->capacity; i++) {
+    for (size_t i = 0; i < m && sum_k < out->capacity; i++) {
         if (sorted[i].rate <= 0)
             break; /* no traffic measured: nothing to plan for */
         double kd = p->replicate ? ceil(sorted[i].rate / p->q_cap) : 1.0;

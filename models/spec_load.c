@@ -17,14 +17,18 @@
 #define CRSIM_SPEC_DIR "models/specs"
 #endif
 
+const char *spec_dir(void)
+{
+    const char *dir = getenv("CRSIM_SPEC_DIR");
+    return dir && *dir ? dir : CRSIM_SPEC_DIR;
+}
+
 char *spec_path(const char *name)
 {
     size_t n = strlen(name);
     if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".yaml") == 0))
         return sim_xstrdup(name);
-    const char *dir = getenv("CRSIM_SPEC_DIR");
-    if (!dir || !*dir)
-        dir = CRSIM_SPEC_DIR;
+    const char *dir = spec_dir();
     size_t len = strlen(dir) + n + 8;
     char *p = sim_xmalloc(len);
     snprintf(p, len, "%s/%s.yaml", dir, name);

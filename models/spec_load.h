@@ -15,6 +15,11 @@
  */
 char *spec_path(const char *name);
 
+/* The spec directory: $CRSIM_SPEC_DIR if set and non-empty, else the
+ * source tree's models/specs fixed at build time.  The string is owned by
+ * the environment or static; do not free.  Cannot fail. */
+const char *spec_dir(void);
+
 /*
  * Load a GPU spec file into *out (fields in the file are in the units
  * their key names say — TFLOP/s, TB/s, GiB, GB/s, GB — and are converted

@@ -99,8 +99,9 @@ static int read_file(const char *path, rows *r)
             p = c + 1;
         }
         if (nf != 6) {
-            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %d field%s; %s", path, lineno, nf,
-                           nf == 1 ? "" : "s", form);
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s%d field%s; %s", path, lineno,
+                           nf > 6 ? "more than " : "", nf > 6 ? 6 : nf, nf == 1 ? "" : "s",
+                           form);
             break;
         }
         double v[6] = {0};
