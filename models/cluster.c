@@ -10,6 +10,7 @@
 #include "cluster.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ typedef struct cluster {
     void *rstate;
     wl_source src;
     wl_request pending;
+    route_ops ops;
     bool have_pending;
     bool arrivals_done;
     uint64_t inflight;
@@ -82,6 +84,42 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
     free_creq(cr);
 }
 
+/* ---- route_ops: queued-request operations offered to routers ---- */
+
+static uint32_t ops_waiting(void *ctx, uint32_t dest, const wl_request **out, uint32_t max)
+{
+    cluster *c = ctx;
+    engine_req *tmp[256];
+    uint32_t n = engine_waiting(c->eng[dest], tmp, max < 256 ? max : 256);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = tmp[i]->r;
+    return n;
+}
+
+static void start_step(cluster *c, uint32_t d, double now);
+
+static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
+{
+    cluster *c = ctx;
+    cluster_rec *rec = &c->res->rec[r->id];
+    uint32_t from = rec->dest;
+    creq *cr = (creq *)((char *)r - offsetof(creq, r));
+    if (to >= c->p->n_dest || to == from || !engine_withdraw(c->eng[from], &cr->er))
+        return 0;
+    double now = sim_evq_now(c->q);
+    bool measured = rec->arrival_s >= c->p->warmup_s;
+    c->outstanding[from]--;
+    c->res->dest[from].routed--;
+    c->res->dest[from].routed_measured -= measured;
+    rec->dest = to;
+    c->outstanding[to]++;
+    c->res->dest[to].routed++;
+    c->res->dest[to].routed_measured += measured;
+    engine_submit(c->eng[to], &cr->er, now);
+    start_step(c, to, now);
+    return 1;
+}
+
 static void start_step(cluster *c, uint32_t d, double now)
 {
     double dur = engine_try_start(c->eng[d], now);
@@ -122,7 +160,7 @@ static void on_arrival(cluster *c, double now)
     for (uint32_t d = 0; d < c->p->n_dest; d++)
         c->queued[d] = engine_queued_tokens(c->eng[d]);
     route_view v = {.n_dest = c->p->n_dest, .outstanding = c->outstanding,
-                    .queued_tokens = c->queued, .now_s = now};
+                    .queued_tokens = c->queued, .now_s = now, .ops = &c->ops};
     uint32_t d = c->rt->route(c->rstate, &cr->r, &v);
     SIM_ALWAYS(d < c->p->n_dest);
     bool measured = now >= c->p->warmup_s;
@@ -220,6 +258,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
     if (rc)
         return rc;
     cluster c = {.p = p, .rt = rt, .src = src, .res = out};
+    c.ops = (route_ops){.ctx = &c, .waiting = ops_waiting, .migrate = ops_migrate};
     out->n_dest = p->n_dest;
     out->dest = sim_xcalloc(p->n_dest, sizeof *out->dest);
     c.q = sim_evq_create();

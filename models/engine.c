@@ -358,6 +358,39 @@ void engine_step_done(engine *e, double now)
     e->busy = false;
 }
 
+int engine_withdraw(engine *e, engine_req *er)
+{
+    if (er->admitted_once)
+        return 0;
+    for (engine_req *x = e->wait_head; x; x = x->qnext) {
+        if (x != er)
+            continue;
+        if (x->qprev)
+            x->qprev->qnext = x->qnext;
+        else
+            e->wait_head = x->qnext;
+        if (x->qnext)
+            x->qnext->qprev = x->qprev;
+        else
+            e->wait_tail = x->qprev;
+        x->qnext = x->qprev = NULL;
+        e->n_wait--;
+        e->queued -= queued_part(x);
+        e->st.requests--;
+        return 1;
+    }
+    return 0;
+}
+
+uint32_t engine_waiting(const engine *e, engine_req **out, uint32_t max)
+{
+    uint32_t n = 0;
+    for (engine_req *x = e->wait_head; x && n < max; x = x->qnext)
+        if (!x->admitted_once)
+            out[n++] = x;
+    return n;
+}
+
 void engine_mark_window(engine *e, double t0) { e->win_t0 = t0; }
 
 const engine_stats *engine_get_stats(const engine *e) { return &e->st; }

@@ -128,6 +128,15 @@ uint64_t engine_queued_tokens(const engine *e);
 /* The engine's prefix cache (read-only, for tests and telemetry). */
 const pcache *engine_cache(const engine *e);
 
+/* Remove `er` from the waiting queue if it has never been admitted (a
+ * preempted request has started and stays).  Returns 1 if removed (the
+ * engine no longer references it), 0 otherwise. */
+int engine_withdraw(engine *e, engine_req *er);
+
+/* Write up to `max` never-admitted waiting requests, in queue order, to
+ * out[]; returns how many. */
+uint32_t engine_waiting(const engine *e, engine_req **out, uint32_t max);
+
 /* Visit every request inside the engine (for end-of-run accounting). */
 void engine_foreach(engine *e, void (*fn)(void *ctx, engine_req *er), void *ctx);
 

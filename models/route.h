@@ -19,6 +19,22 @@
 #include "../sim/rng.h"
 #include "../workloads/request.h"
 
+/*
+ * Operations the cluster offers a router on requests it has dispatched
+ * but that no engine has started yet (DualMap-style rebalancing of
+ * queued work).  A real gateway that holds per-instance queues can do
+ * this; nothing else about engine state is exposed.
+ */
+typedef struct route_ops {
+    void *ctx;
+    /* Write up to `max` requests waiting (never admitted) at `dest`, in
+     * queue order, to out[]; return how many were written. */
+    uint32_t (*waiting)(void *ctx, uint32_t dest, const wl_request **out, uint32_t max);
+    /* Move waiting request `r` from its destination to the back of `to`'s
+     * queue.  Returns 1 if moved, 0 if `r` has started (or is unknown). */
+    int (*migrate)(void *ctx, const wl_request *r, uint32_t to);
+} route_ops;
+
 /* What a router can observe at a routing decision. */
 typedef struct route_view {
     uint32_t n_dest;
@@ -27,6 +43,7 @@ typedef struct route_view {
     const uint64_t *queued_tokens; /* per destination: prompt tokens waiting
                                       for prefill, as scraped from the engine */
     double now_s;                  /* current simulated time, s */
+    const route_ops *ops;          /* queued-request operations (see above) */
 } route_view;
 
 /* Parameters of every router; each reads the fields it needs.  Filled from

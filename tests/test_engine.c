@@ -191,11 +191,46 @@ static void test_queued_tokens(void)
     free(eb.blk);
 }
 
+/* Withdrawing never-started requests (for routers that rebalance queued
+ * work): only waiting requests that were never admitted can leave. */
+static void test_withdraw(void)
+{
+    log_ctx l = {0};
+    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
+    engine_params p = {.block_size = 16, .max_num_batched_tokens = 64, .max_num_seqs = 1,
+                       .prefix_caching = true};
+    cost_model cm = simple_cost();
+    engine *e = engine_create(0, 100, &p, &cm, &h);
+    wl_request a = make_req(0, 100, 2, 16, 1), b = make_req(1, 50, 2, 16, 2);
+    engine_req ea = {.r = &a}, eb = {.r = &b};
+    engine_submit(e, &ea, 0);
+    engine_submit(e, &eb, 0);
+    double t = engine_try_start(e, 0); /* admits a only (max_num_seqs 1) */
+    engine_req *w[4];
+    CHECK_INT_EQ(engine_waiting(e, w, 4), 1);
+    CHECK(w[0] == &eb);
+    CHECK_INT_EQ(engine_withdraw(e, &ea), 0); /* started */
+    CHECK_INT_EQ(engine_withdraw(e, &eb), 1);
+    CHECK_INT_EQ(engine_withdraw(e, &eb), 0); /* already gone */
+    CHECK_INT_EQ(engine_inflight(e), 1);
+    CHECK_INT_EQ(engine_queued_tokens(e), 100); /* a scheduled, not yet computed; b gone */
+    engine_step_done(e, t);
+    drain(e, t);
+    CHECK_INT_EQ(l.finishes, 1);
+    CHECK_INT_EQ(engine_get_stats(e)->requests, 1);
+    engine_destroy(e);
+    wl_request_fini(&a);
+    wl_request_fini(&b);
+    free(ea.blk);
+    free(eb.blk);
+}
+
 int main(void)
 {
     test_lone_request();
     test_preemption_and_reject();
     test_queued_tokens();
+    test_withdraw();
     puts("engine: ok");
     return 0;
 }
