@@ -96,6 +96,17 @@ uint32_t route__ring_find(const route__ring *ring, uint64_t h)
     return lo == ring->n ? 0 : lo;
 }
 
+uint32_t route__p2c(sim_pcg32 *rng, const route_view *v)
+{
+    if (v->n_dest == 1)
+        return 0;
+    uint32_t a = sim_pcg32_bounded(rng, v->n_dest);
+    uint32_t b = sim_pcg32_bounded(rng, v->n_dest - 1);
+    if (b >= a)
+        b++; /* distinct from a, uniform over the rest */
+    return v->outstanding[b] < v->outstanding[a] ? b : a;
+}
+
 uint64_t route__key_hash(uint64_t key, uint64_t salt)
 {
     return XXH3_64bits_withSeed(&key, sizeof key, salt);

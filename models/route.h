@@ -117,6 +117,12 @@ void route__ring_fini(route__ring *ring);
 /* Index of the first position at or clockwise after `h` (wrapping). */
 uint32_t route__ring_find(const route__ring *ring, uint64_t h);
 
+/* Power of two choices: two distinct destinations drawn uniformly from
+ * `rng`, the one with fewer requests in flight wins, ties to the first
+ * drawn (reference notes A1).  Shared by flat_lb and the fallback of the
+ * planned routers.  Cannot fail. */
+uint32_t route__p2c(sim_pcg32 *rng, const route_view *v);
+
 /* Ring position of a routing key (a second hash of the key, so that the
  * ring does not depend on how keys were derived). */
 uint64_t route__key_hash(uint64_t key, uint64_t salt);

@@ -121,17 +121,6 @@ static int cr_affinity_create(void *state, const route_params *p)
     return create_variant(state, p, PLAN_HASH, 0);
 }
 
-static uint32_t p2c(cacheroute *s, const route_view *v)
-{
-    if (v->n_dest == 1)
-        return 0;
-    uint32_t a = sim_pcg32_bounded(&s->rng, v->n_dest);
-    uint32_t b = sim_pcg32_bounded(&s->rng, v->n_dest - 1);
-    if (b >= a)
-        b++;
-    return v->outstanding[b] < v->outstanding[a] ? b : a;
-}
-
 static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
 {
     cacheroute *s = state;
@@ -148,29 +137,30 @@ static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
             return best;
         }
     }
-    return p2c(s, v);
+    return route__p2c(&s->rng, v);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Do admitted entry ia of plan a and ib of plan b have the same
+ * destination set (as sets, not sequences)? */
 static int same_dests(const plan *a, int64_t ia, const plan *b, int64_t ib)
 {
-    uint32_t ka = a->k[ia], kb = b->k[ib];
-    if (ka != kb)
+    uint32_t k = a->k[ia];
+    if (k != b->k[ib])
         return 0;
-    /* Sets, not sequences: compare sorted copies (k is small). */
-    uint32_t x[64], y[64];
-    if (ka > 64)
-        return memcmp(a->dest + a->off[ia], b->dest + b->off[ib], ka * sizeof *x) == 0;
-    memcpy(x, a->dest + a->off[ia], ka * sizeof *x);
-    memcpy(y, b->dest + b->off[ib], ka * sizeof *y);
-    for (uint32_t i = 1; i < ka; i++)
-        for (uint32_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
-            uint32_t t = x[j]; x[j] = x[j - 1]; x[j - 1] = t;
-        }
-    for (uint32_t i = 1; i < ka; i++)
-        for (uint32_t j = i; j > 0 && y[j - 1] > y[j]; j--) {
-            uint32_t t = y[j]; y[j] = y[j - 1]; y[j - 1] = t;
-        }
-    return memcmp(x, y, ka * sizeof *x) == 0;
+    uint32_t *x = sim_xmalloc(2 * k * sizeof *x), *y = x + k;
+    memcpy(x, a->dest + a->off[ia], k * sizeof *x);
+    memcpy(y, b->dest + b->off[ib], k * sizeof *y);
+    qsort(x, k, sizeof *x, cmp_u32);
+    qsort(y, k, sizeof *y, cmp_u32);
+    int same = memcmp(x, y, k * sizeof *x) == 0;
+    free(x);
+    return same;
 }
 
 static void cr_interval(void *state, double now_s)

@@ -22,13 +22,7 @@ static uint32_t flat_lb_route(void *state, const wl_request *r, const route_view
 {
     flat_lb *s = state;
     (void)r;
-    if (v->n_dest == 1)
-        return 0;
-    uint32_t a = sim_pcg32_bounded(&s->rng, v->n_dest);
-    uint32_t b = sim_pcg32_bounded(&s->rng, v->n_dest - 1);
-    if (b >= a)
-        b++; /* distinct from a, uniform over the rest */
-    return v->outstanding[b] < v->outstanding[a] ? b : a;
+    return route__p2c(&s->rng, v);
 }
 
 const route_type route_flat_lb = {
