@@ -20,6 +20,7 @@
 #include "../models/spec_load.h"
 #include "../workloads/mooncake.h"
 #include "../workloads/replay.h"
+#include "../workloads/synth.h"
 #include "error.h"
 #include "store.h"
 #include "version.h"
@@ -30,7 +31,6 @@ static const char *const policy_names[] = {"flat_lb",     "sticky",       "chwbl
                                             "cacheroute",  "cr_replicate", "cr_affinity",
                                             NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
-static const char *const wl_types[] = {"mooncake", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
@@ -98,21 +98,6 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "cost.allreduce_latency_s", .type = SIM_CFG_DOUBLE,
      .offset = OFF(allreduce_latency_s), .min = 0, .max = 1, .def = "10e-6", .unit = "s",
      .help = "latency of one tensor-parallel all-reduce"},
-    /* workload */
-    {.path = "workload.type", .type = SIM_CFG_STRING, .offset = OFF(wl_type), .choices = wl_types,
-     .def = "mooncake", .help = "request source"},
-    {.path = "workload.trace", .type = SIM_CFG_PATH, .offset = OFF(trace),
-     .help = "Mooncake-format JSONL trace (relative to the config file)"},
-    {.path = "workload.trace_block_tokens", .type = SIM_CFG_INT, .offset = OFF(trace_block_tokens),
-     .min = 1, .max = 1 << 20, .def = "512", .unit = "tokens",
-     .help = "tokens per hash id in the trace"},
-    {.path = "workload.key_ids", .type = SIM_CFG_INT, .offset = OFF(key_ids), .min = 1, .max = 1e6,
-     .def = "2", .help = "leading hash ids forming the routing key"},
-    {.path = "workload.tick_s", .type = SIM_CFG_DOUBLE, .offset = OFF(tick_s), .min = 0, .max = 1e6,
-     .def = "3", .unit = "s",
-     .help = "spread arrivals uniformly within ticks of this length; 0 = as recorded"},
-    {.path = "workload.max_requests", .type = SIM_CFG_INT, .offset = OFF(max_requests), .min = 0,
-     .max = 9007199254740992.0, .def = "0", .help = "replay only the first N arrivals; 0 = all"},
     /* routers */
     {.path = "router.sticky.vnodes", .type = SIM_CFG_INT, .offset = OFF(sticky_vnodes), .min = 1,
      .max = 1e5, .def = "256", .help = "virtual nodes per destination (sticky, chwbl)"},
@@ -140,12 +125,18 @@ int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp
         return rc;
     for (size_t i = 0; i < n_set && rc == SIM_OK; i++)
         rc = sim_cfgdoc_set(d, sets[i]);
+    /* The workload section has its own schema (workloads/wl_config.h); it
+     * is declared opaque here and bound right after. */
+    const sim_cfg_section sections[] = {{NULL, exp_config_schema, cfg}, {"workload", NULL, NULL}};
     if (rc == SIM_OK)
-        rc = sim_cfg_bind(d, exp_config_schema, cfg);
-    if (rc == SIM_OK && cfg->trace_block_tokens % cfg->block_size != 0)
+        rc = sim_cfg_bind_sections(d, sections, 2);
+    if (rc == SIM_OK)
+        rc = wl_config_bind(d, &cfg->wl);
+    if (rc == SIM_OK && strcmp(cfg->wl.type, "mooncake") == 0 &&
+        cfg->wl.trace_block_tokens % cfg->block_size != 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: engine.block_size %lld does not divide "
                        "workload.trace_block_tokens %lld; expected a divisor (e.g. 16)",
-                       path, (long long)cfg->block_size, (long long)cfg->trace_block_tokens);
+                       path, (long long)cfg->block_size, (long long)cfg->wl.trace_block_tokens);
     for (size_t i = 0; rc == SIM_OK && i < cfg->n_policies; i++)
         for (size_t j = 0; j < i; j++)
             if (strcmp(cfg->policies[i], cfg->policies[j]) == 0) {
@@ -159,9 +150,27 @@ int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp
     return rc;
 }
 
-void exp_config_fini(exp_config *cfg) { sim_cfg_free(exp_config_schema, cfg); }
+void exp_config_fini(exp_config *cfg)
+{
+    wl_config_fini(&cfg->wl);
+    sim_cfg_free(exp_config_schema, cfg);
+}
 
-char *exp_config_dump(const exp_config *cfg) { return sim_cfg_dump(exp_config_schema, cfg); }
+/* Canonical text of the harness keys followed by the workload section. */
+static char *dump_all(const exp_config *cfg)
+{
+    char *a = sim_cfg_dump(exp_config_schema, cfg);
+    char *b = wl_config_dump(&cfg->wl);
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = sim_xmalloc(na + nb + 1);
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb + 1);
+    free(a);
+    free(b);
+    return s;
+}
+
+char *exp_config_dump(const exp_config *cfg) { return dump_all(cfg); }
 
 /* The full config of one run: the experiment's config with the lists of
  * policies, rates and seeds narrowed to this run's point. */
@@ -174,7 +183,7 @@ static char *run_config_text(const exp_config *cfg, size_t ip, size_t ir, size_t
     one.n_rates = 1;
     one.seeds = &cfg->seeds[is];
     one.n_seeds = 1;
-    return sim_cfg_dump(exp_config_schema, &one);
+    return dump_all(&one);
 }
 
 static void hash_hex(const char *text, char out[17])
@@ -201,6 +210,80 @@ static void fmt_s(char *buf, size_t n, double x)
 
 static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
 
+/* Request streams of an experiment: the trace is loaded once; every run
+ * gets a fresh stream for its (seed, rate), identical for every policy. */
+typedef struct streams {
+    const exp_config *cfg;
+    bool is_trace;
+    wl_trace *trace;
+    wl_replay *replay;
+    wl_synth *synth;
+} streams;
+
+static int streams_init(streams *s, const exp_config *cfg)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
+    if (s->is_trace)
+        return wl_mooncake_load(cfg->wl.trace, (uint32_t)cfg->wl.trace_block_tokens, &s->trace);
+    return SIM_OK;
+}
+
+static int streams_open(streams *s, uint64_t seed, double rate, wl_source *out)
+{
+    const exp_config *cfg = s->cfg;
+    int rc;
+    if (s->is_trace) {
+        wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
+                               .key_ids = (uint32_t)cfg->wl.key_ids, .rate = rate,
+                               .tick_s = cfg->wl.tick_s, .seed = seed,
+                               .max_requests = (uint64_t)cfg->wl.max_requests};
+        if ((rc = wl_replay_create(s->trace, &wp, &s->replay)))
+            return rc;
+        *out = (wl_source){s->replay, replay_next};
+        return SIM_OK;
+    }
+    if ((rc = wl_synth_create(&cfg->wl, seed, rate, (uint32_t)cfg->block_size, &s->synth)))
+        return rc;
+    *out = wl_synth_source(s->synth);
+    return SIM_OK;
+}
+
+static void streams_close(streams *s)
+{
+    wl_replay_destroy(s->replay);
+    wl_synth_destroy(s->synth);
+    s->replay = NULL;
+    s->synth = NULL;
+}
+
+static void streams_fini(streams *s)
+{
+    streams_close(s);
+    wl_trace_destroy(s->trace);
+    s->trace = NULL;
+}
+
+/* One line saying what the workload is. */
+static void describe_workload(const streams *s, FILE *out)
+{
+    const exp_config *cfg = s->cfg;
+    if (s->is_trace) {
+        fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n\n",
+                cfg->wl.trace, s->trace->n, wl_trace_span_s(s->trace),
+                wl_trace_mean_rate(s->trace));
+        return;
+    }
+    wl_keyrates kr = {0};
+    wl_keystats ks = {0};
+    if (wl_synth_keys(&cfg->wl, &kr, NULL) == SIM_OK && wl_keyrates_describe(&kr, &ks) == SIM_OK)
+        fprintf(out, "workload: synthetic%s%s, %zu keys, Gini %.3f, top 4%% of keys %.1f%% of "
+                "requests, max key share %.3f%%\n\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
+                ks.n, ks.gini, 100 * ks.top4, 100 * ks.max_share);
+    wl_keyrates_fini(&kr);
+}
+
 static void print_header(FILE *out)
 {
     fprintf(out, "%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %6s  %s\n", "policy", "rate/s",
@@ -225,7 +308,7 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
 {
     spec_hw hw = {0};
     spec_model model = {0};
-    wl_trace *trace = NULL;
+    streams st;
     exp_store *store = NULL;
     char *cfg_text = NULL;
     char *db_path = NULL;
@@ -233,6 +316,7 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
     bool begun = false;
     int rc;
 
+    memset(&st, 0, sizeof st);
     if ((rc = spec_hw_load(cfg->hardware, &hw)) || (rc = spec_model_load(cfg->model, &model)))
         goto done;
     spec_deploy dep = {.hw = &hw, .model = &model, .tp = cfg->tp, .mem_util = cfg->mem_util,
@@ -243,7 +327,7 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
     uint32_t pool_blocks;
     if ((rc = spec_kv_pool(&dep, &pool_tokens, &pool_blocks)))
         goto done;
-    if ((rc = wl_mooncake_load(cfg->trace, (uint32_t)cfg->trace_block_tokens, &trace)))
+    if ((rc = streams_init(&st, cfg)))
         goto done;
 
     if (cfg->db && cfg->db[0]) {
@@ -272,8 +356,7 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
     fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
             pool_blocks, (long long)cfg->block_size, (unsigned long long)pool_tokens,
             (double)pool_tokens * spec_kv_bytes_per_token(&model, dep.kv_dtype) / 1e9);
-    fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n\n",
-            cfg->trace, trace->n, wl_trace_span_s(trace), wl_trace_mean_rate(trace));
+    describe_workload(&st, out);
     print_header(out);
     fflush(out);
 
@@ -301,21 +384,16 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
                                    .chwbl_c = cfg->chwbl_c, .cr_q_cap = cfg->cr_q_cap,
                                    .cr_slots = cfg->cr_slots,
                                    .interval_s = cfg->cr_interval_s};
-                wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
-                                       .key_ids = (uint32_t)cfg->key_ids,
-                                       .rate = cfg->rates[ir], .tick_s = cfg->tick_s,
-                                       .seed = (uint64_t)cfg->seeds[is],
-                                       .max_requests = (uint64_t)cfg->max_requests};
-                wl_replay *rp_stream = NULL;
-                if ((rc = wl_replay_create(trace, &wp, &rp_stream)))
+                wl_source src;
+                if ((rc = streams_open(&st, (uint64_t)cfg->seeds[is], cfg->rates[ir], &src)))
                     break;
                 char started[32];
                 exp_utc_now(started, sizeof started);
                 double t0 = wall_now();
                 cluster_result res;
-                rc = cluster_run(&cp, rt, &rp, (wl_source){rp_stream, replay_next}, &res);
+                rc = cluster_run(&cp, rt, &rp, src, &res);
                 double wall = wall_now() - t0;
-                wl_replay_destroy(rp_stream);
+                streams_close(&st);
                 if (rc == SIM_OK) {
                     char *text = run_config_text(cfg, ip, ir, is);
                     char rhash[17];
@@ -358,7 +436,7 @@ done:
     exp_store_close(store);
     free(cfg_text);
     free(db_path);
-    wl_trace_destroy(trace);
+    streams_fini(&st);
     spec_hw_fini(&hw);
     spec_model_fini(&model);
     return rc;

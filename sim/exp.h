@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../workloads/wl_config.h"
 #include "config.h"
 
 /* The whole configuration of an experiment (docs/config.md).  Bound once
@@ -44,13 +45,8 @@ typedef struct exp_config {
     bool prefix_caching;
     /* cost */
     double mfu, mbu, step_overhead_s, allreduce_latency_s;
-    /* workload */
-    char *wl_type;
-    char *trace;
-    int64_t trace_block_tokens;
-    int64_t key_ids;
-    double tick_s;
-    int64_t max_requests;
+    /* workload (its own schema: workloads/wl_config.h) */
+    wl_config wl;
     /* router */
     int64_t sticky_vnodes;
     double chwbl_c;

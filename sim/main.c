@@ -127,7 +127,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         if (argc >= 3 && strcmp(argv[2], "config") == 0) {
-            sim_cfg_help(exp_config_schema, stdout);
+            const sim_cfg_section secs[] = {{NULL, exp_config_schema, NULL},
+                                            {"workload", wl_config_schema, NULL}};
+            sim_cfg_help_sections(secs, 2, stdout);
             return 0;
         }
         if (argc >= 3 && strcmp(argv[2], "policies") == 0) {
