@@ -46,6 +46,8 @@ typedef struct route_view {
     const route_ops *ops;          /* queued-request operations (see above) */
 } route_view;
 
+struct cost_model; /* models/cost.h */
+
 /* Parameters of every router; each reads the fields it needs.  Filled from
  * the `router.*` keys of the config (docs/config.md). */
 typedef struct route_params {
@@ -60,6 +62,39 @@ typedef struct route_params {
     double cr_slots;         /* cacheroute: warm-slot budget W per
                                 destination (0 = not set: an error) */
     double interval_s;       /* control interval for on_interval, s (> 0) */
+    /* ---- shared by dualmap and preble (docs/policies.md) ---- */
+    double ttft_slo_s;       /* TTFT SLO, s (> 0; required by dualmap and
+                                preble).  Config default: the run's SLO
+                                threshold (experiment.slo_ttft_s) */
+    uint32_t block_size;     /* tokens per KV block, the unit of
+                                wl_request.blocks (= engine.block_size;
+                                > 0, required by dualmap and preble) */
+    uint32_t batch_tokens;   /* the engines' max_num_batched_tokens: chunk
+                                size for prefill-time estimates from `cost`
+                                (0 = whole prompt in one step) */
+    uint32_t pool_blocks;    /* KV pool per destination, blocks (from
+                                spec_kv_pool); sizes dualmap's router-side
+                                prefix index (> 0, required by dualmap) */
+    const struct cost_model *cost; /* the destinations' step-time model;
+                                read (copied) at create only, may then be
+                                freed.  Required by preble, and by dualmap
+                                when dm_tp_s is 0.  NULL = not set */
+    /* ---- dualmap ---- */
+    uint32_t dm_vnodes;      /* virtual nodes per destination on each of
+                                the two rings (0 = default 100, AIBrix) */
+    double dm_tp_s;          /* per-token prefill time t_p, s/token
+                                (0 = derive from `cost`: step time of a
+                                batch_tokens prefill chunk / batch_tokens) */
+    double dm_max_wait_s;    /* a candidate whose oldest waiting request is
+                                this old counts as overloaded, s (0 =
+                                default 60, AIBrix) */
+    /* ---- preble ---- */
+    double pb_window_s;      /* history window H of loads, prefix-tree
+                                pruning and the overload detector, s
+                                (0 = default 180) */
+    double pb_high_load;     /* rebalance a heaviest/lightest pair when
+                                load_hi >= this × load_lo (0 = default 1.5;
+                                else > 1) */
 } route_params;
 
 typedef struct route_type {
@@ -96,6 +131,8 @@ extern const route_type route_chwbl;
 extern const route_type route_cacheroute;
 extern const route_type route_cr_replicate;
 extern const route_type route_cr_affinity;
+extern const route_type route_dualmap;
+extern const route_type route_preble;
 
 /* ---- consistent-hash ring shared by sticky (and later chwbl, dualmap) ---- */
 

@@ -7,6 +7,7 @@
  */
 #include "exp.h"
 
+#include <gsl/gsl_sort.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "../models/spec_load.h"
 #include "../workloads/mooncake.h"
 #include "../workloads/replay.h"
+#include "../workloads/describe.h"
 #include "../workloads/synth.h"
 #include "error.h"
 #include "store.h"
@@ -302,6 +304,76 @@ static void print_row(FILE *out, const char *policy, double rate, int64_t seed,
             (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)(r->n_unfinished + r->n_rejected),
             (unsigned long long)r->preemptions, r->ttft_p99 <= slo ? "pass" : "FAIL");
+}
+
+static void print_keystats(FILE *out, const char *what, const wl_keystats *ks)
+{
+    fprintf(out, "%s: %zu keys, Gini %.4f, top 1%% %.1f%%, top 4%% %.1f%%, top 10%% %.1f%%, "
+            "largest key %.3f%%\n", what, ks->n, ks->gini, 100 * ks->top1, 100 * ks->top4,
+            100 * ks->top10, 100 * ks->max_share);
+}
+
+int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint64_t max,
+                          uint32_t block_size, FILE *out)
+{
+    exp_config cfg = {.wl = *wl, .block_size = block_size};
+    streams st;
+    int rc = streams_init(&st, &cfg);
+    if (rc)
+        return rc;
+    wl_keystats ks;
+    if (st.is_trace) {
+        /* Per-key request counts of the whole trace. */
+        size_t n = st.trace->n;
+        unsigned long *keys = sim_xmalloc(n * sizeof *keys); /* 64-bit on LP64 */
+        for (size_t i = 0; i < n; i++)
+            keys[i] = wl_trace_routing_key(st.trace, i, (uint32_t)wl->key_ids);
+        gsl_sort_ulong(keys, 1, n);
+        double *cnt = sim_xmalloc(n * sizeof *cnt);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (i == 0 || keys[i] != keys[i - 1])
+                cnt[k++] = 0;
+            cnt[k - 1] += 1;
+        }
+        rc = wl_rates_describe(cnt, k, &ks);
+        free(keys);
+        free(cnt);
+        if (rc == SIM_OK) {
+            fprintf(out, "trace %s: %zu requests over %.0f s (%.2f requests/s as recorded)\n",
+                    wl->trace, n, wl_trace_span_s(st.trace), wl_trace_mean_rate(st.trace));
+            print_keystats(out, "routing keys (request counts)", &ks);
+        }
+    } else {
+        wl_keyrates kr = {0};
+        double theta = NAN;
+        rc = wl_synth_keys(wl, &kr, &theta);
+        if (rc == SIM_OK)
+            rc = wl_keyrates_describe(&kr, &ks);
+        if (rc == SIM_OK) {
+            fprintf(out, "synthetic workload %s: %s key rates, shape parameter %.4f\n",
+                    wl->name[0] ? wl->name : "(unnamed)", wl->keys.distribution, theta);
+            print_keystats(out, "key-rate population", &ks);
+        }
+        wl_keyrates_fini(&kr);
+    }
+    wl_source src;
+    if (rc == SIM_OK)
+        rc = streams_open(&st, seed, rate, &src);
+    if (rc == SIM_OK) {
+        wl_stream_stats ss;
+        rc = wl_stream_describe(src, max, block_size, &ss);
+        if (rc == SIM_OK)
+            fprintf(out, "stream (seed %llu, target %.2f requests/s, first %llu requests): "
+                    "%.2f requests/s over %.0f s, inter-arrival CV %.2f, %llu distinct keys,\n"
+                    "  mean prompt %.0f tokens, mean output %.0f tokens, infinite-cache hit "
+                    "rate %.3f (%llu-token blocks)\n", (unsigned long long)seed, rate,
+                    (unsigned long long)ss.requests, ss.rate, ss.span_s, ss.iat_cv,
+                    (unsigned long long)ss.keys, ss.mean_prompt, ss.mean_output,
+                    ss.inf_hit_rate, (unsigned long long)block_size);
+    }
+    streams_fini(&st);
+    return rc;
 }
 
 int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)

@@ -91,4 +91,17 @@ typedef struct exp_run_opts {
  */
 int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out);
 
+/*
+ * `crsim workload describe`: print what a workload is — for a synthetic
+ * one the key-rate statistics of its population (keys, Gini, top 1/4/10 %
+ * shares, largest share) and for a trace the same statistics of its
+ * per-key request counts; then, for both, the statistics of the first
+ * `max` requests of its stream at `rate` requests/s with run seed `seed`
+ * (rate, gap CV, mean lengths, distinct keys, and the infinite-cache hit
+ * rate with `block_size`-token blocks).  Returns SIM_OK or the errors of
+ * the workload constructors.
+ */
+int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint64_t max,
+                          uint32_t block_size, FILE *out);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "../models/route.h"
 #include "error.h"
+#include "../workloads/wl_config.h"
 #include "exp.h"
 #include "version.h"
 
@@ -31,6 +32,12 @@ static void usage(FILE *f)
           "        print a table and store all runs in SQLite (experiment.db,\n"
           "        default results/<experiment.name>.db).  --set overrides any key,\n"
           "        e.g. --set experiment.rates=[10,20] --set cluster.destinations=8\n"
+          "  workload describe CONFIG [--set KEY=VALUE]... [--rate R] [--seed S]\n"
+          "        [--requests N] [--block-size B]\n"
+          "        statistics of a workload (a preset in workloads/specs/ or any config):\n"
+          "        keys, Gini, top 1/4/10 %% shares, largest share; and of its request\n"
+          "        stream at rate R (default 10/s, first N = 100000 requests): rate,\n"
+          "        inter-arrival CV, lengths, infinite-cache hit rate\n"
           "  help config      list every config key with type, default, range, unit\n"
           "  help policies    list the routers\n"
           "  version          print the build version\n"
@@ -112,6 +119,58 @@ static int cmd_run(int argc, char **argv)
     return rc ? fail(rc) : 0;
 }
 
+static int cmd_workload(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[0], "describe") != 0) {
+        fprintf(stderr, "crsim: usage: crsim workload describe CONFIG [--set KEY=VALUE]... "
+                "[--rate R] [--seed S] [--requests N] [--block-size B]\n");
+        return SIM_EXIT_BADINPUT;
+    }
+    const char *path = argv[1];
+    double rate = 10;
+    uint64_t seed = 1, max = 100000;
+    long block = 16;
+    sim_cfgdoc *d = NULL;
+    int rc = sim_cfgdoc_load(path, &d);
+    for (int i = 2; rc == SIM_OK && i < argc; i++) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!val) {
+            rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", opt);
+        } else if (strcmp(opt, "--set") == 0) {
+            rc = sim_cfgdoc_set(d, val);
+        } else if (strcmp(opt, "--rate") == 0) {
+            rate = strtod(val, &end);
+            if (*end || !(rate > 0) || rate > 1e9)
+                rc = SIM_ERROR(SIM_EINVAL, "--rate '%s'; expected a rate > 0 (requests/s)", val);
+        } else if (strcmp(opt, "--seed") == 0) {
+            seed = strtoull(val, &end, 10);
+            if (*end || val[0] == '-')
+                rc = SIM_ERROR(SIM_EINVAL, "--seed '%s'; expected an integer >= 0", val);
+        } else if (strcmp(opt, "--requests") == 0) {
+            max = strtoull(val, &end, 10);
+            if (*end || val[0] == '-' || max == 0)
+                rc = SIM_ERROR(SIM_EINVAL, "--requests '%s'; expected an integer >= 1", val);
+        } else if (strcmp(opt, "--block-size") == 0) {
+            block = strtol(val, &end, 10);
+            if (*end || block < 1 || block > 4096)
+                rc = SIM_ERROR(SIM_EINVAL, "--block-size '%s'; expected 1..4096 tokens", val);
+        } else {
+            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'workload describe'; expected "
+                           "--set, --rate, --seed, --requests or --block-size", opt);
+        }
+        i++;
+    }
+    wl_config wl = {0};
+    if (rc == SIM_OK)
+        rc = wl_config_bind(d, &wl);
+    sim_cfgdoc_destroy(d);
+    if (rc == SIM_OK)
+        rc = exp_workload_describe(&wl, seed, rate, max, (uint32_t)block, stdout);
+    wl_config_fini(&wl);
+    return rc ? fail(rc) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -121,6 +180,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "workload") == 0)
+        return cmd_workload(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("crsim %s\n", CRSIM_VERSION);
         return 0;

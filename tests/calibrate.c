@@ -531,7 +531,7 @@ static void print_table(FILE *f)
     for (int d = 0; d < N_DEPS; d++) {
         const dep_state *s = &ds[d];
         char rr[32], lr[32];
-        if (deps[d].transfer_from >= 0) {
+        if (deps[d].transfer_from >= 0 && !deps[d].fit_mfu) {
             snprintf(rr, sizeof rr, "from %s", deps[deps[d].transfer_from].model);
             snprintf(lr, sizeof lr, "prior only");
         } else {
@@ -560,11 +560,17 @@ static int write_profile(const char *dir, int d)
     fprintf(f, "# Cost profile: %s.\n", deps[d].note);
     fprintf(f, "# Written by tests/calibrate.c (--write); docs/calibration.md explains the fit.\n");
     fprintf(f, "# Do not edit by hand: change the measurements or the method and re-run.\n#\n");
-    if (deps[d].transfer_from >= 0)
+    const bool xfer = deps[d].transfer_from >= 0;
+    const char *xname = xfer ? deps[deps[d].transfer_from].profile : "";
+    if (xfer && !deps[d].fit_mfu)
         fprintf(f, "# No measurement of this deployment was fitted.  Roofline factors are those\n"
                    "# of %s (same dtype class); the linear\n"
                    "# coefficients are the linearisation of this roofline.  Validation only:\n",
-                deps[deps[d].transfer_from].profile);
+                xname);
+    else if (xfer)
+        fprintf(f, "# mfu fitted to the 'fit' row below (a proxy model); step overhead taken\n"
+                   "# from %s.  Residuals (model/measured - 1):\n",
+                xname);
     else
         fprintf(f, "# Fitted to the measurements marked 'fit'; residuals (model/measured - 1):\n");
     fprintf(f, "#   use      | measured | roofline (err) | linear (err) | measurement; source\n");
@@ -586,14 +592,14 @@ static int write_profile(const char *dir, int d)
             spec_dtype_name(deps[d].kv));
     fprintf(f, "roofline:\n");
     fprintf(f, "  mfu: %.6g   # %s\n", s->rp.mfu,
-            deps[d].transfer_from >= 0 ? "transferred" : "fitted");
+            xfer && !deps[d].fit_mfu ? "transferred" : "fitted");
     fprintf(f, "  mbu: %.6g   # prior: AIConfigurator's empirical x0.8 (calibration.md 5.1)\n",
             s->rp.mbu);
     fprintf(f, "  step_overhead_s: %.6g   # %s\n", s->rp.step_overhead_s,
-            deps[d].transfer_from >= 0 ? "transferred" : "fitted");
+            xfer ? "transferred" : "fitted");
     fprintf(f, "  allreduce_latency_s: %.6g   # prior: assumed NVLink all-reduce latency%s\n",
             s->rp.allreduce_latency_s, deps[d].tp > 1 ? "" : " (unused at TP=1)");
-    const char *how = deps[d].transfer_from >= 0 ? "linearised roofline" : "fitted (MAP)";
+    const char *how = xfer && !deps[d].fit_mfu ? "linearised roofline" : "fitted (MAP)";
     fprintf(f, "linear:\n");
     fprintf(f, "  a_s: %.6g   # %s; prior %.4g\n", s->lc.a_s, how, s->prior.a_s);
     fprintf(f, "  b_s_per_token: %.6g   # %s; prior %.4g\n", s->lc.b_s_per_token, how,
@@ -604,10 +610,14 @@ static int write_profile(const char *dir, int d)
             s->prior.d_s_per_decode);
     fprintf(f, "  e_s_per_ctx: %.6g   # %s; prior %.4g\n", s->lc.e_s_per_ctx, how,
             s->prior.e_s_per_ctx);
-    if (deps[d].transfer_from >= 0)
-        fprintf(f, "source: \"roofline factors transferred from %s; validated against %s "
+    if (xfer && !deps[d].fit_mfu)
+        fprintf(f, "source: \"roofline factors transferred from %s; compared with %s "
                    "(docs/calibration.md)\"\n",
-                deps[deps[d].transfer_from].profile, GPUSTACK);
+                xname, GPUSTACK);
+    else if (xfer)
+        fprintf(f, "source: \"mfu and linear model fitted to %s (Qwen3-32B proxy); overhead from "
+                   "%s (docs/calibration.md)\"\n",
+                GPUSTACK, xname);
     else
         fprintf(f, "source: \"fitted by tests/calibrate.c to the 'fit' rows above "
                    "(docs/calibration.md)\"\n");

@@ -51,6 +51,42 @@ expect_error 2 "leave no KV pool" -- "$CRSIM" run "$SMALL" --set "workload.trace
 expect_error 2 "unknown option '--bogus'" -- "$CRSIM" run "$SMALL" --bogus
 expect_error 2 "unknown command 'runn'" -- "$CRSIM" runn
 
+# Workloads: describe a preset (the paper's statistics) and reject bad input.
+PRESET="$T/../workloads/specs/paper-main.yaml"
+if "$CRSIM" workload describe "$PRESET" --requests 2000 >"$TMP/desc" 2>"$TMP/err"; then
+    grep -q "128824 keys, Gini 0.7560" "$TMP/desc" && grep -q "largest key 0.300%" "$TMP/desc" &&
+        grep -q "infinite-cache hit rate" "$TMP/desc" && echo "ok: workload describe" ||
+        fail "workload describe output: $(cat "$TMP/desc")"
+else
+    fail "workload describe failed: $(cat "$TMP/err")"
+fi
+FILEKEYS="--set workload.keys.distribution=file --set workload.keys.file"
+expect_error 2 "empty_rates.csv: no key-rate rows" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/empty_rates.csv"
+expect_error 2 "zero_rate.csv:2: rate 0" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/zero_rate.csv"
+expect_error 2 "negative_rate.csv:2: rate -1" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/negative_rate.csv"
+expect_error 2 "nan_rate.csv:3: rate nan" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/nan_rate.csv"
+expect_error 2 "key 'workload.keys.distribution' is 'pareto'" -- "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=pareto
+expect_error 2 "key 'workload.arrival.cv' is 0" -- "$CRSIM" workload describe "$PRESET" --set workload.arrival.cv=0
+expect_error 2 "key 'workload.arrival.cv' is -1" -- "$CRSIM" run "$SMALL" --set workload.type=synthetic --set workload.duration_s=10 --set workload.arrival.cv=-1
+
+# Real per-tenant rates: one ServeGen model's clients as the key population.
+SG_TAR="$(dirname "$TRACE")/../servegen/servegen_client_traces.tar.xz"
+if mkdir "$TMP/sg" && tar -xJf "$SG_TAR" -C "$TMP/sg" 2>/dev/null; then
+    SGDIR="$TMP/sg/data/language/m-small"
+    if "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set "workload.keys.file=$SGDIR" --set workload.keys.cap=0 --requests 2000 >"$TMP/desc" 2>"$TMP/err"; then
+        grep -q "43 keys, Gini 0.8389" "$TMP/desc" && echo "ok: servegen clients as keys" || fail "servegen describe: $(cat "$TMP/desc")"
+    else
+        fail "servegen describe failed: $(cat "$TMP/err")"
+    fi
+    # A malformed row (line 3 of one client's file) is an error naming file and line.
+    mkdir "$TMP/sgbad" && cp "$SGDIR"/*.csv "$TMP/sgbad/"
+    f=$(ls "$TMP/sgbad"/*.csv | head -1)
+    awk 'NR == 3 {print "600,abc,1,Gamma,1,1"; next} {print}' "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+    expect_error 2 "$(basename "$f"):3: rate_rps 'abc'" -- "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set "workload.keys.file=$TMP/sgbad" --set workload.keys.cap=0
+else
+    fail "cannot extract $SG_TAR"
+fi
+
 # A real small run, twice with the same seed.
 for i in 1 2; do
     if ! "$CRSIM" run "$SMALL" --quiet --set "workload.trace=$TRACE" --set "experiment.db=$DB" >"$TMP/table$i" 2>"$TMP/err"; then

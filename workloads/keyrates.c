@@ -22,7 +22,7 @@
 #include "../sim/error.h"
 #include "../sim/rng.h"
 
-static const char *const dist_names[] = {"lognormal", "zipf", "file", NULL};
+static const char *const dist_names[] = {"lognormal", "zipf", "file", "servegen", NULL};
 
 int wl_keydist_parse(const char *name, enum wl_keydist *out)
 {
@@ -32,7 +32,7 @@ int wl_keydist_parse(const char *name, enum wl_keydist *out)
             return SIM_OK;
         }
     return SIM_ERROR(SIM_EINVAL, "unknown key-rate distribution '%s'; expected one of: "
-                     "lognormal, zipf, file", name ? name : "(null)");
+                     "lognormal, zipf, file, servegen", name ? name : "(null)");
 }
 
 const char *wl_keydist_name(enum wl_keydist d)

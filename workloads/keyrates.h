@@ -36,7 +36,9 @@ typedef struct wl_keyrates {
 enum wl_keydist {
     WL_KEYS_LOGNORMAL = 0, /* rate ∝ exp(σ·Z), Z ~ N(0,1), optional share cap */
     WL_KEYS_ZIPF = 1,      /* rate ∝ 1 / (rank + q)^s, rank = 1..n (Zipf-Mandelbrot) */
-    WL_KEYS_FILE = 2       /* CSV "key,rate" */
+    WL_KEYS_FILE = 2,      /* CSV "key,rate" */
+    WL_KEYS_SERVEGEN = 3   /* one model's folder of ServeGen per-client CSVs:
+                              key = client, rate = its mean rate_rps */
 };
 
 /* Parse a family name ("lognormal", "zipf", "file") into *out.  Returns

@@ -7,6 +7,8 @@
  */
 #include "synth.h"
 
+#include "servegen.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,9 +117,19 @@ int wl_synth_keys(const wl_config *cfg, wl_keyrates *out, double *theta)
         return rc;
     double th = NAN;
     size_t n = (size_t)cfg->keys.n;
-    if (fam == WL_KEYS_FILE) {
-        if ((rc = wl_keyrates_load_csv(cfg->keys.file, out)))
-            return rc;
+    if (fam == WL_KEYS_FILE || fam == WL_KEYS_SERVEGEN) {
+        if (fam == WL_KEYS_FILE) {
+            if ((rc = wl_keyrates_load_csv(cfg->keys.file, out)))
+                return rc;
+        } else {
+            wl_servegen sg;
+            if ((rc = wl_servegen_load(cfg->keys.file, 0, &sg)))
+                return rc;
+            rc = wl_servegen_keyrates(&sg, (size_t)-1, out, NULL);
+            wl_servegen_fini(&sg);
+            if (rc)
+                return rc;
+        }
         if (cfg->keys.cap > 0 && (rc = wl_keyrates_cap(out, cfg->keys.cap))) {
             wl_keyrates_fini(out);
             return rc;

@@ -13,7 +13,7 @@
 #include "../sim/error.h"
 
 static const char *const types[] = {"mooncake", "synthetic", NULL};
-static const char *const keydists[] = {"lognormal", "zipf", "file", NULL};
+static const char *const keydists[] = {"lognormal", "zipf", "file", "servegen", NULL};
 static const char *const processes[] = {"poisson", "gamma", "bootstrap", NULL};
 static const char *const lendists[] = {"const", "uniform", "lognormal", "gamma", NULL};
 
@@ -158,10 +158,15 @@ int wl_config_check(const wl_config *c, const char *where)
     if (c->max_requests == 0 && c->duration_s == 0)
         return SIM_ERROR(SIM_EINVAL, "%s: a synthetic workload needs an end; expected "
                          "workload.max_requests or workload.duration_s > 0", where);
+    if (strcmp(c->keys.distribution, "servegen") == 0 && !*c->keys.file)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.file is empty; expected the folder of "
+                         "one model's ServeGen client CSVs when workload.keys.distribution is "
+                         "servegen", where);
     if (strcmp(c->keys.distribution, "file") == 0 && !*c->keys.file)
         return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.file is empty; expected a CSV path "
                          "when workload.keys.distribution is file", where);
-    if (strcmp(c->keys.distribution, "file") != 0 && c->keys.cap > 0 &&
+    if (strcmp(c->keys.distribution, "file") != 0 &&
+        strcmp(c->keys.distribution, "servegen") != 0 && c->keys.cap > 0 &&
         (double)c->keys.n * c->keys.cap < 1.0 - 1e-12)
         return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.cap %g with workload.keys.n %lld "
                          "cannot carry all traffic; expected a cap >= 1/n", where, c->keys.cap,
