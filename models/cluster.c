@@ -269,11 +269,9 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
     c.rstate = sim_xcalloc(1, rt->state_size ? rt->state_size : 1);
     if (!c.q)
         sim_panic(__FILE__, __LINE__, "out of memory");
-    cost_model cm;
-    cost_roofline_init(&cm, &p->deploy, &p->cost);
     engine_hooks hooks = {.ctx = &c, .first_token = on_first_token, .finish = on_finish};
     for (uint32_t d = 0; d < p->n_dest; d++) {
-        c.eng[d] = engine_create(d, out->pool_blocks, &p->engine, &cm, &hooks);
+        c.eng[d] = engine_create(d, out->pool_blocks, &p->engine, &p->cost, &hooks);
         if (!c.eng[d])
             sim_panic(__FILE__, __LINE__, "out of memory creating engines");
         engine_mark_window(c.eng[d], p->warmup_s);

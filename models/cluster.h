@@ -24,7 +24,7 @@
 typedef struct cluster_params {
     uint32_t n_dest;        /* destinations R, >= 1 */
     spec_deploy deploy;     /* what each destination runs on */
-    cost_params cost;       /* roofline efficiency factors */
+    cost_model cost;        /* step-time model of every destination */
     engine_params engine;   /* scheduler settings */
     double warmup_s;        /* measure requests arriving at or after, s */
     double drain_s;         /* simulate at most this long after the last

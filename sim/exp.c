@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "../models/cluster.h"
+#include "../models/cost_profile.h"
 #include "../models/route.h"
 #include "../models/spec_load.h"
 #include "../workloads/mooncake.h"
@@ -88,18 +89,12 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "engine.prefix_caching", .type = SIM_CFG_BOOL, .offset = OFF(prefix_caching),
      .def = "true", .help = "reuse cached prompt prefixes"},
     /* cost */
-    {.path = "cost.mfu", .type = SIM_CFG_DOUBLE, .offset = OFF(mfu), .min = 0, .max = 1,
-     .flags = SIM_CFG_EXCL_MIN, .def = "0.5",
-     .help = "achieved share of peak FLOP/s (docs/calibration.md)"},
-    {.path = "cost.mbu", .type = SIM_CFG_DOUBLE, .offset = OFF(mbu), .min = 0, .max = 1,
-     .flags = SIM_CFG_EXCL_MIN, .def = "0.8",
-     .help = "achieved share of peak HBM bandwidth (docs/calibration.md)"},
-    {.path = "cost.step_overhead_s", .type = SIM_CFG_DOUBLE, .offset = OFF(step_overhead_s),
-     .min = 0, .max = 10, .def = "0.0044", .unit = "s",
-     .help = "fixed time per engine step (docs/calibration.md)"},
-    {.path = "cost.allreduce_latency_s", .type = SIM_CFG_DOUBLE,
-     .offset = OFF(allreduce_latency_s), .min = 0, .max = 1, .def = "10e-6", .unit = "s",
-     .help = "latency of one tensor-parallel all-reduce"},
+    {.path = "cost.model", .type = SIM_CFG_ENUM, .offset = OFF(cost_model),
+     .choices = cost_kind_names, .def = "roofline",
+     .help = "step-time model: roofline (DESIGN.md 4) or linear (fitted a + b.P + ...)"},
+    {.path = "cost.profile", .type = SIM_CFG_STRING, .offset = OFF(cost_profile), .def = "\"\"",
+     .help = "calibration profile: a name in models/specs/cost/ or a path; empty = the "
+             "deployment's default (docs/calibration.md)"},
     /* routers */
     {.path = "router.sticky.vnodes", .type = SIM_CFG_INT, .offset = OFF(sticky_vnodes), .min = 1,
      .max = 1e5, .def = "256", .help = "virtual nodes per destination (sticky, chwbl)"},
@@ -401,6 +396,24 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
         goto done;
     if ((rc = streams_init(&st, cfg)))
         goto done;
+    cost_model cost;
+    char cost_line[512] = "";
+    {
+        char *pname = cfg->cost_profile[0] ? sim_xstrdup(cfg->cost_profile)
+                                           : cost_profile_default_name(&dep);
+        cost_profile prof;
+        rc = cost_profile_load(pname, &prof);
+        if (rc == SIM_OK) {
+            rc = cost_model_from_profile(&cost, (enum cost_kind)cfg->cost_model, &dep, &prof);
+            cost_profile_fini(&prof);
+        }
+        if (rc == SIM_OK)
+            snprintf(cost_line, sizeof cost_line, "cost model: %s, calibration profile %s\n",
+                     cost_kind_name((enum cost_kind)cfg->cost_model), pname);
+        free(pname);
+        if (rc)
+            goto done;
+    }
 
     if (cfg->db && cfg->db[0]) {
         db_path = sim_xstrdup(cfg->db);
@@ -425,6 +438,7 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
     fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
             (long long)cfg->destinations, model.name, (long long)cfg->tp, hw.name,
             cfg->weight_dtype, cfg->kv_dtype);
+    fputs(cost_line, out);
     fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
             pool_blocks, (long long)cfg->block_size, (unsigned long long)pool_tokens,
             (double)pool_tokens * spec_kv_bytes_per_token(&model, dep.kv_dtype) / 1e9);
@@ -435,8 +449,7 @@ int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
     cluster_params cp = {
         .n_dest = (uint32_t)cfg->destinations,
         .deploy = dep,
-        .cost = {.mfu = cfg->mfu, .mbu = cfg->mbu, .step_overhead_s = cfg->step_overhead_s,
-                 .allreduce_latency_s = cfg->allreduce_latency_s},
+        .cost = cost,
         .engine = {.block_size = (uint32_t)cfg->block_size,
                    .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
                    .max_num_seqs = (uint32_t)cfg->max_num_seqs,

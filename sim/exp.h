@@ -44,7 +44,8 @@ typedef struct exp_config {
     int64_t max_num_seqs;
     bool prefix_caching;
     /* cost */
-    double mfu, mbu, step_overhead_s, allreduce_latency_s;
+    int cost_model;           /* enum cost_kind */
+    char *cost_profile;       /* "" = the deployment's default profile */
     /* workload (its own schema: workloads/wl_config.h) */
     wl_config wl;
     /* router */

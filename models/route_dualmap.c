@@ -1,0 +1,761 @@
+/*
+ * dualmap: two-choice prefix-affinity routing with an SLO switch and
+ * hot-spot rebalancing of queued work (DualMap, Yuan et al., arXiv
+ * 2602.06502, ICLR 2026), modelled on the AIBrix default "dualmap" variant
+ * (vllm-project/aibrix pkg/plugins/gateway/algorithms/dualmap.go @9c8981e)
+ * with the paper's TTFT-SLO switch made explicit.  Specification: the
+ * reference notes, /work/shared/reference/policies.md §A4.
+ *
+ * Rule, per arriving request r of L prompt tokens:
+ *  1. Adaptive key depth d (hot-prefix detector, below); key = hash of the
+ *     first d blocks of r (blocks are chained, so that is r->blocks[d-1];
+ *     a request without a full block uses r->key).
+ *  2. Candidates c1 = ring1(key), c2 = ring2(key): two consistent-hash
+ *     rings (route__ring, different salts, dm_vnodes positions per
+ *     destination, default 100).  If c1 == c2, c2 = (c1 + 1) mod R.
+ *  3. For each candidate c: hit_c = predicted cached prefix of r on c
+ *     (router-side prefix index, below), unc_c = L - hit_c, pend_c =
+ *     predicted uncached tokens waiting at c (below) and
+ *     TTFT_c = (pend_c + unc_c) · t_p.
+ *  4. A = the candidate with the larger hit_c (tie: fewer in-flight
+ *     requests, then a coin from the router's PCG stream).
+ *  5. If TTFT_A > ttft_slo_s, send r to argmin TTFT_c (tie: A), else to A.
+ *  6. Hot-spot rebalancing: candidate c is overloaded if pend_c (plus unc_c
+ *     for the chosen one) exceeds the backlog B = ttft_slo_s / t_p tokens,
+ *     or its oldest waiting request has waited dm_max_wait_s (default
+ *     60 s).  Only when both are overloaded, for each c, in one
+ *     non-recursive pass over c's waiting (never admitted) requests q:
+ *     TTFT_s(q) = (running prefill at c + uncached tokens queued ahead of q
+ *     + unc_q) · t_p and TTFT_t(q) = (pend_t + unc_q on t) · t_p on q's
+ *     other candidate t (skipped if t is itself overloaded); move requests
+ *     in order of most negative TTFT_t − TTFT_s, re-evaluating the target
+ *     backlog after each move, while that difference is negative and until
+ *     the moved uncached tokens reach the excess pend_c − B
+ *     (route_ops.migrate; moved requests go to the back of t's queue).
+ *
+ * Per-token prefill time t_p: dm_tp_s if set, otherwise crsim's cost model
+ * (route_params.cost) — the step time of one prefill chunk of batch_tokens
+ * tokens with no earlier context, divided by batch_tokens.  Context
+ * attention is not included, so t_p is a lower bound for long contexts.
+ *
+ * Router-side prefix index: for each destination, an LRU set of the block
+ * hashes this router sent there, bounded to pool_blocks entries per
+ * destination (the destination's KV pool).  A dispatched (or migrated)
+ * request touches its blocks last to first, so a prefix's leading blocks
+ * are the most recent and evicted last, as in the engine's own LRU.
+ * hit_c = (leading blocks of r present for c) · block_size, capped at L.
+ * Entries are keyed by a 64-bit mix of (block hash, destination); two
+ * pairs colliding on that mix (probability ~2^-64 per pair) would share an
+ * entry.
+ *
+ * Pending backlog pend_c: Σ over requests waiting at c (route_ops.waiting,
+ * at most 256 listed) of the uncached tokens predicted when they were
+ * routed there, plus the part of the engine-scraped queued_tokens[c] not
+ * accounted for by the listed requests (prefill still running, and any
+ * unlisted waiting requests at full length).  Without route_ops it is
+ * queued_tokens[c].
+ *
+ * Adaptive depth (AIBrix's lazy prefix table and hot-prefix detector): a
+ * table maps the key at depth d to d + 1 for expanded keys; a request's
+ * depth is found by following the table from d = 1.  A window of the last
+ * 200 requests (at least 20 before any decision) counts, for every key
+ * along each request's resolved path (depths 1..d), how many requests in
+ * the window passed through it.  If the share of the resolved key is
+ * >= 6.12 % (and d < blocks), the key is expanded to d + 1; if the share of
+ * its parent key (depth d − 1) is < 2 %, the parent's expansion is removed.
+ *
+ * Parameters (route_params): n_dest, seed, ttft_slo_s (> 0; the config
+ * default is the run's SLO), block_size (> 0), pool_blocks (> 0), cost and
+ * batch_tokens (when dm_tp_s = 0), dm_vnodes (100), dm_tp_s, dm_max_wait_s
+ * (60 s).
+ *
+ * Deviations from AIBrix, each deliberate:
+ *  - The SLO switch and rebalance thresholds, 1e6 tokens in AIBrix (i.e.
+ *    disabled), are set from the run's TTFT SLO: switch when the predicted
+ *    TTFT exceeds ttft_slo_s, rebalance threshold B = ttft_slo_s / t_p
+ *    (the note in §A4 recommends exactly this).
+ *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05).
+ *  - There is no router-side priority queue: crsim's engines queue FCFS,
+ *    and pend_c is read from the engine queue through route_ops (AIBrix
+ *    pops its queue at once, so its queue is also only a bookkeeping
+ *    device).  Queue order by cached length is therefore not modelled.
+ *  - Rebalancing stays within each request's two candidates, as the paper
+ *    says; AIBrix's fall-back to the neighbour instance (index + 1) when
+ *    the other candidate is overloaded is omitted.  A queued request's
+ *    candidate pair is the one computed from its key when it was routed
+ *    (kept per in-flight request), so a later change of depth does not
+ *    move it off its pair.
+ *  - One sorted pass instead of AIBrix's repeated arg-min scan (which is
+ *    quadratic in the queue length); TTFT_s of requests behind a moved one
+ *    is not lowered during the pass (conservative).
+ *  - The hit tie-break uses in-flight requests instead of KV-cache usage,
+ *    which crsim's router view does not expose.
+ *  - The detector counts every key on a request's resolved path, once per
+ *    request (AIBrix observes the resolved key and, separately, its parent
+ *    as a second window entry); this keeps the shrink test from removing
+ *    an expansion whose traffic has merely moved one level deeper.
+ *  - The expansion table is cleared if it ever holds 2^16 keys (memory
+ *    bound; the hot keys are re-learned within a few hundred requests).
+ *
+ * Cost per request: O(blocks of r) hash lookups (depth, detector, prefix
+ * index) plus O(256) for the two queue reads; a rebalancing pass adds
+ * O(256 · blocks) and runs only when both candidates are overloaded.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/error.h"
+#include "cost.h"
+#include "route.h"
+
+#define DM_SALT1 0xd1a1a9a1c0ffee01ULL
+#define DM_SALT2 0x2b7e151628aed2a7ULL
+#define DM_VNODES 100
+#define DM_MAX_WAIT_S 60.0
+#define DM_WINDOW 200       /* detector window, requests */
+#define DM_MIN_SAMPLES 20   /* requests before the detector decides */
+#define DM_HOT_SHARE 0.0612 /* expand at this share of the window */
+#define DM_COLD_SHARE 0.02  /* shrink the parent below this share */
+#define DM_EXPAND_MAX (1u << 16)
+#define DM_LIST_MAX 256 /* waiting requests read per destination */
+#define DM_NONE UINT32_MAX
+
+/* ---- a u64 -> u32 hash map: linear probing, backward-shift deletion ---- */
+
+typedef struct u64map {
+    uint64_t *key;
+    uint32_t *val; /* DM_NONE marks an empty slot */
+    size_t mask;   /* slots - 1 (a power of two) */
+    size_t n;
+} u64map;
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static int map_init(u64map *m, size_t slots)
+{
+    m->key = malloc(slots * sizeof *m->key);
+    m->val = malloc(slots * sizeof *m->val);
+    m->mask = slots - 1;
+    m->n = 0;
+    if (!m->key || !m->val) {
+        free(m->key);
+        free(m->val);
+        m->key = NULL;
+        m->val = NULL;
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap");
+    }
+    memset(m->val, 0xff, slots * sizeof *m->val);
+    return SIM_OK;
+}
+
+static void map_fini(u64map *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+static void map_clear(u64map *m)
+{
+    memset(m->val, 0xff, (m->mask + 1) * sizeof *m->val);
+    m->n = 0;
+}
+
+/* Slot of `k`, or of the empty slot where it would go. */
+static size_t map_slot(const u64map *m, uint64_t k)
+{
+    size_t i = (size_t)mix64(k) & m->mask;
+    while (m->val[i] != DM_NONE && m->key[i] != k)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+static uint32_t map_get(const u64map *m, uint64_t k)
+{
+    return m->val[map_slot(m, k)];
+}
+
+static void map_grow(u64map *m)
+{
+    u64map g;
+    if (map_init(&g, 2 * (m->mask + 1)))
+        sim_panic(__FILE__, __LINE__, "out of memory growing a dualmap table");
+    for (size_t i = 0; i <= m->mask; i++)
+        if (m->val[i] != DM_NONE) {
+            size_t j = map_slot(&g, m->key[i]);
+            g.key[j] = m->key[i];
+            g.val[j] = m->val[i];
+        }
+    g.n = m->n;
+    map_fini(m);
+    *m = g;
+}
+
+/* Set k -> v (v != DM_NONE). */
+static void map_put(u64map *m, uint64_t k, uint32_t v)
+{
+    if (2 * (m->n + 1) > m->mask + 1)
+        map_grow(m);
+    size_t i = map_slot(m, k);
+    if (m->val[i] == DM_NONE) {
+        m->key[i] = k;
+        m->n++;
+    }
+    m->val[i] = v;
+}
+
+static void map_del(u64map *m, uint64_t k)
+{
+    size_t i = map_slot(m, k);
+    if (m->val[i] == DM_NONE)
+        return;
+    /* Backward shift: pull later members of the probe run into the hole. */
+    for (size_t j = i;;) {
+        j = (j + 1) & m->mask;
+        if (m->val[j] == DM_NONE)
+            break;
+        size_t h = (size_t)mix64(m->key[j]) & m->mask;
+        /* Keep j if its home h lies cyclically in (i, j]. */
+        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!stays) {
+            m->key[i] = m->key[j];
+            m->val[i] = m->val[j];
+            i = j;
+        }
+    }
+    m->val[i] = DM_NONE;
+    m->n--;
+}
+
+/* ---- router state ---- */
+
+/* An in-flight request this router dispatched. */
+typedef struct dm_req {
+    uint32_t dest, c1, c2;
+    uint32_t uncached; /* predicted uncached tokens at dest */
+} dm_req;
+
+/* One window entry of the hot-prefix detector: the keys of depths 1..d. */
+typedef struct dm_obs {
+    uint64_t *keys;
+    uint32_t n, cap;
+} dm_obs;
+
+typedef struct dualmap {
+    uint32_t n_dest;
+    route__ring ring1, ring2;
+    sim_pcg32 rng;
+    double slo_s, tp_s, max_wait_s, backlog; /* backlog = slo / t_p, tokens */
+    uint32_t block_size, pool_blocks;
+    /* Prefix index: entries in per-destination LRU lists. */
+    u64map pidx;        /* mix(block, dest) -> entry */
+    uint64_t *ekey;     /* the mixed key of each entry */
+    uint32_t *eprev, *enext;
+    uint32_t ecap, eused, efree;
+    uint32_t *lru_head, *lru_tail, *lru_n; /* per destination */
+    /* In-flight requests. */
+    u64map reqs; /* request id -> slot */
+    dm_req *rq;
+    uint32_t rq_cap, rq_free; /* free list threaded through rq[].dest */
+    /* Adaptive depth. */
+    u64map expand; /* key at depth d -> d + 1 */
+    u64map count;  /* key -> requests in the window that passed through it */
+    dm_obs win[DM_WINDOW];
+    uint32_t win_pos, win_n;
+    /* Scratch for queue reads. */
+    const wl_request **list;
+    uint32_t *stamp;    /* per destination: pass of the cached pend value */
+    double *pend_cache; /* per destination: pend computed in this pass */
+    double *run_cache;  /* per destination: prefill outside the listed queue */
+    uint32_t pass;
+} dualmap;
+
+static void dm_destroy(void *state);
+
+static uint64_t pidx_key(uint64_t block, uint32_t dest)
+{
+    return mix64(block ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)dest + 1)));
+}
+
+static void lru_unlink(dualmap *s, uint32_t d, uint32_t e)
+{
+    if (s->eprev[e] != DM_NONE)
+        s->enext[s->eprev[e]] = s->enext[e];
+    else
+        s->lru_head[d] = s->enext[e];
+    if (s->enext[e] != DM_NONE)
+        s->eprev[s->enext[e]] = s->eprev[e];
+    else
+        s->lru_tail[d] = s->eprev[e];
+}
+
+static void lru_push_front(dualmap *s, uint32_t d, uint32_t e)
+{
+    s->eprev[e] = DM_NONE;
+    s->enext[e] = s->lru_head[d];
+    if (s->lru_head[d] != DM_NONE)
+        s->eprev[s->lru_head[d]] = e;
+    else
+        s->lru_tail[d] = e;
+    s->lru_head[d] = e;
+}
+
+/* Record that `block` was sent to `d` (most recent). */
+static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
+{
+    uint64_t k = pidx_key(block, d);
+    uint32_t e = map_get(&s->pidx, k);
+    if (e != DM_NONE) {
+        lru_unlink(s, d, e);
+        lru_push_front(s, d, e);
+        return;
+    }
+    if (s->lru_n[d] >= s->pool_blocks) { /* evict d's least recent block */
+        e = s->lru_tail[d];
+        lru_unlink(s, d, e);
+        map_del(&s->pidx, s->ekey[e]);
+        s->lru_n[d]--;
+    } else if (s->efree != DM_NONE) {
+        e = s->efree;
+        s->efree = s->enext[e];
+    } else {
+        if (s->eused == s->ecap) {
+            uint32_t cap = s->ecap ? 2 * s->ecap : 1024;
+            s->ekey = sim_xrealloc(s->ekey, cap * sizeof *s->ekey);
+            s->eprev = sim_xrealloc(s->eprev, cap * sizeof *s->eprev);
+            s->enext = sim_xrealloc(s->enext, cap * sizeof *s->enext);
+            s->ecap = cap;
+        }
+        e = s->eused++;
+    }
+    s->ekey[e] = k;
+    map_put(&s->pidx, k, e);
+    lru_push_front(s, d, e);
+    s->lru_n[d]++;
+}
+
+/* Send r's blocks to d in the index, last block first. */
+static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
+{
+    for (uint32_t j = r->n_blocks; j-- > 0;)
+        pidx_touch(s, r->blocks[j], d);
+}
+
+/* Predicted uncached prompt tokens of r at d. */
+static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t d)
+{
+    uint32_t m = 0;
+    while (m < r->n_blocks && map_get(&s->pidx, pidx_key(r->blocks[m], d)) != DM_NONE)
+        m++;
+    uint64_t hit = (uint64_t)m * s->block_size;
+    return hit >= r->prompt_tokens ? 0 : r->prompt_tokens - (uint32_t)hit;
+}
+
+/* ---- in-flight request records ---- */
+
+static dm_req *req_find(dualmap *s, uint64_t id)
+{
+    uint32_t i = map_get(&s->reqs, id);
+    return i == DM_NONE ? NULL : &s->rq[i];
+}
+
+static void req_add(dualmap *s, uint64_t id, dm_req q)
+{
+    uint32_t i = map_get(&s->reqs, id);
+    if (i == DM_NONE) {
+        if (s->rq_free == DM_NONE) {
+            uint32_t cap = s->rq_cap ? 2 * s->rq_cap : 256;
+            s->rq = sim_xrealloc(s->rq, cap * sizeof *s->rq);
+            for (uint32_t j = cap; j-- > s->rq_cap;) {
+                s->rq[j].dest = s->rq_free;
+                s->rq_free = j;
+            }
+            s->rq_cap = cap;
+        }
+        i = s->rq_free;
+        s->rq_free = s->rq[i].dest;
+        map_put(&s->reqs, id, i);
+    }
+    s->rq[i] = q;
+}
+
+static void req_del(dualmap *s, uint64_t id)
+{
+    uint32_t i = map_get(&s->reqs, id);
+    if (i == DM_NONE)
+        return;
+    map_del(&s->reqs, id);
+    s->rq[i].dest = s->rq_free;
+    s->rq_free = i;
+}
+
+/* ---- adaptive prefix depth ---- */
+
+static uint32_t depth_of(const dualmap *s, const wl_request *r)
+{
+    uint32_t d = 1;
+    for (;;) {
+        uint32_t nd = map_get(&s->expand, r->blocks[d - 1]);
+        if (nd == DM_NONE || nd <= d)
+            return d;
+        if (nd >= r->n_blocks)
+            return r->n_blocks;
+        d = nd;
+    }
+}
+
+static double share(const dualmap *s, uint64_t key)
+{
+    uint32_t c = map_get(&s->count, key);
+    return c == DM_NONE ? 0.0 : (double)c / (double)s->win_n;
+}
+
+static void count_add(dualmap *s, uint64_t key, int delta)
+{
+    uint32_t c = map_get(&s->count, key);
+    if (c == DM_NONE)
+        c = 0;
+    if (delta < 0 && c <= 1)
+        map_del(&s->count, key);
+    else
+        map_put(&s->count, key, delta < 0 ? c - 1 : c + 1);
+}
+
+/* Observe r resolved at depth d; expand or shrink the table. */
+static void observe(dualmap *s, const wl_request *r, uint32_t d)
+{
+    dm_obs *o = &s->win[s->win_pos];
+    if (s->win_n == DM_WINDOW)
+        for (uint32_t j = 0; j < o->n; j++)
+            count_add(s, o->keys[j], -1);
+    else
+        s->win_n++;
+    if (o->cap < d) {
+        o->keys = sim_xrealloc(o->keys, d * sizeof *o->keys);
+        o->cap = d;
+    }
+    /* A key appears once per request: chained hashes of different depths
+     * differ, so blocks[0..d-1] are distinct keys. */
+    memcpy(o->keys, r->blocks, d * sizeof *o->keys);
+    o->n = d;
+    for (uint32_t j = 0; j < d; j++)
+        count_add(s, o->keys[j], +1);
+    s->win_pos = (s->win_pos + 1) % DM_WINDOW;
+    if (s->win_n < DM_MIN_SAMPLES)
+        return;
+    if (d < r->n_blocks && share(s, r->blocks[d - 1]) >= DM_HOT_SHARE) {
+        if (s->expand.n >= DM_EXPAND_MAX)
+            map_clear(&s->expand);
+        map_put(&s->expand, r->blocks[d - 1], d + 1);
+    }
+    if (d > 1 && share(s, r->blocks[d - 2]) < DM_COLD_SHARE)
+        map_del(&s->expand, r->blocks[d - 2]);
+}
+
+/* ---- load estimates ---- */
+
+/* Predicted uncached tokens waiting at d (see the file comment); also the
+ * part outside the listed queue (*running) and the oldest listed wait.
+ * Cached per rebalancing pass in pend_cache. */
+static double pending(dualmap *s, const route_view *v, uint32_t d, double *running,
+                      double *oldest_wait, uint32_t *n_listed)
+{
+    double q = (double)v->queued_tokens[d];
+    *oldest_wait = 0;
+    *n_listed = 0;
+    if (!v->ops || v->queued_tokens[d] == 0) {
+        *running = q;
+        return q;
+    }
+    uint32_t n = v->ops->waiting(v->ops->ctx, d, s->list, DM_LIST_MAX);
+    double unc = 0, prompt = 0, first = v->now_s;
+    for (uint32_t i = 0; i < n; i++) {
+        const wl_request *w = s->list[i];
+        const dm_req *rec = req_find(s, w->id);
+        unc += rec && rec->dest == d ? rec->uncached : w->prompt_tokens;
+        prompt += w->prompt_tokens;
+        if (w->arrival_s < first)
+            first = w->arrival_s;
+    }
+    *running = q > prompt ? q - prompt : 0;
+    *oldest_wait = v->now_s - first;
+    *n_listed = n;
+    return unc + *running;
+}
+
+/* pend at d for the current rebalancing pass (memoised). */
+static double pending_cached(dualmap *s, const route_view *v, uint32_t d)
+{
+    if (s->stamp[d] != s->pass) {
+        double run, wait;
+        uint32_t n;
+        s->pend_cache[d] = pending(s, v, d, &run, &wait, &n);
+        s->run_cache[d] = run;
+        s->stamp[d] = s->pass;
+    }
+    return s->pend_cache[d];
+}
+
+typedef struct mig {
+    const wl_request *q;
+    double delta;  /* TTFT_t - TTFT_s at scan time, s */
+    double ttft_s; /* TTFT at the source, s */
+    uint32_t to, unc_src;
+} mig;
+
+static int cmp_mig(const void *a, const void *b)
+{
+    const mig *x = a, *y = b;
+    if (x->delta != y->delta)
+        return x->delta < y->delta ? -1 : 1;
+    return (x->q->id > y->q->id) - (x->q->id < y->q->id);
+}
+
+/* Move queued requests off `src`, at most about `excess` uncached tokens
+ * (one pass, see the file comment).  Requires v->ops. */
+static void rebalance(dualmap *s, const route_view *v, uint32_t src, double excess)
+{
+    double run = 0, wait;
+    uint32_t n;
+    (void)pending(s, v, src, &run, &wait, &n);
+    if (n == 0)
+        return;
+    mig *cand = sim_xmalloc(n * sizeof *cand);
+    const wl_request **listed = sim_xmalloc(n * sizeof *listed);
+    memcpy(listed, s->list, n * sizeof *listed); /* s->list is reused below */
+    uint32_t nc = 0;
+    double ahead = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const wl_request *q = listed[i];
+        const dm_req *rec = req_find(s, q->id);
+        uint32_t unc = rec && rec->dest == src ? rec->uncached : q->prompt_tokens;
+        double ttft_s = (run + ahead + unc) * s->tp_s;
+        ahead += unc;
+        if (!rec || rec->dest != src)
+            continue;
+        uint32_t to = rec->c1 == src ? rec->c2 : rec->c1;
+        if (to == src)
+            continue;
+        double pt = pending_cached(s, v, to);
+        if (pt > s->backlog)
+            continue; /* the other candidate is overloaded too */
+        double ttft_t = (pt + predict_uncached(s, q, to)) * s->tp_s;
+        if (ttft_t < ttft_s)
+            cand[nc++] = (mig){q, ttft_t - ttft_s, ttft_s, to, unc};
+    }
+    qsort(cand, nc, sizeof *cand, cmp_mig);
+    double moved = 0;
+    for (uint32_t i = 0; i < nc && moved < excess; i++) {
+        const mig *m = &cand[i];
+        /* Re-evaluate the target: earlier moves may have filled it. */
+        double pt = s->pend_cache[m->to];
+        uint32_t unc_t = predict_uncached(s, m->q, m->to);
+        if (pt > s->backlog || (pt + unc_t) * s->tp_s >= m->ttft_s)
+            continue;
+        if (!v->ops->migrate(v->ops->ctx, m->q, m->to))
+            continue;
+        dm_req *rec = req_find(s, m->q->id);
+        rec->dest = m->to;
+        rec->uncached = unc_t;
+        pidx_dispatch(s, m->q, m->to);
+        s->pend_cache[m->to] += unc_t;
+        moved += m->unc_src;
+    }
+    free(cand);
+    free(listed);
+}
+
+/* ---- the route_type functions ---- */
+
+static int dm_create(void *state, const route_params *p)
+{
+    dualmap *s = state;
+    if (p->n_dest == 0)
+        return SIM_ERROR(SIM_EINVAL, "router: 0 destinations; dualmap expects at least 1");
+    if (!(p->ttft_slo_s > 0) || !isfinite(p->ttft_slo_s))
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap: TTFT SLO is %g s; expected a finite "
+                         "value > 0 (default: the run's SLO)", p->ttft_slo_s);
+    if (p->block_size == 0)
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap: block size is 0; expected the engine "
+                         "block size in tokens (> 0)");
+    if (p->pool_blocks == 0)
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap: KV pool is 0 blocks; expected the "
+                         "destination pool size in blocks (> 0) to bound the prefix index");
+    if (p->dm_tp_s < 0 || !isfinite(p->dm_tp_s))
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap.prefill_s_per_token is %g; expected "
+                         "a time per token >= 0 s (0 = from the cost model)", p->dm_tp_s);
+    if (p->dm_max_wait_s < 0)
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap.max_wait_s is %g; expected >= 0 s "
+                         "(0 = default 60)", p->dm_max_wait_s);
+    double tp = p->dm_tp_s;
+    if (tp == 0) {
+        if (!p->cost || p->batch_tokens == 0)
+            return SIM_ERROR(SIM_EINVAL, "router.dualmap: no per-token prefill time: set "
+                             "prefill_s_per_token > 0 or give the cost model and "
+                             "max_num_batched_tokens");
+        double c = p->batch_tokens;
+        cost_batch b = {.prefill_tokens = p->batch_tokens, .sampled = 1,
+                        .prefill_attn = c * c / 2};
+        tp = cost_step_time(p->cost, &b) / c;
+        if (!(tp > 0) || !isfinite(tp))
+            return SIM_ERROR(SIM_EINVAL, "router.dualmap: the cost model gives a prefill "
+                             "time of %g s/token; expected > 0", tp);
+    }
+    memset(s, 0, sizeof *s);
+    s->n_dest = p->n_dest;
+    s->slo_s = p->ttft_slo_s;
+    s->tp_s = tp;
+    s->backlog = p->ttft_slo_s / tp;
+    s->max_wait_s = p->dm_max_wait_s > 0 ? p->dm_max_wait_s : DM_MAX_WAIT_S;
+    s->block_size = p->block_size;
+    s->pool_blocks = p->pool_blocks;
+    s->efree = DM_NONE;
+    s->rq_free = DM_NONE;
+    s->pass = 0;
+    sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
+    uint32_t vn = p->dm_vnodes ? p->dm_vnodes : DM_VNODES;
+    int rc = route__ring_init(&s->ring1, p->n_dest, vn, DM_SALT1);
+    if (!rc)
+        rc = route__ring_init(&s->ring2, p->n_dest, vn, DM_SALT2);
+    if (!rc)
+        rc = map_init(&s->pidx, 4096);
+    if (!rc)
+        rc = map_init(&s->reqs, 1024);
+    if (!rc)
+        rc = map_init(&s->expand, 256);
+    if (!rc)
+        rc = map_init(&s->count, 1024);
+    if (!rc) {
+        s->lru_head = malloc(p->n_dest * sizeof *s->lru_head);
+        s->lru_tail = malloc(p->n_dest * sizeof *s->lru_tail);
+        s->lru_n = calloc(p->n_dest, sizeof *s->lru_n);
+        s->stamp = calloc(p->n_dest, sizeof *s->stamp);
+        s->pend_cache = calloc(p->n_dest, sizeof *s->pend_cache);
+        s->run_cache = calloc(p->n_dest, sizeof *s->run_cache);
+        s->list = malloc(DM_LIST_MAX * sizeof *s->list);
+        if (!s->lru_head || !s->lru_tail || !s->lru_n || !s->stamp || !s->pend_cache ||
+            !s->run_cache || !s->list)
+            rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap");
+    }
+    if (rc) {
+        dm_destroy(s);
+        return rc;
+    }
+    memset(s->lru_head, 0xff, p->n_dest * sizeof *s->lru_head);
+    memset(s->lru_tail, 0xff, p->n_dest * sizeof *s->lru_tail);
+    return SIM_OK;
+}
+
+/* The two candidates of `key`. */
+static void candidates(const dualmap *s, uint64_t key, uint32_t *c1, uint32_t *c2)
+{
+    *c1 = s->ring1.dest[route__ring_find(&s->ring1, route__key_hash(key, DM_SALT1))];
+    *c2 = s->ring2.dest[route__ring_find(&s->ring2, route__key_hash(key, DM_SALT2))];
+    if (*c1 == *c2)
+        *c2 = (*c1 + 1) % s->n_dest;
+}
+
+static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
+{
+    dualmap *s = state;
+    uint64_t key = r->key;
+    if (r->n_blocks > 0) {
+        uint32_t d = depth_of(s, r);
+        observe(s, r, d);
+        key = r->blocks[d - 1];
+    }
+    uint32_t c[2];
+    candidates(s, key, &c[0], &c[1]);
+    uint32_t unc[2], nl[2];
+    double pend[2], run[2], wait[2], ttft[2];
+    for (int i = 0; i < 2; i++) {
+        unc[i] = predict_uncached(s, r, c[i]);
+        pend[i] = pending(s, v, c[i], &run[i], &wait[i], &nl[i]);
+        ttft[i] = (pend[i] + unc[i]) * s->tp_s;
+    }
+    /* Cache affinity: larger predicted hit, i.e. fewer uncached tokens. */
+    int a;
+    if (unc[0] != unc[1])
+        a = unc[0] < unc[1] ? 0 : 1;
+    else if (v->outstanding[c[0]] != v->outstanding[c[1]])
+        a = v->outstanding[c[0]] < v->outstanding[c[1]] ? 0 : 1;
+    else
+        a = (int)sim_pcg32_bounded(&s->rng, 2);
+    int t = a;
+    if (ttft[a] > s->slo_s && ttft[1 - a] < ttft[a]) /* SLO-aware switch */
+        t = 1 - a;
+    const uint32_t dest = c[t];
+    pidx_dispatch(s, r, dest);
+    req_add(s, r->id, (dm_req){.dest = dest, .c1 = c[0], .c2 = c[1], .uncached = unc[t]});
+
+    /* Hot-spot rebalancing of queued work. */
+    if (v->ops && c[0] != c[1]) {
+        double p[2];
+        int over[2];
+        for (int i = 0; i < 2; i++) {
+            p[i] = pend[i] + (i == t ? unc[i] : 0);
+            over[i] = p[i] > s->backlog || (nl[i] > 0 && wait[i] >= s->max_wait_s);
+        }
+        if (over[0] && over[1]) {
+            for (int i = 0; i < 2; i++) {
+                double excess = pend[i] - s->backlog;
+                if (excess <= 0) /* overloaded by waiting time only */
+                    excess = pend[i];
+                s->pass++;
+                rebalance(s, v, c[i], excess);
+            }
+        }
+    }
+    return dest;
+}
+
+static void dm_complete(void *state, const wl_request *r, uint32_t dest)
+{
+    dualmap *s = state;
+    (void)dest;
+    req_del(s, r->id);
+}
+
+static void dm_destroy(void *state)
+{
+    dualmap *s = state;
+    route__ring_fini(&s->ring1);
+    route__ring_fini(&s->ring2);
+    map_fini(&s->pidx);
+    map_fini(&s->reqs);
+    map_fini(&s->expand);
+    map_fini(&s->count);
+    free(s->ekey);
+    free(s->eprev);
+    free(s->enext);
+    free(s->lru_head);
+    free(s->lru_tail);
+    free(s->lru_n);
+    free(s->rq);
+    for (uint32_t i = 0; i < DM_WINDOW; i++)
+        free(s->win[i].keys);
+    free(s->list);
+    free(s->stamp);
+    free(s->pend_cache);
+    free(s->run_cache);
+    memset(s, 0, sizeof *s);
+}
+
+const route_type route_dualmap = {
+    .name = "dualmap",
+    .help = "two hashed candidates per prefix; cache affinity, TTFT-SLO switch, queue rebalancing",
+    .state_size = sizeof(dualmap),
+    .create = dm_create,
+    .route = dm_route,
+    .on_complete = dm_complete,
+    .destroy = dm_destroy,
+};
