@@ -17,6 +17,7 @@
 #include <gsl/gsl_randist.h>
 
 #include "../sim/error.h"
+#include "internal.h"
 #include "../sim/rng.h"
 
 static const char *const kind_names[] = {"poisson", "gamma", "bootstrap", NULL};
@@ -133,15 +134,6 @@ static int parse_datetime(const char *s, int64_t *ns)
     return 1;
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t l = strlen(s);
-    while (l > 0 && isspace((unsigned char)s[l - 1]))
-        s[--l] = '\0';
-    return s;
-}
 
 /* The `col`-th comma-separated field of `s` (modified in place), or NULL. */
 static char *field_at(char *s, size_t col)
@@ -155,7 +147,7 @@ static char *field_at(char *s, size_t col)
     char *e = strchr(s, ',');
     if (e)
         *e = '\0';
-    return trim(s);
+    return wl__trim(s);
 }
 
 int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_series *out)
@@ -175,7 +167,7 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
                                : "seconds >= 0 or YYYY-MM-DD HH:MM:SS[.fff], non-decreasing";
     while (getline(&line, &cap, f) != -1) {
         lineno++;
-        char *s = trim(line);
+        char *s = wl__trim(line);
         if (*s == '\0')
             continue;
         if (!have_header) {
@@ -185,7 +177,7 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
                 char *e = strchr(tok, ',');
                 if (e)
                     *e = '\0';
-                if (strcmp(trim(tok), column) == 0) {
+                if (strcmp(wl__trim(tok), column) == 0) {
                     col = i;
                     found = 1;
                     break;

@@ -20,6 +20,7 @@
 #include <gsl/gsl_sort.h>
 
 #include "../sim/error.h"
+#include "internal.h"
 #include "../sim/rng.h"
 
 static const char *const dist_names[] = {"lognormal", "zipf", "file", "servegen", NULL};
@@ -471,15 +472,6 @@ int wl_keyrates_describe(const wl_keyrates *kr, wl_keystats *out)
 /* CSV "key,rate"                                                     */
 /* ------------------------------------------------------------------ */
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t l = strlen(s);
-    while (l > 0 && isspace((unsigned char)s[l - 1]))
-        s[--l] = '\0';
-    return s;
-}
 
 int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
 {
@@ -495,7 +487,7 @@ int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
     static const char form[] = "expected key,rate with a rate > 0 (requests/s)";
     while (getline(&line, &cap, f) != -1) {
         lineno++;
-        char *s = trim(line);
+        char *s = wl__trim(line);
         if (*s == '\0' || *s == '#')
             continue;
         char *comma = strchr(s, ',');
@@ -505,7 +497,7 @@ int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
             break;
         }
         *comma = '\0';
-        char *key = trim(s), *val = trim(comma + 1), *end;
+        char *key = wl__trim(s), *val = wl__trim(comma + 1), *end;
         errno = 0;
         double r = strtod(val, &end);
         int numeric = *val != '\0' && *end == '\0';

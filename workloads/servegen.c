@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../sim/error.h"
+#include "internal.h"
 
 static const char form[] = "expected window_start_s, rate_rps, iat_cv, pattern, shape, scale "
                            "with numbers >= 0 and pattern Gamma, Weibull or empty";
@@ -51,15 +52,6 @@ void wl_servegen_fini(wl_servegen *sg)
     *sg = (wl_servegen){0};
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t l = strlen(s);
-    while (l > 0 && isspace((unsigned char)s[l - 1]))
-        s[--l] = '\0';
-    return s;
-}
 
 /* Growable per-file buffers. */
 typedef struct rows {
@@ -81,7 +73,7 @@ static int read_file(const char *path, rows *r)
                                          "pattern",        "shape",    "scale"};
     while (getline(&line, &lcap, f) != -1) {
         lineno++;
-        char *s = trim(line);
+        char *s = wl__trim(line);
         if (*s == '\0')
             continue;
         if (r->n == 0 && lineno == 1 && isalpha((unsigned char)*s))
@@ -106,7 +98,7 @@ static int read_file(const char *path, rows *r)
         }
         double v[6] = {0};
         for (int i = 0; i < 6 && rc == SIM_OK; i++) {
-            char *x = trim(fld[i]);
+            char *x = wl__trim(fld[i]);
             if (i == 3) {
                 if (*x && strcmp(x, "Gamma") != 0 && strcmp(x, "Weibull") != 0)
                     rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: pattern '%s'; %s", path, lineno, x,

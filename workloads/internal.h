@@ -1,0 +1,12 @@
+/*
+ * Helpers shared between files of the workloads module; not part of its
+ * API (double-underscore names, STYLE.md §1).
+ */
+#ifndef CRSIM_WORKLOADS_INTERNAL_H
+#define CRSIM_WORKLOADS_INTERNAL_H
+
+/* Strip leading and trailing white space of `s` in place; returns the
+ * first non-space character.  Cannot fail. */
+char *wl__trim(char *s);
+
+#endif
