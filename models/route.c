@@ -9,9 +9,11 @@
 
 #include "../sim/error.h"
 
-const route_type *const route_registry[] = {&route_flat_lb, &route_sticky, &route_chwbl,
-                                            &route_cacheroute, &route_cr_replicate,
-                                            &route_cr_affinity, NULL};
+const route_type *const route_registry[] = {&route_flat_lb,      &route_sticky,
+                                            &route_chwbl,        &route_dualmap,
+                                            &route_preble,       &route_cacheroute,
+                                            &route_cr_replicate, &route_cr_affinity,
+                                            NULL};
 
 const route_type *route_find(const char *name)
 {

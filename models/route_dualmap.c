@@ -260,7 +260,7 @@ typedef struct dualmap {
     u64map pidx;        /* mix(block, dest) -> entry */
     uint64_t *ekey;     /* the mixed key of each entry */
     uint32_t *eprev, *enext;
-    uint32_t ecap, eused, efree;
+    uint32_t ecap, eused; /* entries are reused only by eviction */
     uint32_t *lru_head, *lru_tail, *lru_n; /* per destination */
     /* In-flight requests. */
     u64map reqs; /* request id -> slot */
@@ -324,9 +324,6 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
         lru_unlink(s, d, e);
         map_del(&s->pidx, s->ekey[e]);
         s->lru_n[d]--;
-    } else if (s->efree != DM_NONE) {
-        e = s->efree;
-        s->efree = s->enext[e];
     } else {
         if (s->eused == s->ecap) {
             uint32_t cap = s->ecap ? 2 * s->ecap : 1024;
@@ -618,7 +615,6 @@ static int dm_create(void *state, const route_params *p)
     s->max_wait_s = p->dm_max_wait_s > 0 ? p->dm_max_wait_s : DM_MAX_WAIT_S;
     s->block_size = p->block_size;
     s->pool_blocks = p->pool_blocks;
-    s->efree = DM_NONE;
     s->rq_free = DM_NONE;
     s->pass = 0;
     sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
@@ -627,13 +623,13 @@ static int dm_create(void *state, const route_params *p)
     if (!rc)
         rc = route__ring_init(&s->ring2, p->n_dest, vn, DM_SALT2);
     if (!rc)
-        rc = map_init(&s->pidx, 4096);
+        rc = map_init(&s->pidx, 64);
     if (!rc)
-        rc = map_init(&s->reqs, 1024);
+        rc = map_init(&s->reqs, 64);
     if (!rc)
-        rc = map_init(&s->expand, 256);
+        rc = map_init(&s->expand, 64);
     if (!rc)
-        rc = map_init(&s->count, 1024);
+        rc = map_init(&s->count, 64);
     if (!rc) {
         s->lru_head = malloc(p->n_dest * sizeof *s->lru_head);
         s->lru_tail = malloc(p->n_dest * sizeof *s->lru_tail);

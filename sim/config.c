@@ -1035,6 +1035,10 @@ static int bind_scalar(const sim_cfgdoc *d, const sim_cfg_key *k, const char *la
         *(char **)dst = sim_xstrdup(s);
         return SIM_OK;
     case SIM_CFG_PATH:
+        if (!*s && (k->flags & SIM_CFG_OPTIONAL)) {
+            *(char **)dst = sim_xstrdup(s); /* "" = not set */
+            return SIM_OK;
+        }
         if (!*s)
             return bad_value(n, k, label, element, false);
         /* Only a path written in the file is relative to the file. */

@@ -178,6 +178,9 @@ enum sim_cfg_type {
 /* sim_cfg_key.flags: make a range bound exclusive ("a rate > 0"). */
 #define SIM_CFG_EXCL_MIN 1u
 #define SIM_CFG_EXCL_MAX 2u
+/* sim_cfg_key.flags, SIM_CFG_PATH only: the empty string is allowed and
+ * means "not set" (use with .def = "\"\""). */
+#define SIM_CFG_OPTIONAL 4u
 
 /*
  * One configuration key.  A schema is a static const array of these,

@@ -1,8 +1,9 @@
 /*
- * The experiment harness: binds the crsim config, loads the trace and
- * specs once, then runs every (rate, seed, policy) point, stores each run
- * and prints one table row per run.  Every policy at a given (seed, rate)
- * gets a fresh replay of the same trace with the same seed, so all
+ * The experiment harness: binds the crsim config, expands the sweep into
+ * points (each a full config), runs every point × rate × seed × policy on
+ * a pool of worker threads, and stores the runs in run-index order, so the
+ * database never depends on the number of jobs.  Every policy at a given
+ * (point, seed, rate) gets a fresh stream with the same seed, so all
  * policies see the identical request stream (common random numbers).
  */
 #include "exp.h"
@@ -16,24 +17,27 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <pthread.h>
+
 #include "../models/cluster.h"
-#include "../models/cost_profile.h"
 #include "../models/route.h"
-#include "../models/spec_load.h"
-#include "../workloads/mooncake.h"
-#include "../workloads/replay.h"
 #include "../workloads/describe.h"
+#include "../workloads/keyrates.h"
 #include "../workloads/synth.h"
 #include "error.h"
+#include "setup.h"
 #include "store.h"
 #include "version.h"
 
 /* Policy names accepted in experiment.policies; a test checks that this
  * list equals the router registry. */
-static const char *const policy_names[] = {"flat_lb",     "sticky",       "chwbl",
-                                            "cacheroute",  "cr_replicate", "cr_affinity",
-                                            NULL};
+static const char *const policy_names[] = {"flat_lb",    "sticky",       "chwbl",
+                                            "dualmap",    "preble",       "cacheroute",
+                                            "cr_replicate", "cr_affinity", NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
+const char *const exp_slo_metric_names[] = {"ttft_p99", "ttft_p90", "ttft_p50", "e2e_p99",
+                                            "e2e_p90", "tpot_p99", NULL};
+const char *const exp_sweep_mode_names[] = {"grid", "zip", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
@@ -59,9 +63,22 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "experiment.drain_s", .type = SIM_CFG_DOUBLE, .offset = OFF(drain_s), .min = 0,
      .max = 1e9, .def = "600", .unit = "s",
      .help = "simulate at most this long after the last arrival; later = unfinished"},
-    {.path = "experiment.slo_ttft_s", .type = SIM_CFG_DOUBLE, .offset = OFF(slo_ttft_s),
-     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "3.5", .unit = "s",
-     .help = "TTFT p99 SLO marked in the table"},
+    {.path = "experiment.slos", .type = SIM_CFG_DOUBLE_LIST, .offset = OFF(slos),
+     .count_offset = CNT(n_slos), .min_len = 1, .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN,
+     .def = "[2, 3.5, 5]", .unit = "s",
+     .help = "SLO thresholds on experiment.slo_metric; capacity is reported for each"},
+    {.path = "experiment.slo_metric", .type = SIM_CFG_ENUM, .offset = OFF(slo_metric),
+     .choices = exp_slo_metric_names, .def = "ttft_p99",
+     .help = "latency percentile the SLO applies to (run_metrics column)"},
+    {.path = "experiment.report_rate", .type = SIM_CFG_DOUBLE, .offset = OFF(report_rate),
+     .min = 0, .max = 1e7, .def = "0", .unit = "requests/s",
+     .help = "load at which tables show p99, hit rate and imbalance; 0 = the median tested load"},
+    {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
+     .count_offset = CNT(n_sweep), .def = "[]",
+     .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
+    {.path = "experiment.sweep_mode", .type = SIM_CFG_ENUM, .offset = OFF(sweep_mode),
+     .choices = exp_sweep_mode_names, .def = "grid",
+     .help = "grid: cross product of the axes; zip: the i-th values of every axis together"},
     /* cluster */
     {.path = "cluster.destinations", .type = SIM_CFG_INT, .offset = OFF(destinations), .min = 1,
      .max = 100000, .def = "30", .help = "destinations R (one engine each)"},
@@ -110,6 +127,23 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "router.cacheroute.interval_s", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_interval_s),
      .min = 0, .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
      .help = "control interval: rates measured over one interval plan the next"},
+    {.path = "router.dualmap.ttft_slo_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_ttft_slo_s),
+     .min = 0, .max = 1e6, .def = "0", .unit = "s",
+     .help = "TTFT SLO of the SLO-aware switch and rebalancing; 0 = median of experiment.slos"},
+    {.path = "router.dualmap.vnodes", .type = SIM_CFG_INT, .offset = OFF(dm_vnodes), .min = 1,
+     .max = 1e5, .def = "100", .help = "virtual nodes per destination on each ring (AIBrix)"},
+    {.path = "router.dualmap.tp_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_tp_s), .min = 0,
+     .max = 1, .def = "0", .unit = "s/token",
+     .help = "per-token prefill time t_p; 0 = from the cost model"},
+    {.path = "router.dualmap.max_wait_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_max_wait_s),
+     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
+     .help = "a candidate whose oldest queued request waited this long is overloaded"},
+    {.path = "router.preble.window_s", .type = SIM_CFG_DOUBLE, .offset = OFF(pb_window_s),
+     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "180", .unit = "s",
+     .help = "history window H of loads and prefix tree"},
+    {.path = "router.preble.high_load", .type = SIM_CFG_DOUBLE, .offset = OFF(pb_high_load),
+     .min = 1, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "1.5",
+     .help = "rebalance a heaviest/lightest pair when load_hi > high_load x load_lo"},
     {0},
 };
 
@@ -153,11 +187,17 @@ void exp_config_fini(exp_config *cfg)
     sim_cfg_free(exp_config_schema, cfg);
 }
 
-/* Canonical text of the harness keys followed by the workload section. */
+/* Canonical text of the harness keys followed by the workload section.
+ * experiment.db is left out (printed as ""): where results go is not an
+ * input, so shards and resumed runs written to other databases keep the
+ * same config hash. */
 static char *dump_all(const exp_config *cfg)
 {
-    char *a = sim_cfg_dump(exp_config_schema, cfg);
-    char *b = wl_config_dump(&cfg->wl);
+    exp_config c = *cfg;
+    char empty[1] = "";
+    c.db = empty;
+    char *a = sim_cfg_dump(exp_config_schema, &c);
+    char *b = wl_config_dump(&c.wl);
     size_t na = strlen(a), nb = strlen(b);
     char *s = sim_xmalloc(na + nb + 1);
     memcpy(s, a, na);
@@ -169,8 +209,9 @@ static char *dump_all(const exp_config *cfg)
 
 char *exp_config_dump(const exp_config *cfg) { return dump_all(cfg); }
 
-/* The full config of one run: the experiment's config with the lists of
- * policies, rates and seeds narrowed to this run's point. */
+/* The full config of one run: the point's config with the sweep removed
+ * and the lists of policies, rates and seeds narrowed to this run, so that
+ * `crsim run` on it reproduces the run alone. */
 static char *run_config_text(const exp_config *cfg, size_t ip, size_t ir, size_t is)
 {
     exp_config one = *cfg;
@@ -180,6 +221,8 @@ static char *run_config_text(const exp_config *cfg, size_t ip, size_t ir, size_t
     one.n_rates = 1;
     one.seeds = &cfg->seeds[is];
     one.n_seeds = 1;
+    one.sweep = NULL;
+    one.n_sweep = 0;
     return dump_all(&one);
 }
 
@@ -205,100 +248,456 @@ static void fmt_s(char *buf, size_t n, double x)
         snprintf(buf, n, "%.3f", x);
 }
 
-static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
+/* ---- sweep expansion ---- */
 
-/* Request streams of an experiment: the trace is loaded once; every run
- * gets a fresh stream for its (seed, rate), identical for every policy. */
-typedef struct streams {
-    const exp_config *cfg;
-    bool is_trace;
-    wl_trace *trace;
-    wl_replay *replay;
-    wl_synth *synth;
-} streams;
+/* One sweep axis: a key and its values, each as YAML text. */
+typedef struct axis {
+    char *key;
+    char **values;
+    size_t n;
+} axis;
 
-static int streams_init(streams *s, const exp_config *cfg)
+static const sim_cfg_key axis_schema[] = {
+    {.path = "v", .type = SIM_CFG_STRING_LIST, .offset = offsetof(axis, values),
+     .count_offset = offsetof(axis, n), .min_len = 1, .help = "axis values"},
+    {0},
+};
+
+static void axes_free(axis *ax, size_t n)
 {
-    memset(s, 0, sizeof *s);
-    s->cfg = cfg;
-    s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
-    if (s->is_trace)
-        return wl_mooncake_load(cfg->wl.trace, (uint32_t)cfg->wl.trace_block_tokens, &s->trace);
-    return SIM_OK;
+    for (size_t i = 0; ax && i < n; i++) {
+        free(ax[i].key);
+        sim_cfg_free(axis_schema, &ax[i]);
+    }
+    free(ax);
 }
 
-static int streams_open(streams *s, uint64_t seed, double rate, wl_source *out)
+/* Parse experiment.sweep entries "KEY=[v1, v2]" (a scalar counts as a
+ * one-value axis). */
+static int parse_axes(const exp_config *cfg, const char *path, axis **out)
 {
-    const exp_config *cfg = s->cfg;
-    int rc;
-    if (s->is_trace) {
-        wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
-                               .key_ids = (uint32_t)cfg->wl.key_ids, .rate = rate,
-                               .tick_s = cfg->wl.tick_s, .seed = seed,
-                               .max_requests = (uint64_t)cfg->wl.max_requests};
-        if ((rc = wl_replay_create(s->trace, &wp, &s->replay)))
-            return rc;
-        *out = (wl_source){s->replay, replay_next};
-        return SIM_OK;
+    axis *ax = sim_xcalloc(cfg->n_sweep ? cfg->n_sweep : 1, sizeof *ax);
+    int rc = SIM_OK;
+    for (size_t i = 0; i < cfg->n_sweep && rc == SIM_OK; i++) {
+        const char *e = cfg->sweep[i], *eq = strchr(e, '=');
+        if (!eq || eq == e) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] is '%s'; expected "
+                           "\"KEY=[value, ...]\"", path, i, e);
+            break;
+        }
+        ax[i].key = sim_xmalloc((size_t)(eq - e) + 1);
+        memcpy(ax[i].key, e, (size_t)(eq - e));
+        ax[i].key[eq - e] = '\0';
+        const char *rhs = eq + 1;
+        while (*rhs == ' ')
+            rhs++;
+        size_t len = strlen(rhs) + 8;
+        char *text = sim_xmalloc(len);
+        snprintf(text, len, rhs[0] == '[' ? "v: %s\n" : "v: [%s]\n", rhs);
+        char name[64];
+        snprintf(name, sizeof name, "experiment.sweep[%zu]", i);
+        sim_cfgdoc *d = NULL;
+        rc = sim_cfgdoc_parse_string(text, name, &d);
+        free(text);
+        if (rc == SIM_OK)
+            rc = sim_cfg_bind(d, axis_schema, &ax[i]);
+        sim_cfgdoc_destroy(d);
+        if (rc == SIM_OK && cfg->sweep_mode == 1 && ax[i].n != ax[0].n)
+            rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] has %zu values but the first "
+                           "axis has %zu; expected equal lengths with sweep_mode zip",
+                           path, i, ax[i].n, ax[0].n);
     }
-    if ((rc = wl_synth_create(&cfg->wl, seed, rate, (uint32_t)cfg->block_size, &s->synth)))
+    if (rc) {
+        axes_free(ax, cfg->n_sweep);
         return rc;
-    *out = wl_synth_source(s->synth);
+    }
+    *out = ax;
     return SIM_OK;
 }
 
-static void streams_close(streams *s)
+/* Number of sweep points. */
+static size_t n_points(const exp_config *cfg, const axis *ax)
 {
-    wl_replay_destroy(s->replay);
-    wl_synth_destroy(s->synth);
-    s->replay = NULL;
-    s->synth = NULL;
+    if (cfg->n_sweep == 0)
+        return 1;
+    if (cfg->sweep_mode == 1)
+        return ax[0].n;
+    size_t n = 1;
+    for (size_t i = 0; i < cfg->n_sweep; i++)
+        n *= ax[i].n;
+    return n;
 }
 
-static void streams_fini(streams *s)
+/* The overrides "KEY=VALUE" of point `p` (first axis slowest) into
+ * sets[0..n_sweep) (strings the caller frees) and its label. */
+static void point_sets(const exp_config *cfg, const axis *ax, size_t p, char **sets, char *label,
+                       size_t label_len)
 {
-    streams_close(s);
-    wl_trace_destroy(s->trace);
-    s->trace = NULL;
-}
-
-/* One line saying what the workload is. */
-static void describe_workload(const streams *s, FILE *out)
-{
-    const exp_config *cfg = s->cfg;
-    if (s->is_trace) {
-        fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n\n",
-                cfg->wl.trace, s->trace->n, wl_trace_span_s(s->trace),
-                wl_trace_mean_rate(s->trace));
-        return;
+    size_t rem = p, stride = 1;
+    for (size_t i = cfg->n_sweep; i-- > 0;) {
+        size_t v = cfg->sweep_mode == 1 ? p : (rem / stride) % ax[i].n;
+        if (cfg->sweep_mode == 0)
+            stride *= ax[i].n;
+        size_t len = strlen(ax[i].key) + strlen(ax[i].values[v]) + 2;
+        sets[i] = sim_xmalloc(len);
+        snprintf(sets[i], len, "%s=%s", ax[i].key, ax[i].values[v]);
     }
-    wl_keyrates kr = {0};
-    wl_keystats ks = {0};
-    if (wl_synth_keys(&cfg->wl, &kr, NULL) == SIM_OK && wl_keyrates_describe(&kr, &ks) == SIM_OK)
-        fprintf(out, "workload: synthetic%s%s, %zu keys, Gini %.3f, top 4%% of keys %.1f%% of "
-                "requests, max key share %.3f%%\n\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
-                ks.n, ks.gini, 100 * ks.top4, 100 * ks.max_share);
-    wl_keyrates_fini(&kr);
+    label[0] = '\0';
+    size_t used = 0;
+    for (size_t i = 0; i < cfg->n_sweep && used + 1 < label_len; i++)
+        used += (size_t)snprintf(label + used, label_len - used, "%s%s", i ? " " : "", sets[i]);
 }
 
-static void print_header(FILE *out)
+/* ---- runs ---- */
+
+typedef struct sweep_point {
+    exp_config cfg;
+    exp_setup setup;
+    char label[512];
+} sweep_point;
+
+typedef struct task {
+    size_t point, ir, is, ip;
+    uint64_t run_index;
+    char *config_text;
+    char hash[17];
+    int64_t resume_from; /* > 0: copy this stored run instead of simulating */
+    int selected;        /* in this shard */
+    /* filled by the worker */
+    int done;
+    int rc;
+    char err[1024];
+    cluster_result res;
+    char started[32];
+    double wall_s;
+} task;
+
+typedef struct pool {
+    sweep_point *pts;
+    task *tasks;
+    size_t n_tasks;
+    size_t next;          /* next task a worker takes */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const volatile sig_atomic_t *stop;
+    int abort;            /* stop taking new tasks */
+} pool;
+
+static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
+
+static void run_task(pool *pl, task *t)
 {
-    fprintf(out, "%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %6s  %s\n", "policy", "rate/s",
-            "seed", "hit%", "TTFTp50", "TTFTp99", "E2Ep99", "imbal", "done", "unfin", "preempt",
-            "SLO");
+    const sweep_point *pt = &pl->pts[t->point];
+    const exp_config *cfg = &pt->cfg;
+    const route_type *rt = route_find(cfg->policies[t->ip]);
+    SIM_ALWAYS(rt != NULL); /* validated against policy_names */
+    route_params rp = exp_setup_route_params(&pt->setup, (uint64_t)cfg->seeds[t->is]);
+    cluster_params cp = pt->setup.cp;
+    cp.stop = pl->stop;
+    exp_stream *st = NULL;
+    exp_utc_now(t->started, sizeof t->started);
+    double t0 = wall_now();
+    t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
+    if (t->rc == SIM_OK)
+        t->rc = cluster_run(&cp, rt, &rp, exp_stream_source(st), &t->res);
+    t->wall_s = wall_now() - t0;
+    exp_stream_close(st);
+    if (t->rc)
+        snprintf(t->err, sizeof t->err, "%s", sim_errmsg());
 }
 
-static void print_row(FILE *out, const char *policy, double rate, int64_t seed,
-                      const cluster_result *r, double slo)
+static void *worker(void *arg)
+{
+    pool *pl = arg;
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (pl->next < pl->n_tasks && !needs_sim(&pl->tasks[pl->next]))
+            pl->next++;
+        if (pl->next >= pl->n_tasks || pl->abort)
+            break;
+        task *t = &pl->tasks[pl->next++];
+        pthread_mutex_unlock(&pl->mu);
+        run_task(pl, t);
+        pthread_mutex_lock(&pl->mu);
+        t->done = 1;
+        if (t->rc)
+            pl->abort = 1;
+        pthread_cond_broadcast(&pl->cv);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    return NULL;
+}
+
+static void print_header(FILE *out, bool sweep)
+{
+    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s\n", sweep ? "point " : "",
+            "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99", "E2Ep99", "imbal", "done",
+            "unfin", "preempt");
+}
+
+static void print_row(FILE *out, bool sweep, size_t point, const char *policy, double rate,
+                      int64_t seed, const cluster_result *r)
 {
     char t50[16], t99[16], e99[16];
     fmt_s(t50, sizeof t50, r->ttft_p50);
     fmt_s(t99, sizeof t99, r->ttft_p99);
     fmt_s(e99, sizeof e99, r->e2e_p99);
-    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %6llu  %s\n", policy, rate,
+    if (sweep)
+        fprintf(out, "%5zu ", point);
+    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu\n", policy, rate,
             (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)(r->n_unfinished + r->n_rejected),
-            (unsigned long long)r->preemptions, r->ttft_p99 <= slo ? "pass" : "FAIL");
+            (unsigned long long)r->preemptions);
+}
+
+static void progress(bool tty, size_t done, size_t total, double elapsed, const task *t,
+                     const sweep_point *pt)
+{
+    double eta = done ? elapsed / (double)done * (double)(total - done) : 0;
+    if (tty)
+        fprintf(stderr, "\r[%zu/%zu] %3.0f%%  elapsed %.0f s  ETA %.0f s   ", done, total,
+                100.0 * (double)done / (double)total, elapsed, eta);
+    else
+        fprintf(stderr, "[%zu/%zu] %s%s%s rate %.2f seed %lld: %llu requests in %.2f s wall "
+                "(ETA %.0f s)\n", done, total, pt->label, pt->label[0] ? " " : "",
+                pt->cfg.policies[t->ip], pt->cfg.rates[t->ir], (long long)pt->cfg.seeds[t->is],
+                (unsigned long long)t->res.n_arrived, t->wall_s, eta);
+}
+
+static char *default_db(const exp_config *cfg)
+{
+    if (cfg->db && cfg->db[0])
+        return sim_xstrdup(cfg->db);
+    size_t n = strlen(cfg->name) + 16;
+    char *p = sim_xmalloc(n);
+    snprintf(p, n, "results/%s.db", cfg->name);
+    return p;
+}
+
+int exp_run(const exp_run_opts *o, FILE *out)
+{
+    exp_config base;
+    int rc = exp_config_load(o->config_path, o->sets, o->n_set, &base);
+    if (rc)
+        return rc;
+    axis *ax = NULL;
+    if ((rc = parse_axes(&base, o->config_path, &ax))) {
+        exp_config_fini(&base);
+        return rc;
+    }
+    const size_t np = n_points(&base, ax);
+    sweep_point *pts = sim_xcalloc(np, sizeof *pts);
+    size_t np_ok = 0;
+    const char **sets = sim_xcalloc(o->n_set + base.n_sweep + 1, sizeof *sets);
+    char **psets = sim_xcalloc(base.n_sweep + 1, sizeof *psets);
+    size_t n_tasks = 0;
+    for (size_t p = 0; p < np && rc == SIM_OK; p++) {
+        point_sets(&base, ax, p, psets, pts[p].label, sizeof pts[p].label);
+        for (size_t i = 0; i < o->n_set; i++)
+            sets[i] = o->sets[i];
+        for (size_t i = 0; i < base.n_sweep; i++)
+            sets[o->n_set + i] = psets[i];
+        rc = exp_config_load(o->config_path, sets, o->n_set + base.n_sweep, &pts[p].cfg);
+        for (size_t i = 0; i < base.n_sweep; i++)
+            free(psets[i]);
+        if (rc)
+            break;
+        rc = exp_setup_init(&pts[p].cfg, &pts[p].setup);
+        if (rc) {
+            exp_config_fini(&pts[p].cfg);
+            break;
+        }
+        np_ok++;
+        n_tasks += pts[p].cfg.n_rates * pts[p].cfg.n_seeds * pts[p].cfg.n_policies;
+    }
+    free(sets);
+    free(psets);
+    axes_free(ax, base.n_sweep);
+
+    char *db_path = default_db(&base);
+    char *cfg_text = NULL;
+    exp_store *store = NULL;
+    task *tasks = NULL;
+    int64_t exp_id = 0;
+    bool begun = false;
+    if (rc)
+        goto done;
+
+    /* The tasks, in run-index order: point, rate, seed, policy. */
+    tasks = sim_xcalloc(n_tasks ? n_tasks : 1, sizeof *tasks);
+    size_t k = 0;
+    for (size_t p = 0; p < np; p++) {
+        const exp_config *c = &pts[p].cfg;
+        for (size_t ir = 0; ir < c->n_rates; ir++)
+            for (size_t is = 0; is < c->n_seeds; is++)
+                for (size_t ip = 0; ip < c->n_policies; ip++, k++) {
+                    task *t = &tasks[k];
+                    *t = (task){.point = p, .ir = ir, .is = is, .ip = ip, .run_index = k};
+                    t->selected = o->shard_n <= 1 || k % o->shard_n == o->shard_i;
+                    t->config_text = run_config_text(c, ip, ir, is);
+                    hash_hex(t->config_text, t->hash);
+                }
+    }
+
+    if ((rc = exp_store_open(db_path, &store)))
+        goto done;
+    size_t n_selected = 0, n_resumed = 0;
+    for (size_t i = 0; i < n_tasks; i++) {
+        if (!tasks[i].selected)
+            continue;
+        n_selected++;
+        if (o->resume && exp_store_find_run(store, tasks[i].hash, &tasks[i].resume_from) == SIM_OK &&
+            tasks[i].resume_from > 0)
+            n_resumed++;
+    }
+    cfg_text = exp_config_dump(&base);
+    char hash[17];
+    hash_hex(cfg_text, hash);
+    char shard[32] = "";
+    if (o->shard_n > 1)
+        snprintf(shard, sizeof shard, "%u/%u", o->shard_i, o->shard_n);
+    char slos[256] = "";
+    for (size_t i = 0, used = 0; i < base.n_slos && used + 1 < sizeof slos; i++)
+        used += (size_t)snprintf(slos + used, sizeof slos - used, "%s%.17g", i ? "," : "",
+                                 base.slos[i]);
+    double report_rate = base.report_rate;
+    if (!(report_rate > 0)) {
+        double *r = sim_xmalloc(base.n_rates * sizeof *r);
+        memcpy(r, base.rates, base.n_rates * sizeof *r);
+        gsl_sort(r, 1, base.n_rates);
+        report_rate = r[(base.n_rates - 1) / 2];
+        free(r);
+    }
+    exp_store_meta meta = {.name = base.name, .config_path = o->config_path,
+                           .config_text = cfg_text, .config_hash = hash,
+                           .build = CRSIM_VERSION, .n_runs_planned = (int64_t)n_tasks,
+                           .n_points = (int64_t)np, .shard = shard[0] ? shard : NULL,
+                           .slo_metric = exp_slo_metric_names[base.slo_metric], .slos = slos,
+                           .report_rate = report_rate};
+    if ((rc = exp_store_begin(store, &meta, &exp_id)))
+        goto done;
+    begun = true;
+
+    const bool sweep = np > 1;
+    fprintf(out, "crsim %s: experiment '%s' (id %lld): %zu point%s, %zu runs", CRSIM_VERSION,
+            base.name, (long long)exp_id, np, np == 1 ? "" : "s", n_tasks);
+    if (shard[0])
+        fprintf(out, ", shard %s: %zu runs", shard, n_selected);
+    if (n_resumed)
+        fprintf(out, ", %zu resumed from stored runs", n_resumed);
+    fprintf(out, ", %u job%s -> %s\n", o->jobs, o->jobs == 1 ? "" : "s", db_path);
+    for (size_t p = 0; p < np; p++) {
+        if (sweep)
+            fprintf(out, "point %zu: %s\n", p, pts[p].label);
+        if (p == 0 || sweep)
+            exp_setup_print(&pts[p].setup, out);
+    }
+    fputc('\n', out);
+    print_header(out, sweep);
+    fflush(out);
+
+    /* Workers simulate; this thread stores in run-index order. */
+    pool pl = {.pts = pts, .tasks = tasks, .n_tasks = n_tasks, .stop = o->stop};
+    pthread_mutex_init(&pl.mu, NULL);
+    pthread_cond_init(&pl.cv, NULL);
+    unsigned nw = o->jobs ? o->jobs : 1;
+    pthread_t *th = sim_xcalloc(nw, sizeof *th);
+    for (unsigned w = 0; w < nw; w++)
+        pthread_create(&th[w], NULL, worker, &pl);
+    const bool tty = !o->quiet && isatty(2);
+    const double t_start = wall_now();
+    size_t stored = 0;
+    for (size_t i = 0; i < n_tasks; i++) {
+        task *t = &tasks[i];
+        if (!t->selected)
+            continue;
+        const sweep_point *pt = &pts[t->point];
+        exp_run_row row = {.policy = pt->cfg.policies[t->ip], .seed = pt->cfg.seeds[t->is],
+                           .rate_rps = pt->cfg.rates[t->ir], .config_text = t->config_text,
+                           .config_hash = t->hash, .run_index = (int64_t)t->run_index,
+                           .point = (int64_t)t->point, .point_label = pt->label};
+        if (t->resume_from > 0) {
+            if (rc == SIM_OK)
+                rc = exp_store_copy_run(store, exp_id, &row, t->resume_from);
+            if (rc == SIM_OK) {
+                stored++;
+                if (!o->quiet && !tty)
+                    fprintf(stderr, "[%zu/%zu] resumed run %lld\n", stored, n_selected,
+                            (long long)t->resume_from);
+            }
+            continue;
+        }
+        pthread_mutex_lock(&pl.mu);
+        while (!t->done && !(pl.abort && !t->done && pl.next <= i))
+            pthread_cond_wait(&pl.cv, &pl.mu);
+        pthread_mutex_unlock(&pl.mu);
+        if (!t->done)
+            break; /* aborted before this task started */
+        if (t->rc) {
+            if (rc == SIM_OK)
+                rc = SIM_ERROR(t->rc, "%s", t->err);
+            cluster_result_fini(&t->res);
+            continue;
+        }
+        if (rc == SIM_OK) {
+            row.started_at = t->started;
+            row.wall_s = t->wall_s;
+            rc = exp_store_add_run(store, exp_id, &row, &t->res, NULL);
+            if (rc == SIM_OK) {
+                stored++;
+                if (tty)
+                    fputc('\r', stderr);
+                print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
+                fflush(out);
+                if (!o->quiet)
+                    progress(tty, stored, n_selected, wall_now() - t_start, t, pt);
+            } else {
+                pthread_mutex_lock(&pl.mu);
+                pl.abort = 1;
+                pthread_mutex_unlock(&pl.mu);
+            }
+        }
+        cluster_result_fini(&t->res);
+    }
+    for (unsigned w = 0; w < nw; w++)
+        pthread_join(th[w], NULL);
+    free(th);
+    /* Results of tasks finished after an abort are dropped (not stored). */
+    for (size_t i = 0; i < n_tasks; i++)
+        if (tasks[i].done && tasks[i].res.rec)
+            cluster_result_fini(&tasks[i].res);
+    pthread_mutex_destroy(&pl.mu);
+    pthread_cond_destroy(&pl.cv);
+    if (tty)
+        fputc('\n', stderr);
+    if (rc == SIM_OK && !shard[0])
+        rc = exp_store_capacities(store, exp_id);
+    if (rc == SIM_OK)
+        fprintf(out, "\nhit%% = served token-weighted KV prefix-hit rate; times in seconds; "
+                "imbal = max/mean served tokens per destination;\nunfin = unfinished at the end "
+                "of the drain window (counted as SLO violations).\nstored %zu runs in %s "
+                "(experiment %lld); capacities: crsim report %s\n", stored, db_path,
+                (long long)exp_id, db_path);
+
+done:
+    if (begun) {
+        int rc2 = exp_store_end(store, exp_id, rc == SIM_OK ? "complete" : "incomplete");
+        if (rc == SIM_OK)
+            rc = rc2;
+    }
+    exp_store_close(store);
+    for (size_t i = 0; tasks && i < n_tasks; i++)
+        free(tasks[i].config_text);
+    free(tasks);
+    for (size_t p = 0; p < np_ok; p++) {
+        exp_setup_fini(&pts[p].setup);
+        exp_config_fini(&pts[p].cfg);
+    }
+    free(pts);
+    free(cfg_text);
+    free(db_path);
+    exp_config_fini(&base);
+    return rc;
 }
 
 static void print_keystats(FILE *out, const char *what, const wl_keystats *ks)
@@ -312,17 +711,17 @@ int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint6
                           uint32_t block_size, FILE *out)
 {
     exp_config cfg = {.wl = *wl, .block_size = block_size};
-    streams st;
-    int rc = streams_init(&st, &cfg);
-    if (rc)
-        return rc;
+    exp_setup s = {.cfg = &cfg, .is_trace = strcmp(wl->type, "mooncake") == 0};
+    int rc = SIM_OK;
     wl_keystats ks;
-    if (st.is_trace) {
+    if (s.is_trace) {
+        if ((rc = wl_mooncake_load(wl->trace, (uint32_t)wl->trace_block_tokens, &s.trace)))
+            return rc;
         /* Per-key request counts of the whole trace. */
-        size_t n = st.trace->n;
+        size_t n = s.trace->n;
         unsigned long *keys = sim_xmalloc(n * sizeof *keys); /* 64-bit on LP64 */
         for (size_t i = 0; i < n; i++)
-            keys[i] = wl_trace_routing_key(st.trace, i, (uint32_t)wl->key_ids);
+            keys[i] = wl_trace_routing_key(s.trace, i, (uint32_t)wl->key_ids);
         gsl_sort_ulong(keys, 1, n);
         double *cnt = sim_xmalloc(n * sizeof *cnt);
         size_t k = 0;
@@ -336,7 +735,7 @@ int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint6
         free(cnt);
         if (rc == SIM_OK) {
             fprintf(out, "trace %s: %zu requests over %.0f s (%.2f requests/s as recorded)\n",
-                    wl->trace, n, wl_trace_span_s(st.trace), wl_trace_mean_rate(st.trace));
+                    wl->trace, n, wl_trace_span_s(s.trace), wl_trace_mean_rate(s.trace));
             print_keystats(out, "routing keys (request counts)", &ks);
         }
     } else {
@@ -352,12 +751,12 @@ int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint6
         }
         wl_keyrates_fini(&kr);
     }
-    wl_source src;
+    exp_stream *st = NULL;
     if (rc == SIM_OK)
-        rc = streams_open(&st, seed, rate, &src);
+        rc = exp_stream_open(&s, seed, rate, &st);
     if (rc == SIM_OK) {
         wl_stream_stats ss;
-        rc = wl_stream_describe(src, max, block_size, &ss);
+        rc = wl_stream_describe(exp_stream_source(st), max, block_size, &ss);
         if (rc == SIM_OK)
             fprintf(out, "stream (seed %llu, target %.2f requests/s, first %llu requests): "
                     "%.2f requests/s over %.0f s, inter-arrival CV %.2f, %llu distinct keys,\n"
@@ -367,162 +766,7 @@ int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint6
                     (unsigned long long)ss.keys, ss.mean_prompt, ss.mean_output,
                     ss.inf_hit_rate, (unsigned long long)block_size);
     }
-    streams_fini(&st);
-    return rc;
-}
-
-int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out)
-{
-    spec_hw hw = {0};
-    spec_model model = {0};
-    streams st;
-    exp_store *store = NULL;
-    char *cfg_text = NULL;
-    char *db_path = NULL;
-    int64_t exp_id = 0;
-    bool begun = false;
-    int rc;
-
-    memset(&st, 0, sizeof st);
-    if ((rc = spec_hw_load(cfg->hardware, &hw)) || (rc = spec_model_load(cfg->model, &model)))
-        goto done;
-    spec_deploy dep = {.hw = &hw, .model = &model, .tp = cfg->tp, .mem_util = cfg->mem_util,
-                       .block_size = cfg->block_size};
-    spec_dtype_parse(cfg->weight_dtype, &dep.weight_dtype);
-    spec_dtype_parse(cfg->kv_dtype, &dep.kv_dtype);
-    uint64_t pool_tokens;
-    uint32_t pool_blocks;
-    if ((rc = spec_kv_pool(&dep, &pool_tokens, &pool_blocks)))
-        goto done;
-    if ((rc = streams_init(&st, cfg)))
-        goto done;
-    cost_model cost;
-    char cost_line[512] = "";
-    {
-        char *pname = cfg->cost_profile[0] ? sim_xstrdup(cfg->cost_profile)
-                                           : cost_profile_default_name(&dep);
-        cost_profile prof;
-        rc = cost_profile_load(pname, &prof);
-        if (rc == SIM_OK) {
-            rc = cost_model_from_profile(&cost, (enum cost_kind)cfg->cost_model, &dep, &prof);
-            cost_profile_fini(&prof);
-        }
-        if (rc == SIM_OK)
-            snprintf(cost_line, sizeof cost_line, "cost model: %s, calibration profile %s\n",
-                     cost_kind_name((enum cost_kind)cfg->cost_model), pname);
-        free(pname);
-        if (rc)
-            goto done;
-    }
-
-    if (cfg->db && cfg->db[0]) {
-        db_path = sim_xstrdup(cfg->db);
-    } else {
-        size_t n = strlen(cfg->name) + 16;
-        db_path = sim_xmalloc(n);
-        snprintf(db_path, n, "results/%s.db", cfg->name);
-    }
-    if ((rc = exp_store_open(db_path, &store)))
-        goto done;
-    cfg_text = exp_config_dump(cfg);
-    char hash[17];
-    hash_hex(cfg_text, hash);
-    const size_t n_runs = cfg->n_policies * cfg->n_rates * cfg->n_seeds;
-    if ((rc = exp_store_begin(store, cfg->name, o->config_path, cfg_text, hash, CRSIM_VERSION,
-                              (int64_t)n_runs, &exp_id)))
-        goto done;
-    begun = true;
-
-    fprintf(out, "crsim %s: experiment '%s' (id %lld), %zu runs -> %s\n", CRSIM_VERSION,
-            cfg->name, (long long)exp_id, n_runs, db_path);
-    fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
-            (long long)cfg->destinations, model.name, (long long)cfg->tp, hw.name,
-            cfg->weight_dtype, cfg->kv_dtype);
-    fputs(cost_line, out);
-    fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
-            pool_blocks, (long long)cfg->block_size, (unsigned long long)pool_tokens,
-            (double)pool_tokens * spec_kv_bytes_per_token(&model, dep.kv_dtype) / 1e9);
-    describe_workload(&st, out);
-    print_header(out);
-    fflush(out);
-
-    cluster_params cp = {
-        .n_dest = (uint32_t)cfg->destinations,
-        .deploy = dep,
-        .cost = cost,
-        .engine = {.block_size = (uint32_t)cfg->block_size,
-                   .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
-                   .max_num_seqs = (uint32_t)cfg->max_num_seqs,
-                   .prefix_caching = cfg->prefix_caching},
-        .warmup_s = cfg->warmup_s,
-        .drain_s = cfg->drain_s,
-        .stop = o->stop,
-    };
-    size_t done_runs = 0;
-    for (size_t ir = 0; ir < cfg->n_rates && rc == SIM_OK; ir++) {
-        for (size_t is = 0; is < cfg->n_seeds && rc == SIM_OK; is++) {
-            for (size_t ip = 0; ip < cfg->n_policies && rc == SIM_OK; ip++) {
-                const route_type *rt = route_find(cfg->policies[ip]);
-                SIM_ALWAYS(rt != NULL); /* validated against policy_names */
-                route_params rp = {.n_dest = cp.n_dest, .seed = (uint64_t)cfg->seeds[is],
-                                   .sticky_vnodes = (uint32_t)cfg->sticky_vnodes,
-                                   .chwbl_c = cfg->chwbl_c, .cr_q_cap = cfg->cr_q_cap,
-                                   .cr_slots = cfg->cr_slots,
-                                   .interval_s = cfg->cr_interval_s};
-                wl_source src;
-                if ((rc = streams_open(&st, (uint64_t)cfg->seeds[is], cfg->rates[ir], &src)))
-                    break;
-                char started[32];
-                exp_utc_now(started, sizeof started);
-                double t0 = wall_now();
-                cluster_result res;
-                rc = cluster_run(&cp, rt, &rp, src, &res);
-                double wall = wall_now() - t0;
-                streams_close(&st);
-                if (rc == SIM_OK) {
-                    char *text = run_config_text(cfg, ip, ir, is);
-                    char rhash[17];
-                    hash_hex(text, rhash);
-                    exp_run_row row = {.policy = rt->name, .seed = cfg->seeds[is],
-                                       .rate_rps = cfg->rates[ir], .config_text = text,
-                                       .config_hash = rhash, .started_at = started,
-                                       .wall_s = wall};
-                    rc = exp_store_add_run(store, exp_id, &row, &res, NULL);
-                    free(text);
-                    if (rc == SIM_OK) {
-                        print_row(out, rt->name, cfg->rates[ir], cfg->seeds[is], &res,
-                                  cfg->slo_ttft_s);
-                        fflush(out);
-                        done_runs++;
-                        if (!o->quiet)
-                            fprintf(stderr, "[%zu/%zu] %s rate %.2f seed %lld: %llu requests "
-                                    "in %.2f s wall (%.0f requests/s)\n", done_runs, n_runs,
-                                    rt->name, cfg->rates[ir], (long long)cfg->seeds[is],
-                                    (unsigned long long)res.n_arrived, wall,
-                                    (double)res.n_arrived / wall);
-                    }
-                }
-                cluster_result_fini(&res);
-            }
-        }
-    }
-    if (rc == SIM_OK)
-        fprintf(out, "\nhit%% = served token-weighted KV prefix-hit rate; times in seconds; "
-                "imbal = max/mean served tokens per destination;\nunfin = unfinished at the "
-                "end of the drain window (counted as SLO violations); SLO = TTFT p99 <= %g s.\n"
-                "stored in %s (experiment %lld)\n", cfg->slo_ttft_s, db_path, (long long)exp_id);
-
-done:
-    if (begun) {
-        int rc2 = exp_store_end(store, exp_id, rc == SIM_OK ? "complete" : "incomplete");
-        if (rc == SIM_OK)
-            rc = rc2;
-    }
-    exp_store_close(store);
-    free(cfg_text);
-    free(db_path);
-    streams_fini(&st);
-    spec_hw_fini(&hw);
-    spec_model_fini(&model);
+    exp_stream_close(st);
+    wl_trace_destroy(s.trace);
     return rc;
 }

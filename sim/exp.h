@@ -29,7 +29,13 @@ typedef struct exp_config {
     size_t n_seeds;
     double warmup_s;
     double drain_s;
-    double slo_ttft_s;
+    double *slos;             /* SLO thresholds, s */
+    size_t n_slos;
+    int slo_metric;           /* index into exp_slo_metric_names */
+    double report_rate;       /* requests/s; 0 = median tested load */
+    char **sweep;             /* axes "KEY=[v1, ...]" */
+    size_t n_sweep;
+    int sweep_mode;           /* 0 grid, 1 zip */
     /* cluster */
     int64_t destinations;
     char *hardware;
@@ -52,7 +58,15 @@ typedef struct exp_config {
     int64_t sticky_vnodes;
     double chwbl_c;
     double cr_q_cap, cr_slots, cr_interval_s;
+    double dm_ttft_slo_s, dm_tp_s, dm_max_wait_s;
+    int64_t dm_vnodes;
+    double pb_window_s, pb_high_load;
 } exp_config;
+
+/* Names of experiment.slo_metric (run_metrics columns) and
+ * experiment.sweep_mode, NULL-terminated. */
+extern const char *const exp_slo_metric_names[];
+extern const char *const exp_sweep_mode_names[];
 
 /* The schema of exp_config (NULL-terminated), for binding, dumping and
  * `crsim help config`. */
@@ -78,19 +92,27 @@ char *exp_config_dump(const exp_config *cfg);
 /* Options of `crsim run`. */
 typedef struct exp_run_opts {
     const char *config_path;  /* as given on the command line */
-    bool quiet;               /* no progress lines */
+    const char *const *sets;  /* --set overrides "KEY=VALUE", applied in order */
+    size_t n_set;
+    unsigned jobs;            /* parallel runs (>= 1) */
+    unsigned shard_i, shard_n; /* run only runs with run_index % shard_n == shard_i */
+    bool resume;              /* reuse runs stored with the same config hash */
+    bool quiet;               /* no progress output */
     const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
 } exp_run_opts;
 
 /*
- * Run every (policy, rate, seed) point of `cfg`, store each run in the
- * database cfg->db (created if missing; a new experiment row each time),
- * and print the summary table to `out`.  Returns SIM_OK; SIM_EINVAL for
- * bad input (trace, specs), SIM_EDB when the database cannot be written,
- * SIM_EINTR when interrupted (runs finished so far are stored and the
- * experiment row is marked incomplete).
+ * Run the experiment of config `o->config_path` (with the --set
+ * overrides): every sweep point × rate × seed × policy, in parallel on
+ * `o->jobs` threads, storing runs in run_index order (so the database does
+ * not depend on the number of jobs), then the SLO capacities, and print the
+ * per-run table to `out` (progress and ETA go to stderr on a terminal).
+ * Returns SIM_OK; SIM_EINVAL/SIM_EIO for bad input (config, sweep axis,
+ * spec, trace); SIM_EDB when the database cannot be written; SIM_EINTR
+ * when interrupted (runs finished so far are stored, the experiment row is
+ * marked incomplete).
  */
-int exp_run(const exp_config *cfg, const exp_run_opts *o, FILE *out);
+int exp_run(const exp_run_opts *o, FILE *out);
 
 /*
  * `crsim workload describe`: print what a workload is — for a synthetic

@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../models/route.h"
 #include "error.h"
 #include "../workloads/wl_config.h"
 #include "exp.h"
+#include "merge.h"
 #include "version.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -27,11 +29,15 @@ static void usage(FILE *f)
     fputs("usage: crsim <command> [options]\n"
           "\n"
           "commands:\n"
-          "  run CONFIG [--set KEY=VALUE]... [--quiet]\n"
-          "        run every (policy, rate, seed) point of the experiment config,\n"
-          "        print a table and store all runs in SQLite (experiment.db,\n"
-          "        default results/<experiment.name>.db).  --set overrides any key,\n"
-          "        e.g. --set experiment.rates=[10,20] --set cluster.destinations=8\n"
+          "  run CONFIG [--set KEY=VALUE]... [--jobs N] [--shard I/N] [--resume] [--quiet]\n"
+          "        run every sweep point x rate x seed x policy of the experiment config\n"
+          "        on N parallel jobs (default: all cores; results do not depend on N),\n"
+          "        print a table and store all runs and SLO capacities in SQLite\n"
+          "        (experiment.db, default results/<experiment.name>.db).  --set overrides\n"
+          "        any key, e.g. --set experiment.rates=[10,20] --set cluster.destinations=8;\n"
+          "        --shard I/N runs only runs with index %% N == I (0 <= I < N), for job\n"
+          "        arrays; --resume reuses runs stored with the same config hash\n"
+          "  merge OUT.db SHARD.db...   combine shard databases into one\n"
           "  workload describe CONFIG [--set KEY=VALUE]... [--rate R] [--seed S]\n"
           "        [--requests N] [--block-size B]\n"
           "        statistics of a workload (a preset in workloads/specs/ or any config):\n"
@@ -66,56 +72,91 @@ static int fail(int rc)
     return exit_code(rc);
 }
 
+/* Parse "I/N" with 0 <= I < N. */
+static int parse_shard(const char *v, unsigned *i, unsigned *n)
+{
+    char *end = NULL;
+    unsigned long a = strtoul(v, &end, 10);
+    if (end == v || *end != '/')
+        goto bad;
+    const char *q = end + 1;
+    unsigned long b = strtoul(q, &end, 10);
+    if (end == q || *end || b == 0 || a >= b || b > 1000000)
+        goto bad;
+    *i = (unsigned)a;
+    *n = (unsigned)b;
+    return SIM_OK;
+bad:
+    return SIM_ERROR(SIM_EINVAL, "--shard '%s'; expected I/N with 0 <= I < N (e.g. "
+                     "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with a 0-based array)", v);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     const char *config = NULL;
-    const char **sets = calloc((size_t)argc, sizeof *sets);
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     size_t n_set = 0;
-    exp_run_opts o = {.stop = &stop_flag};
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0) {
-            if (i + 1 >= argc) {
-                free(sets);
-                return fail(SIM_ERROR(SIM_EINVAL, "--set needs an argument KEY=VALUE"));
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    exp_run_opts o = {.stop = &stop_flag, .jobs = ncpu > 0 ? (unsigned)ncpu : 1};
+    int rc = SIM_OK;
+    for (int i = 0; i < argc && rc == SIM_OK; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--set") == 0 || strcmp(a, "--jobs") == 0 || strcmp(a, "-j") == 0 ||
+            strcmp(a, "--shard") == 0) {
+            if (!val) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s needs a value", a);
+                break;
             }
-            sets[n_set++] = argv[++i];
-        } else if (strncmp(argv[i], "--set=", 6) == 0) {
-            sets[n_set++] = argv[i] + 6;
-        } else if (strcmp(argv[i], "--quiet") == 0) {
+            i++;
+            if (strcmp(a, "--set") == 0) {
+                sets[n_set++] = val;
+            } else if (strcmp(a, "--shard") == 0) {
+                rc = parse_shard(val, &o.shard_i, &o.shard_n);
+            } else {
+                char *end = NULL;
+                long j = strtol(val, &end, 10);
+                if (*end || j < 1 || j > 4096)
+                    rc = SIM_ERROR(SIM_EINVAL, "--jobs '%s'; expected an integer 1..4096", val);
+                else
+                    o.jobs = (unsigned)j;
+            }
+        } else if (strncmp(a, "--set=", 6) == 0) {
+            sets[n_set++] = a + 6;
+        } else if (strcmp(a, "--quiet") == 0) {
             o.quiet = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        } else if (strcmp(a, "--resume") == 0) {
+            o.resume = true;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             free(sets);
             usage(stdout);
             return 0;
-        } else if (argv[i][0] == '-') {
-            free(sets);
-            return fail(SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'run'; expected --set "
-                                  "KEY=VALUE or --quiet", argv[i]));
+        } else if (a[0] == '-') {
+            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'run'; expected --set KEY=VALUE, "
+                           "--jobs N, --shard I/N, --resume or --quiet", a);
         } else if (!config) {
-            config = argv[i];
+            config = a;
         } else {
-            free(sets);
-            return fail(SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one config "
-                                  "file", argv[i]));
+            rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one config file", a);
         }
     }
-    if (!config) {
+    if (rc == SIM_OK && !config) {
         free(sets);
         usage(stderr);
         return SIM_EXIT_BADINPUT;
     }
-    o.config_path = config;
-    exp_config cfg;
-    int rc = exp_config_load(config, sets, n_set, &cfg);
-    free(sets);
-    if (rc)
+    if (rc) {
+        free(sets);
         return fail(rc);
+    }
+    o.config_path = config;
+    o.sets = sets;
+    o.n_set = n_set;
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    rc = exp_run(&cfg, &o, stdout);
-    exp_config_fini(&cfg);
+    rc = exp_run(&o, stdout);
+    free(sets);
     return rc ? fail(rc) : 0;
 }
 
@@ -180,6 +221,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "merge") == 0) {
+        int rc = exp_merge_main(argc - 2, argv + 2);
+        return rc ? fail(rc) : 0;
+    }
     if (strcmp(cmd, "workload") == 0)
         return cmd_workload(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capacity.h"
 #include "error.h"
 
 struct exp_store {
@@ -34,10 +35,19 @@ static const char schema_sql[] =
     "  started_at TEXT NOT NULL,\n"
     "  finished_at TEXT,\n"
     "  n_runs_planned INTEGER NOT NULL,\n"
+    "  n_points INTEGER NOT NULL,\n"
+    "  shard TEXT,\n"
+    "  slo_metric TEXT NOT NULL,\n"
+    "  slos TEXT NOT NULL,\n"
+    "  report_rate_rps REAL NOT NULL,\n"
     "  status TEXT NOT NULL CHECK (status IN ('running','complete','incomplete')));\n"
     "CREATE TABLE IF NOT EXISTS runs(\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
+    "  run_index INTEGER NOT NULL,\n"
+    "  point INTEGER NOT NULL,\n"
+    "  point_label TEXT NOT NULL,\n"
+    "  resumed_from INTEGER,\n"
     "  policy TEXT NOT NULL,\n"
     "  seed INTEGER NOT NULL,\n"
     "  rate_rps REAL NOT NULL,\n"
@@ -70,7 +80,23 @@ static const char schema_sql[] =
     "  busy_s REAL NOT NULL, steps INTEGER NOT NULL, preemptions INTEGER NOT NULL,\n"
     "  rejected INTEGER NOT NULL,\n"
     "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,\n"
-    "  PRIMARY KEY (run_id, dest));\n";
+    "  PRIMARY KEY (run_id, dest));\n"
+    "CREATE TABLE IF NOT EXISTS capacities(\n"
+    "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
+    "  point INTEGER NOT NULL,\n"
+    "  point_label TEXT NOT NULL,\n"
+    "  policy TEXT NOT NULL,\n"
+    "  seed INTEGER NOT NULL,\n"
+    "  slo_metric TEXT NOT NULL,\n"
+    "  slo_s REAL NOT NULL,\n"
+    "  capacity_rps REAL,\n"
+    "  censoring TEXT NOT NULL CHECK (censoring IN ('none','left','right')),\n"
+    "  lowest_rps REAL NOT NULL,\n"
+    "  highest_rps REAL NOT NULL,\n"
+    "  n_loads INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (experiment_id, point, policy, seed, slo_metric, slo_s));\n"
+    "CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash, status);\n"
+    "CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id, run_index);\n";
 
 static int db_error(exp_store *s, const char *what)
 {
@@ -180,9 +206,7 @@ static void bind_real(sqlite3_stmt *st, int i, double x)
         sqlite3_bind_double(st, i, x);
 }
 
-int exp_store_begin(exp_store *s, const char *name, const char *config_path,
-                    const char *config_text, const char *config_hash, const char *build,
-                    int64_t n_runs_planned, int64_t *id)
+int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id)
 {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -191,18 +215,27 @@ int exp_store_begin(exp_store *s, const char *name, const char *config_path,
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO experiments(name, config_path, config_text, config_hash,"
-                           " build_version, host, started_at, n_runs_planned, status)"
-                           " VALUES (?,?,?,?,?,?,?,?,'running')",
+                           " build_version, host, started_at, n_runs_planned, n_points, shard,"
+                           " slo_metric, slos, report_rate_rps, status)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,'running')",
                            -1, &st, NULL) != SQLITE_OK)
         return db_error(s, "cannot prepare the experiment row");
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, config_path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, config_text, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, config_hash, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, build, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 1, m->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, m->config_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, m->config_text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, m->config_hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, m->build, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, host, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 7, now, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 8, n_runs_planned);
+    sqlite3_bind_int64(st, 8, m->n_runs_planned);
+    sqlite3_bind_int64(st, 9, m->n_points);
+    if (m->shard)
+        sqlite3_bind_text(st, 10, m->shard, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 10);
+    sqlite3_bind_text(st, 11, m->slo_metric, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 12, m->slos, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 13, m->report_rate);
     int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot add the experiment");
     sqlite3_finalize(st);
     if (rc == SIM_OK)
@@ -221,8 +254,9 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
 
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO runs(experiment_id, policy, seed, rate_rps, config_text,"
-                           " config_hash, build_version, started_at, wall_s, status)"
-                           " SELECT ?,?,?,?,?,?, build_version, ?, ?, ? FROM experiments"
+                           " config_hash, build_version, started_at, wall_s, status, run_index,"
+                           " point, point_label)"
+                           " SELECT ?,?,?,?,?,?, build_version, ?, ?, ?, ?, ?, ? FROM experiments"
                            " WHERE id = ?",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = db_error(s, "cannot prepare a run row");
@@ -237,7 +271,10 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_bind_text(st, 7, row->started_at, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 8, row->wall_s);
     sqlite3_bind_text(st, 9, res->interrupted ? "interrupted" : "complete", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 10, exp_id);
+    sqlite3_bind_int64(st, 10, row->run_index);
+    sqlite3_bind_int64(st, 11, row->point);
+    sqlite3_bind_text(st, 12, row->point_label, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 13, exp_id);
     if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
         rc = db_error(s, "cannot add a run");
         goto fail;
@@ -353,4 +390,99 @@ int exp_store_end(exp_store *s, int64_t exp_id, const char *status)
     int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot finish the experiment");
     sqlite3_finalize(st);
     return rc;
+}
+
+int exp_store_find_run(exp_store *s, const char *hash, int64_t *run_id)
+{
+    sqlite3_stmt *st = NULL;
+    *run_id = 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT id FROM runs WHERE config_hash = ? AND status = 'complete'"
+                           " ORDER BY id DESC LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, "cannot look up stored runs");
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        *run_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return r == SQLITE_ROW || r == SQLITE_DONE ? SIM_OK : db_error(s, "cannot look up stored runs");
+}
+
+/* Run `sql` with up to three int64 parameters; SIM_OK or SIM_EDB. */
+static int exec3(exp_store *s, const char *sql, int64_t a, int64_t b, int64_t c, int n)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, "cannot prepare a copy");
+    if (n >= 1)
+        sqlite3_bind_int64(st, 1, a);
+    if (n >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    if (n >= 3)
+        sqlite3_bind_int64(st, 3, c);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot copy a run");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int64_t from)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_error(s, "cannot begin a transaction");
+    sqlite3_stmt *st = NULL;
+    int rc = SIM_OK;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO runs(experiment_id, run_index, point, point_label,"
+                           " resumed_from, policy, seed, rate_rps, config_text, config_hash,"
+                           " build_version, started_at, wall_s, status)"
+                           " SELECT ?, ?, ?, ?, id, policy, seed, rate_rps, config_text,"
+                           " config_hash, build_version, started_at, wall_s, status"
+                           " FROM runs WHERE id = ?",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = db_error(s, "cannot prepare a resumed run");
+        goto fail;
+    }
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_int64(st, 2, row->run_index);
+    sqlite3_bind_int64(st, 3, row->point);
+    sqlite3_bind_text(st, 4, row->point_label, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, from);
+    if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
+        rc = db_error(s, "cannot copy a resumed run");
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    int64_t rid = sqlite3_last_insert_rowid(s->db);
+    if ((rc = exec3(s, "INSERT INTO run_metrics SELECT ?1, n_arrived, n_completed, n_unfinished,"
+                       " n_rejected, n_measured, measured_completed, prompt_tokens, hit_tokens,"
+                       " hit_rate, ttft_p50, ttft_p90, ttft_p99, ttft_mean, tpot_p50, tpot_p90,"
+                       " tpot_p99, e2e_p50, e2e_p90, e2e_p99, imbalance_work, imbalance_requests,"
+                       " first_arrival_s, last_arrival_s, sim_end_s, throughput_rps, steps,"
+                       " events, preemptions, kv_pool_blocks, kv_pool_tokens"
+                       " FROM run_metrics WHERE run_id = ?2", rid, from, 0, 2)))
+        goto fail;
+    if ((rc = exec3(s, "INSERT INTO dest_metrics SELECT ?1, dest, routed, routed_measured,"
+                       " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
+                       " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
+                       " rejected, kv_pool_blocks, kv_pool_tokens"
+                       " FROM dest_metrics WHERE run_id = ?2", rid, from, 0, 2)))
+        goto fail;
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = db_error(s, "cannot commit a resumed run");
+        goto fail;
+    }
+    return SIM_OK;
+fail:
+    sqlite3_finalize(st);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+struct sqlite3 *exp_store_db(exp_store *s) { return s->db; }
+
+int exp_store_capacities(exp_store *s, int64_t exp_id)
+{
+    return exp_capacity_store(s->db, exp_id);
 }

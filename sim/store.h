@@ -16,12 +16,30 @@
 #include "../models/cluster.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 1
+#define EXP_STORE_SCHEMA_VERSION 2
 
 typedef struct exp_store exp_store;
 
+/* An experiment's identity (one `crsim run` invocation). */
+typedef struct exp_store_meta {
+    const char *name;
+    const char *config_path;
+    const char *config_text;  /* full resolved config (canonical YAML) */
+    const char *config_hash;  /* hex XXH3-64 of config_text */
+    const char *build;        /* build version */
+    int64_t n_runs_planned;   /* runs of the whole sweep */
+    int64_t n_points;         /* sweep points */
+    const char *shard;        /* "I/N", or NULL for the whole sweep */
+    const char *slo_metric;   /* run_metrics column the SLOs apply to */
+    const char *slos;         /* thresholds, s, comma-separated */
+    double report_rate;       /* requests/s */
+} exp_store_meta;
+
 /* One run's identity and bookkeeping. */
 typedef struct exp_run_row {
+    int64_t run_index;        /* position in the sweep order */
+    int64_t point;            /* sweep point */
+    const char *point_label;  /* its overrides, "" without a sweep */
     const char *policy;
     int64_t seed;
     double rate_rps;          /* offered load, requests/s */
@@ -42,9 +60,24 @@ void exp_store_close(exp_store *s);
 
 /* Insert an experiments row with status 'running'; *id receives its id.
  * Strings are copied by SQLite.  Returns SIM_OK or SIM_EDB. */
-int exp_store_begin(exp_store *s, const char *name, const char *config_path,
-                    const char *config_text, const char *config_hash, const char *build,
-                    int64_t n_runs_planned, int64_t *id);
+int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id);
+
+/* The most recent complete run stored with config hash `hash` (any
+ * experiment) into *run_id, or 0 if there is none.  Returns SIM_OK or
+ * SIM_EDB. */
+int exp_store_find_run(exp_store *s, const char *hash, int64_t *run_id);
+
+/* Store run `from` (its metrics and destination rows) again as a run of
+ * experiment `exp_id` with the identity in `row` (resumed_from = from), in
+ * one transaction.  Returns SIM_OK or SIM_EDB. */
+int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int64_t from);
+
+/* Compute and store the SLO capacities of experiment `exp_id` from its runs
+ * (sim/capacity.h).  Returns SIM_OK or SIM_EDB. */
+int exp_store_capacities(exp_store *s, int64_t exp_id);
+
+/* The underlying connection (for report and merge code).  Owned by `s`. */
+struct sqlite3 *exp_store_db(exp_store *s);
 
 /* Store one finished run of experiment `exp_id` (runs, run_metrics and
  * dest_metrics rows) in one transaction.  Returns SIM_OK or SIM_EDB (then

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../models/cost.h"
 #include "../models/route.h"
 #include "../sim/error.h"
 #include "check.h"
@@ -16,8 +17,11 @@
 static void *make(const route_type *rt, uint32_t n_dest, uint64_t seed)
 {
     void *s = calloc(1, rt->state_size ? rt->state_size : 1);
+    static cost_model cm = {.lin_s_per_token = 1e-4, .overhead_s = 1e-3};
     route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256, .chwbl_c = 1.25,
-                      .cr_q_cap = 50, .cr_slots = 4, .interval_s = 10};
+                      .cr_q_cap = 50, .cr_slots = 4, .interval_s = 10, .ttft_slo_s = 3.5,
+                      .block_size = 16, .pool_blocks = 4096, .dm_tp_s = 1e-4, .cost = &cm,
+                      .batch_tokens = 8192};
     CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
     return s;
 }

@@ -42,7 +42,7 @@ const sim_cfg_key wl_config_schema[] = {
      .max = 9007199254740992.0, .def = "0", .unit = "requests",
      .help = "stop after the first N arrivals; 0 = no limit"},
     /* Mooncake replay */
-    {.path = "trace", .type = SIM_CFG_STRING, .offset = OFF(trace), .def = "\"\"",
+    {.path = "trace", .type = SIM_CFG_PATH, .flags = SIM_CFG_OPTIONAL, .offset = OFF(trace), .def = "\"\"",
      .help = "mooncake: JSONL trace (relative to the config file); required for mooncake"},
     {.path = "trace_block_tokens", .type = SIM_CFG_INT, .offset = OFF(trace_block_tokens),
      .min = 1, .max = 1 << 20, .def = "512", .unit = "tokens",
@@ -75,7 +75,7 @@ const sim_cfg_key wl_config_schema[] = {
     {.path = "keys.zipf_q", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.zipf_q), .min = -1,
      .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "0",
      .help = "zipf: Mandelbrot offset q, rate ~ 1/(rank+q)^s"},
-    {.path = "keys.file", .type = SIM_CFG_STRING, .offset = OFF(keys.file), .def = "\"\"",
+    {.path = "keys.file", .type = SIM_CFG_PATH, .flags = SIM_CFG_OPTIONAL, .offset = OFF(keys.file), .def = "\"\"",
      .help = "file: CSV of key,rate rows (relative to the config file)"},
     {.path = "keys.active_set", .type = SIM_CFG_INT, .offset = OFF(keys.active_set), .min = 0,
      .max = 1e8, .def = "0", .unit = "keys",
@@ -89,7 +89,7 @@ const sim_cfg_key wl_config_schema[] = {
     {.path = "arrival.cv", .type = SIM_CFG_DOUBLE, .offset = OFF(arrival.cv), .min = 0,
      .max = 100, .flags = SIM_CFG_EXCL_MIN, .def = "1",
      .help = "gamma: coefficient of variation of inter-arrival gaps (shape = 1/cv^2)"},
-    {.path = "arrival.iat_file", .type = SIM_CFG_STRING, .offset = OFF(arrival.iat_file),
+    {.path = "arrival.iat_file", .type = SIM_CFG_PATH, .flags = SIM_CFG_OPTIONAL, .offset = OFF(arrival.iat_file),
      .def = "\"\"", .help = "bootstrap: CSV of arrival times (relative to the config file)"},
     {.path = "arrival.iat_column", .type = SIM_CFG_STRING, .offset = OFF(arrival.iat_column),
      .def = "TIMESTAMP", .help = "bootstrap: header name of the time column"},
@@ -123,15 +123,6 @@ const sim_cfg_key wl_config_schema[] = {
      .max = 1e9, .def = "0", .help = "number of drift steps; 0 = at every interval boundary"},
     {0},
 };
-
-static void resolve(const sim_cfgdoc *d, char **p)
-{
-    if (*p && **p && **p != '/') {
-        char *r = sim_cfg_resolve_path(d, *p);
-        free(*p);
-        *p = r;
-    }
-}
 
 static int check_len(const wl_lenspec *l, const char *grp, const char *where)
 {
@@ -199,9 +190,6 @@ int wl_config_bind(const sim_cfgdoc *d, wl_config *out)
     memset(out, 0, sizeof *out);
     int rc = sim_cfg_bind_prefix(d, "workload", wl_config_schema, out);
     if (rc == SIM_OK) {
-        resolve(d, &out->trace);
-        resolve(d, &out->keys.file);
-        resolve(d, &out->arrival.iat_file);
         rc = wl_config_check(out, sim_cfgdoc_path(d));
     }
     if (rc)

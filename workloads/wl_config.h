@@ -88,10 +88,10 @@ extern const sim_cfg_key wl_config_schema[];
 
 /*
  * Bind the `workload` subtree of `d` into *out (zeroed by the call), apply
- * defaults, resolve the relative paths trace, keys.file and
- * arrival.iat_file against the directory of the config file (also when
- * they came from --set: these keys are strings, not SIM_CFG_PATH, because
- * they are optional), then run wl_config_check.  Returns SIM_OK or
+ * defaults (the paths trace, keys.file and arrival.iat_file are optional
+ * SIM_CFG_PATH keys: relative to the config file's folder when written in
+ * the file, to the current directory when given with --set, "" when not
+ * set), then run wl_config_check.  Returns SIM_OK or
  * SIM_EINVAL with one line naming the file, line or key path and the
  * expected form; on error *out holds nothing (wl_config_fini is safe).
  */

@@ -1,0 +1,798 @@
+/*
+ * preble: exploit-or-explore placement on a router-side global prefix tree
+ * (Preble, Srivatsa et al., arXiv 2407.00023, ICLR 2025), with
+ * post-assignment rebalancing and hot-prefix replication.  Specification:
+ * the reference notes, /work/shared/reference/policies.md §A5 (paper §3.2
+ * and the released code, WukLab/preble @8e7906a).
+ *
+ * Tree: one node per full KV block hash.  Block hashes are chained, so a
+ * map from hash to node (with parent, child and sibling links) is the
+ * radix tree over token blocks; matching walks the request's blocks while
+ * they are present.  Every node carries alloc(n), the set of destinations
+ * (a bitset over R) whose requests ran through it.
+ *
+ * Rule, per arriving request r (L prompt tokens, m matched blocks):
+ *  cached = min(m · block_size, L), new = L − cached.
+ *  Exploit if cached > new: among alloc(deepest matched node), the
+ *  destination with the lowest load cost (ties: lowest index) — the
+ *  destination id, not its position in the set (the released code's bug).
+ *  Explore otherwise: the lowest load cost over all destinations.
+ *  Then r's missing blocks become nodes, the chosen destination joins
+ *  alloc() of every node on r's path, and r enters the history window.
+ *
+ * Load cost of destination i (Preble's Algorithm 2, simplified):
+ *  L_i = Σ over important nodes n in the window with i ∈ alloc(n) of
+ *        W(n) / |alloc(n)|  +  out_mean · TPOT_i · in-flight_i,
+ *  where W(n) = Σ over window requests whose important node is n of
+ *  T_prefill(new tokens, cached context) — the missed prefill work of
+ *  Preble's miss_rate(n) · count_H(n) · T_prefill(len(n)), counted per
+ *  request — with T_prefill from crsim's cost model (route_params.cost;
+ *  ceil(new / batch_tokens) chunk steps).  TPOT_i = the cost model's
+ *  decode step time at i's in-flight count with the mean context;
+ *  out_mean = mean output length of completed requests (45 until the
+ *  first completion).
+ *
+ * Important node (Preble: nearest ancestor-or-self whose own segment is
+ * longer than all tokens before it): segments are the chains of r's path
+ * between branch points (nodes with two or more children); r's new tail
+ * is the last segment.  Walking up from the tail, the first segment
+ * longer than its context is r's important node, named by its first node.
+ *
+ * Rebalancing (at most once per simulated second, after 50 · R
+ * placements): destinations sorted by load; the heaviest hi is paired with
+ * the lightest lo while load_hi >= pb_high_load · load_lo (default 1.5).
+ * Candidates are important nodes allocated to hi with at least two window
+ * requests, cheapest first (cost W(n)/|alloc(n)|).  One candidate (a
+ * single hot prefix): autoscale — add lo to its allocation if lo is not
+ * there and the prefix is overloaded on hi.  Several: migrate — set the
+ * allocation of the cheapest ones to {lo} while that leaves hi at least as
+ * heavy as lo, until load_hi < pb_high_load · load_lo.  Then the next
+ * heaviest is tried against the (new) lightest.  Overload detector: over
+ * the window, the mean TTFT estimate of the prefix's requests on hi in the
+ * newer half is >= 2 × that of the older half (both halves non-empty).
+ *
+ * Window and memory: window entries older than pb_window_s (default 180 s)
+ * are retired on every routing call (amortised O(1)); tree nodes not on
+ * any request's path within the window are pruned incrementally, oldest
+ * first, from an LRU list in which every node precedes its descendants
+ * (a path is touched leaf to root), so the pruned node is always a leaf.
+ * Memory is therefore O(distinct blocks routed in the last window).
+ *
+ * Parameters (route_params): n_dest, ttft_slo_s (> 0; only validated, for
+ * a uniform interface with dualmap), block_size (> 0), cost (required),
+ * batch_tokens, dm_tp_s (t_p for the TTFT estimate; 0 = from the cost
+ * model as in dualmap), pb_window_s (180), pb_high_load (1.5).
+ *
+ * Deviations and simplifications, each deliberate:
+ *  - crsim's route interface reports neither TTFTs nor decode times back
+ *    to routers, so (a) TPOT_i comes from the cost model instead of the
+ *    median of observed decode steps (initial 0.15 s), and (b) the
+ *    overload detector reads the router's TTFT estimate at dispatch,
+ *    (queued prefill tokens at the destination + new tokens) · t_p, with
+ *    t_p as in dualmap (dm_tp_s, or cost model step time of a
+ *    batch_tokens chunk / batch_tokens).
+ *  - Window load counts the missed prefill work of each routed request
+ *    (above), not the per-node formula re-evaluated per node; the node's
+ *    share is still split evenly over alloc(n) as in Preble.  Decode load
+ *    uses the destination's in-flight count and a global mean output
+ *    length, not per-node active requests and medians.
+ *  - Nodes are blocks, not compressed token segments; "segments" are
+ *    derived from branch points, so a prompt that ended exactly where a
+ *    later one continues is not a segment boundary.
+ *  - Autoscaling and migration change the allocation of the important
+ *    node's segment (its single-child chain down to the branch point,
+ *    which is the deepest matched node of the requests it stands for),
+ *    not of its whole subtree as Preble does: in a per-block tree the
+ *    subtree of a popular prefix holds every block of every request under
+ *    it, and rewriting it once per pass dominated the run time.  Deeper
+ *    nodes (e.g. one conversation's own history) keep the destinations
+ *    that actually served them.
+ *  - Eviction cost M_i (off by default in Preble) and the paper's P_i
+ *    term (absent from the released code) are not modelled; neither is
+ *    the local scheduler's priority queue (crsim's engines are FCFS).
+ *  - Rebalancing runs at most once per simulated second (the released
+ *    code runs it after every placement near an important node, with a
+ *    10 s minimum interval commented out).  The per-destination loads are
+ *    recomputed exactly at each rebalancing, removing rounding drift of
+ *    the incremental updates.
+ *  - Preble resets a node's allocation when it leaves the window; here
+ *    the node itself is pruned when no request has touched it within the
+ *    window, which has the same effect.
+ *
+ * Cost per request: O(blocks of r) hash lookups and list moves, plus O(R)
+ * for the arg-min and O(R) per window entry retired; a rebalancing pass is
+ * O(R · window nodes) at most once per simulated second.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/error.h"
+#include "cost.h"
+#include "route.h"
+
+#define PB_NONE UINT32_MAX
+#define PB_WINDOW_S 180.0
+#define PB_HIGH_LOAD 1.5
+#define PB_OUT_DEFAULT 45.0     /* Preble's default decode length */
+#define PB_MIN_PER_DEST 50      /* placements per destination before rebalancing */
+#define PB_REBALANCE_EVERY_S 1.0 /* minimum simulated time between passes */
+#define PB_OVERLOAD_RATIO 2.0
+
+/* ---- a u64 -> u32 hash map: linear probing, backward-shift deletion ---- */
+
+typedef struct u64map {
+    uint64_t *key;
+    uint32_t *val; /* PB_NONE marks an empty slot */
+    size_t mask;
+    size_t n;
+} u64map;
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static int map_init(u64map *m, size_t slots)
+{
+    m->key = malloc(slots * sizeof *m->key);
+    m->val = malloc(slots * sizeof *m->val);
+    m->mask = slots - 1;
+    m->n = 0;
+    if (!m->key || !m->val) {
+        free(m->key);
+        free(m->val);
+        m->key = NULL;
+        m->val = NULL;
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
+    }
+    memset(m->val, 0xff, slots * sizeof *m->val);
+    return SIM_OK;
+}
+
+static void map_fini(u64map *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t map_slot(const u64map *m, uint64_t k)
+{
+    size_t i = (size_t)mix64(k) & m->mask;
+    while (m->val[i] != PB_NONE && m->key[i] != k)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+static uint32_t map_get(const u64map *m, uint64_t k)
+{
+    return m->val[map_slot(m, k)];
+}
+
+static void map_grow(u64map *m)
+{
+    u64map g;
+    if (map_init(&g, 2 * (m->mask + 1)))
+        sim_panic(__FILE__, __LINE__, "out of memory growing the preble tree");
+    for (size_t i = 0; i <= m->mask; i++)
+        if (m->val[i] != PB_NONE) {
+            size_t j = map_slot(&g, m->key[i]);
+            g.key[j] = m->key[i];
+            g.val[j] = m->val[i];
+        }
+    g.n = m->n;
+    map_fini(m);
+    *m = g;
+}
+
+static void map_put(u64map *m, uint64_t k, uint32_t v)
+{
+    if (2 * (m->n + 1) > m->mask + 1)
+        map_grow(m);
+    size_t i = map_slot(m, k);
+    if (m->val[i] == PB_NONE) {
+        m->key[i] = k;
+        m->n++;
+    }
+    m->val[i] = v;
+}
+
+static void map_del(u64map *m, uint64_t k)
+{
+    size_t i = map_slot(m, k);
+    if (m->val[i] == PB_NONE)
+        return;
+    for (size_t j = i;;) {
+        j = (j + 1) & m->mask;
+        if (m->val[j] == PB_NONE)
+            break;
+        size_t h = (size_t)mix64(m->key[j]) & m->mask;
+        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!stays) {
+            m->key[i] = m->key[j];
+            m->val[i] = m->val[j];
+            i = j;
+        }
+    }
+    m->val[i] = PB_NONE;
+    m->n--;
+}
+
+/* ---- state ---- */
+
+typedef struct pnode {
+    uint64_t hash;
+    uint32_t parent, child, next, prev; /* tree: first child, siblings */
+    uint32_t lprev, lnext;              /* LRU list (front = most recent) */
+    uint32_t nchild;
+    uint32_t win_count;  /* window requests with this important node */
+    uint32_t alloc_n;    /* |alloc(n)| */
+    uint32_t active_pos; /* index in `active`, or PB_NONE */
+    double last_seen;    /* last time a request's path touched it, s */
+    double win_cost;     /* W(n): their missed prefill time, s */
+} pnode;
+
+/* A request in the history window. */
+typedef struct pentry {
+    double t;      /* arrival, s */
+    double cost;   /* missed prefill time, s */
+    double ttft;   /* TTFT estimate at dispatch, s */
+    uint32_t node; /* important node, or PB_NONE (no full block) */
+    uint32_t dest;
+} pentry;
+
+typedef struct preble {
+    uint32_t n_dest, words; /* words = 64-bit words per alloc bitset */
+    cost_model cost;
+    uint32_t block_size, batch_tokens;
+    double tp_s, window_s, high_load;
+    /* Tree; node 0 is the root sentinel (not in the map or the LRU). */
+    pnode *nd;
+    uint64_t *alloc; /* words per node */
+    uint32_t n_cap, n_used, n_free;
+    uint32_t lru_head, lru_tail;
+    u64map map;
+    /* History window (FIFO ring). */
+    pentry *win;
+    size_t w_cap, w_head, w_n;
+    uint32_t *active; /* important nodes with window requests */
+    uint32_t n_active, active_cap;
+    double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
+    double *load_loose; /* per destination: window cost without a node */
+    double *load;       /* scratch: full load cost */
+    uint8_t *dropped;   /* scratch */
+    uint32_t *path;     /* scratch: nodes of the request's path */
+    uint32_t path_cap;
+    /* Statistics. */
+    double out_sum, out_n;    /* completed output lengths */
+    double prompt_sum, prompt_n;
+    uint64_t assigned;
+    double last_rebalance_s;
+} preble;
+
+static void pb_destroy(void *state);
+
+static uint64_t *bits(preble *s, uint32_t n)
+{
+    return s->alloc + (size_t)n * s->words;
+}
+
+static int has_bit(preble *s, uint32_t n, uint32_t d)
+{
+    return (int)((bits(s, n)[d / 64] >> (d % 64)) & 1u);
+}
+
+/* ---- cost estimates ---- */
+
+static double prefill_time(const preble *s, uint32_t new_tokens, uint32_t ctx)
+{
+    if (new_tokens == 0)
+        return 0;
+    uint32_t k = s->batch_tokens ? (new_tokens + s->batch_tokens - 1) / s->batch_tokens : 1;
+    double nt = new_tokens, c = nt / k;
+    cost_batch b = {.prefill_tokens = (uint64_t)ceil(c), .sampled = 1,
+                    .prefill_attn = nt * (ctx + nt / 2) / k,
+                    .prefill_ctx = ctx + new_tokens / 2};
+    return k * cost_step_time(&s->cost, &b);
+}
+
+static double out_mean(const preble *s)
+{
+    return s->out_n > 0 ? s->out_sum / s->out_n : PB_OUT_DEFAULT;
+}
+
+/* Decode load of a destination with `inflight` requests, s. */
+static double decode_load(const preble *s, uint32_t inflight)
+{
+    if (inflight == 0)
+        return 0;
+    double om = out_mean(s);
+    double ctx = (s->prompt_n > 0 ? s->prompt_sum / s->prompt_n : 0) + om / 2;
+    cost_batch b = {.decode_tokens = inflight, .sampled = inflight,
+                    .decode_ctx = (uint64_t)(inflight * ctx)};
+    return inflight * om * cost_step_time(&s->cost, &b);
+}
+
+static void fill_load(preble *s, const route_view *v)
+{
+    for (uint32_t d = 0; d < s->n_dest; d++)
+        s->load[d] = s->load_split[d] + s->load_loose[d] + decode_load(s, v->outstanding[d]);
+}
+
+/* ---- allocation sets and their share of the load ---- */
+
+/* Add (sign = +1) or remove (-1) node n's window cost from its members. */
+static void spread(preble *s, uint32_t n, double sign)
+{
+    const pnode *x = &s->nd[n];
+    if (x->win_cost == 0 || x->alloc_n == 0)
+        return;
+    double share = sign * x->win_cost / x->alloc_n;
+    const uint64_t *b = bits(s, n);
+    for (uint32_t w = 0; w < s->words; w++)
+        for (uint64_t m = b[w]; m; m &= m - 1) {
+            uint32_t d = w * 64 + (uint32_t)__builtin_ctzll(m);
+            s->load_split[d] += share;
+        }
+}
+
+static void alloc_add(preble *s, uint32_t n, uint32_t d)
+{
+    if (has_bit(s, n, d))
+        return;
+    spread(s, n, -1);
+    bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
+    s->nd[n].alloc_n++;
+    spread(s, n, +1);
+}
+
+static void alloc_only(preble *s, uint32_t n, uint32_t d)
+{
+    spread(s, n, -1);
+    memset(bits(s, n), 0, s->words * sizeof(uint64_t));
+    bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
+    s->nd[n].alloc_n = 1;
+    spread(s, n, +1);
+}
+
+/* Apply alloc_add (replace = 0) or alloc_only (replace = 1) to the
+ * segment headed by n: n and its single-child chain down to the first
+ * node with no or several children (a branch point), inclusive.  That
+ * last node is the deepest matched node of the requests for which n is
+ * the important node, so it is what exploit reads.  O(segment length). */
+static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
+{
+    for (uint32_t x = n;; x = s->nd[x].child) {
+        if (replace)
+            alloc_only(s, x, d);
+        else
+            alloc_add(s, x, d);
+        if (s->nd[x].nchild != 1)
+            return;
+    }
+}
+
+/* ---- tree maintenance ---- */
+
+static void lru_unlink(preble *s, uint32_t n)
+{
+    pnode *x = &s->nd[n];
+    if (x->lprev != PB_NONE)
+        s->nd[x->lprev].lnext = x->lnext;
+    else
+        s->lru_head = x->lnext;
+    if (x->lnext != PB_NONE)
+        s->nd[x->lnext].lprev = x->lprev;
+    else
+        s->lru_tail = x->lprev;
+}
+
+static void lru_front(preble *s, uint32_t n)
+{
+    pnode *x = &s->nd[n];
+    x->lprev = PB_NONE;
+    x->lnext = s->lru_head;
+    if (s->lru_head != PB_NONE)
+        s->nd[s->lru_head].lprev = n;
+    else
+        s->lru_tail = n;
+    s->lru_head = n;
+}
+
+static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
+{
+    uint32_t n;
+    if (s->n_free != PB_NONE) {
+        n = s->n_free;
+        s->n_free = s->nd[n].next;
+    } else {
+        if (s->n_used == s->n_cap) {
+            uint32_t cap = 2 * s->n_cap;
+            s->nd = sim_xrealloc(s->nd, cap * sizeof *s->nd);
+            s->alloc = sim_xrealloc(s->alloc, (size_t)cap * s->words * sizeof *s->alloc);
+            s->n_cap = cap;
+        }
+        n = s->n_used++;
+    }
+    pnode *x = &s->nd[n];
+    *x = (pnode){.hash = hash, .parent = parent, .child = PB_NONE,
+                 .next = s->nd[parent].child, .prev = PB_NONE, .lprev = PB_NONE,
+                 .lnext = PB_NONE, .active_pos = PB_NONE};
+    if (x->next != PB_NONE)
+        s->nd[x->next].prev = n;
+    s->nd[parent].child = n;
+    s->nd[parent].nchild++;
+    memset(bits(s, n), 0, s->words * sizeof(uint64_t));
+    map_put(&s->map, hash, n);
+    lru_front(s, n);
+    return n;
+}
+
+/* Remove leaf n (no children, no window requests). */
+static void node_free(preble *s, uint32_t n)
+{
+    pnode *x = &s->nd[n];
+    SIM_ALWAYS(x->child == PB_NONE && x->win_count == 0);
+    if (x->prev != PB_NONE)
+        s->nd[x->prev].next = x->next;
+    else
+        s->nd[x->parent].child = x->next;
+    if (x->next != PB_NONE)
+        s->nd[x->next].prev = x->prev;
+    s->nd[x->parent].nchild--;
+    lru_unlink(s, n);
+    map_del(&s->map, x->hash);
+    x->next = s->n_free;
+    s->n_free = n;
+}
+
+static void active_add(preble *s, uint32_t n)
+{
+    if (s->n_active == s->active_cap) {
+        s->active_cap = s->active_cap ? 2 * s->active_cap : 256;
+        s->active = sim_xrealloc(s->active, s->active_cap * sizeof *s->active);
+    }
+    s->nd[n].active_pos = s->n_active;
+    s->active[s->n_active++] = n;
+}
+
+static void active_del(preble *s, uint32_t n)
+{
+    uint32_t p = s->nd[n].active_pos;
+    uint32_t last = s->active[--s->n_active];
+    s->active[p] = last;
+    s->nd[last].active_pos = p;
+    s->nd[n].active_pos = PB_NONE;
+}
+
+/* Retire window entries and prune nodes older than the window. */
+static void expire(preble *s, double now)
+{
+    const double cutoff = now - s->window_s;
+    while (s->w_n > 0 && s->win[s->w_head].t < cutoff) {
+        const pentry *e = &s->win[s->w_head];
+        if (e->node == PB_NONE) {
+            s->load_loose[e->dest] -= e->cost;
+            if (s->load_loose[e->dest] < 0)
+                s->load_loose[e->dest] = 0;
+        } else {
+            pnode *x = &s->nd[e->node];
+            spread(s, e->node, -1);
+            x->win_cost -= e->cost;
+            if (--x->win_count == 0) {
+                x->win_cost = 0;
+                active_del(s, e->node);
+            }
+            spread(s, e->node, +1);
+        }
+        s->w_head = (s->w_head + 1) % s->w_cap;
+        s->w_n--;
+    }
+    while (s->lru_tail != PB_NONE && s->nd[s->lru_tail].last_seen < cutoff)
+        node_free(s, s->lru_tail);
+}
+
+static void window_push(preble *s, pentry e)
+{
+    if (s->w_n == s->w_cap) {
+        size_t cap = s->w_cap ? 2 * s->w_cap : 1024;
+        pentry *w = sim_xmalloc(cap * sizeof *w);
+        for (size_t i = 0; i < s->w_n; i++)
+            w[i] = s->win[(s->w_head + i) % s->w_cap];
+        free(s->win);
+        s->win = w;
+        s->w_cap = cap;
+        s->w_head = 0;
+    }
+    s->win[(s->w_head + s->w_n) % s->w_cap] = e;
+    s->w_n++;
+    if (e.node == PB_NONE) {
+        s->load_loose[e.dest] += e.cost;
+        return;
+    }
+    pnode *x = &s->nd[e.node];
+    spread(s, e.node, -1);
+    x->win_cost += e.cost;
+    if (x->win_count++ == 0)
+        active_add(s, e.node);
+    spread(s, e.node, +1);
+}
+
+/* ---- rebalancing ---- */
+
+/* Is prefix n overloaded on d (newer half-window TTFT mean >= 2 × older)? */
+static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
+{
+    const double mid = now - s->window_s / 2;
+    double so = 0, sn = 0;
+    uint32_t ko = 0, kn = 0;
+    for (size_t i = 0; i < s->w_n; i++) {
+        const pentry *e = &s->win[(s->w_head + i) % s->w_cap];
+        if (e->node != n || e->dest != d)
+            continue;
+        if (e->t < mid)
+            so += e->ttft, ko++;
+        else
+            sn += e->ttft, kn++;
+    }
+    return ko > 0 && kn > 0 && sn / kn >= PB_OVERLOAD_RATIO * (so / ko);
+}
+
+static void recompute_split(preble *s)
+{
+    memset(s->load_split, 0, s->n_dest * sizeof *s->load_split);
+    for (uint32_t i = 0; i < s->n_active; i++)
+        spread(s, s->active[i], +1);
+}
+
+typedef struct cand {
+    double cost;
+    uint32_t node;
+} cand;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+static void rebalance(preble *s, const route_view *v)
+{
+    recompute_split(s);
+    memset(s->dropped, 0, s->n_dest);
+    cand *c = sim_xmalloc((s->n_active ? s->n_active : 1) * sizeof *c);
+    for (uint32_t round = 0; round + 1 < s->n_dest; round++) {
+        fill_load(s, v);
+        uint32_t hi = PB_NONE, lo = PB_NONE;
+        for (uint32_t d = 0; d < s->n_dest; d++) {
+            if (s->dropped[d])
+                continue;
+            if (hi == PB_NONE || s->load[d] > s->load[hi])
+                hi = d;
+            if (lo == PB_NONE || s->load[d] < s->load[lo])
+                lo = d;
+        }
+        if (hi == PB_NONE || hi == lo || s->load[hi] < s->high_load * s->load[lo])
+            break;
+        uint32_t nc = 0;
+        for (uint32_t i = 0; i < s->n_active; i++) {
+            uint32_t n = s->active[i];
+            const pnode *x = &s->nd[n];
+            if (x->win_count > 1 && has_bit(s, n, hi))
+                c[nc++] = (cand){x->win_cost / x->alloc_n, n};
+        }
+        qsort(c, nc, sizeof *c, cmp_cand);
+        if (nc == 1) { /* a single hot prefix: replicate it */
+            if (!has_bit(s, c[0].node, lo) && overloaded(s, c[0].node, hi, v->now_s))
+                alloc_segment(s, c[0].node, lo, 0);
+        } else {
+            for (uint32_t i = 0; i < nc; i++) {
+                fill_load(s, v);
+                if (s->load[hi] < s->high_load * s->load[lo])
+                    break;
+                if (s->load[hi] - c[i].cost < s->load[lo] + c[i].cost)
+                    break;
+                alloc_segment(s, c[i].node, lo, 1);
+            }
+        }
+        s->dropped[hi] = 1;
+    }
+    free(c);
+}
+
+/* ---- the route_type functions ---- */
+
+static int pb_create(void *state, const route_params *p)
+{
+    preble *s = state;
+    if (p->n_dest == 0)
+        return SIM_ERROR(SIM_EINVAL, "router: 0 destinations; preble expects at least 1");
+    if (!(p->ttft_slo_s > 0) || !isfinite(p->ttft_slo_s))
+        return SIM_ERROR(SIM_EINVAL, "router.preble: TTFT SLO is %g s; expected a finite "
+                         "value > 0 (default: the run's SLO)", p->ttft_slo_s);
+    if (p->block_size == 0)
+        return SIM_ERROR(SIM_EINVAL, "router.preble: block size is 0; expected the engine "
+                         "block size in tokens (> 0)");
+    if (!p->cost)
+        return SIM_ERROR(SIM_EINVAL, "router.preble: no cost model given; preble needs the "
+                         "destinations' step-time model for its load costs");
+    if (p->pb_window_s < 0 || !isfinite(p->pb_window_s))
+        return SIM_ERROR(SIM_EINVAL, "router.preble.window_s is %g; expected a window > 0 s "
+                         "(0 = default 180)", p->pb_window_s);
+    if (p->pb_high_load != 0 && !(p->pb_high_load > 1))
+        return SIM_ERROR(SIM_EINVAL, "router.preble.high_load is %g; expected a ratio > 1 "
+                         "(0 = default 1.5)", p->pb_high_load);
+    if (p->dm_tp_s < 0 || !isfinite(p->dm_tp_s))
+        return SIM_ERROR(SIM_EINVAL, "router: prefill time per token is %g s; expected >= 0 "
+                         "(0 = from the cost model)", p->dm_tp_s);
+    memset(s, 0, sizeof *s);
+    s->n_dest = p->n_dest;
+    s->words = (p->n_dest + 63) / 64;
+    s->cost = *p->cost;
+    s->block_size = p->block_size;
+    s->batch_tokens = p->batch_tokens;
+    s->window_s = p->pb_window_s > 0 ? p->pb_window_s : PB_WINDOW_S;
+    s->high_load = p->pb_high_load > 0 ? p->pb_high_load : PB_HIGH_LOAD;
+    if (p->dm_tp_s > 0) {
+        s->tp_s = p->dm_tp_s;
+    } else {
+        uint32_t ct = p->batch_tokens ? p->batch_tokens : 2048;
+        s->tp_s = prefill_time(s, ct, 0) / ct;
+    }
+    s->lru_head = s->lru_tail = PB_NONE;
+    s->n_free = PB_NONE;
+    s->last_rebalance_s = -INFINITY;
+    s->n_cap = 1024;
+    s->nd = malloc(s->n_cap * sizeof *s->nd);
+    s->alloc = calloc((size_t)s->n_cap * s->words, sizeof *s->alloc);
+    s->load_split = calloc(p->n_dest, sizeof *s->load_split);
+    s->load_loose = calloc(p->n_dest, sizeof *s->load_loose);
+    s->load = calloc(p->n_dest, sizeof *s->load);
+    s->dropped = calloc(p->n_dest, 1);
+    int rc = SIM_OK;
+    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
+        rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
+    if (!rc)
+        rc = map_init(&s->map, 64);
+    if (rc) {
+        pb_destroy(s);
+        return rc;
+    }
+    /* Root sentinel. */
+    s->nd[0] = (pnode){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
+                       .prev = PB_NONE, .lprev = PB_NONE, .lnext = PB_NONE,
+                       .active_pos = PB_NONE};
+    s->n_used = 1;
+    return SIM_OK;
+}
+
+/* Index (into the path) of the head of r's important segment; `m`
+ * matched path nodes, `n` path nodes in all (the tail m..n-1 is new). */
+static uint32_t important(const preble *s, uint32_t m, uint32_t n)
+{
+    uint32_t end = n, start = m;
+    /* The new tail [m, n) first; then matched segments upward. */
+    for (;;) {
+        if (start < end && end - start > start)
+            return start;
+        if (start == 0)
+            return 0;
+        end = start;
+        /* Segment start: just after the nearest branch point above `end`. */
+        uint32_t j = end - 1;
+        while (j > 0 && s->nd[s->path[j - 1]].nchild < 2)
+            j--;
+        start = j;
+    }
+}
+
+static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
+{
+    preble *s = state;
+    const double now = v->now_s;
+    expire(s, now);
+    /* Match. */
+    if (s->path_cap < r->n_blocks) {
+        s->path = sim_xrealloc(s->path, r->n_blocks * sizeof *s->path);
+        s->path_cap = r->n_blocks;
+    }
+    uint32_t m = 0;
+    while (m < r->n_blocks) {
+        uint32_t x = map_get(&s->map, r->blocks[m]);
+        if (x == PB_NONE)
+            break;
+        s->path[m++] = x;
+    }
+    uint64_t hit = (uint64_t)m * s->block_size;
+    const uint32_t cached = hit >= r->prompt_tokens ? r->prompt_tokens : (uint32_t)hit;
+    const uint32_t fresh = r->prompt_tokens - cached;
+    /* Place. */
+    fill_load(s, v);
+    uint32_t g = 0;
+    if (cached > fresh && m > 0) { /* exploit */
+        uint32_t deep = s->path[m - 1], best = PB_NONE;
+        for (uint32_t d = 0; d < s->n_dest; d++)
+            if (has_bit(s, deep, d) && (best == PB_NONE || s->load[d] < s->load[best]))
+                best = d;
+        if (best == PB_NONE) /* empty set: any destination */
+            for (uint32_t d = 0; d < s->n_dest; d++)
+                if (best == PB_NONE || s->load[d] < s->load[best])
+                    best = d;
+        g = best;
+    } else { /* explore */
+        for (uint32_t d = 1; d < s->n_dest; d++)
+            if (s->load[d] < s->load[g])
+                g = d;
+    }
+    /* Insert the new tail, touch the path leaf to root, join alloc. */
+    for (uint32_t j = m; j < r->n_blocks; j++)
+        s->path[j] = node_new(s, r->blocks[j], j ? s->path[j - 1] : 0);
+    for (uint32_t j = r->n_blocks; j-- > 0;) {
+        uint32_t x = s->path[j];
+        s->nd[x].last_seen = now;
+        lru_unlink(s, x);
+        lru_front(s, x);
+        alloc_add(s, x, g);
+    }
+    uint32_t imp = r->n_blocks ? s->path[important(s, m, r->n_blocks)] : PB_NONE;
+    double ttft = ((double)v->queued_tokens[g] + fresh) * s->tp_s;
+    window_push(s, (pentry){.t = now, .cost = prefill_time(s, fresh, cached), .ttft = ttft,
+                            .node = imp, .dest = g});
+    s->prompt_sum += r->prompt_tokens;
+    s->prompt_n++;
+    s->assigned++;
+    if (s->n_dest > 1 && s->assigned >= (uint64_t)PB_MIN_PER_DEST * s->n_dest &&
+        now - s->last_rebalance_s >= PB_REBALANCE_EVERY_S) {
+        s->last_rebalance_s = now;
+        rebalance(s, v);
+    }
+    return g;
+}
+
+static void pb_complete(void *state, const wl_request *r, uint32_t dest)
+{
+    preble *s = state;
+    (void)dest;
+    s->out_sum += r->output_tokens;
+    s->out_n++;
+}
+
+static void pb_interval(void *state, double now_s)
+{
+    expire(state, now_s);
+}
+
+static void pb_destroy(void *state)
+{
+    preble *s = state;
+    map_fini(&s->map);
+    free(s->nd);
+    free(s->alloc);
+    free(s->win);
+    free(s->active);
+    free(s->load_split);
+    free(s->load_loose);
+    free(s->load);
+    free(s->dropped);
+    free(s->path);
+    memset(s, 0, sizeof *s);
+}
+
+const route_type route_preble = {
+    .name = "preble",
+    .help = "global prefix tree: exploit the holder of a long match, else explore by windowed load",
+    .state_size = sizeof(preble),
+    .create = pb_create,
+    .route = pb_route,
+    .on_complete = pb_complete,
+    .on_interval = pb_interval,
+    .destroy = pb_destroy,
+};

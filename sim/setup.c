@@ -1,0 +1,165 @@
+/*
+ * Building a run's inputs from a config: specs → deployment → KV pool,
+ * calibration profile → cost model, workload → shared trace and per-run
+ * streams.
+ */
+#include "setup.h"
+
+#include <gsl/gsl_sort.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../models/cost_profile.h"
+#include "../models/spec_load.h"
+#include "../workloads/keyrates.h"
+#include "../workloads/replay.h"
+#include "../workloads/synth.h"
+#include "error.h"
+
+int exp_setup_init(const exp_config *cfg, exp_setup *s)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    int rc;
+    if ((rc = spec_hw_load(cfg->hardware, &s->hw)) || (rc = spec_model_load(cfg->model, &s->model)))
+        goto fail;
+    s->dep = (spec_deploy){.hw = &s->hw, .model = &s->model, .tp = cfg->tp,
+                           .mem_util = cfg->mem_util, .block_size = cfg->block_size};
+    spec_dtype_parse(cfg->weight_dtype, &s->dep.weight_dtype);
+    spec_dtype_parse(cfg->kv_dtype, &s->dep.kv_dtype);
+    if ((rc = spec_kv_pool(&s->dep, &s->pool_tokens, &s->pool_blocks)))
+        goto fail;
+    char *pname = cfg->cost_profile[0] ? sim_xstrdup(cfg->cost_profile)
+                                       : cost_profile_default_name(&s->dep);
+    snprintf(s->cost_profile, sizeof s->cost_profile, "%s", pname);
+    cost_profile prof;
+    rc = cost_profile_load(pname, &prof);
+    free(pname);
+    if (rc)
+        goto fail;
+    rc = cost_model_from_profile(&s->cost, (enum cost_kind)cfg->cost_model, &s->dep, &prof);
+    cost_profile_fini(&prof);
+    if (rc)
+        goto fail;
+    s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
+    if (s->is_trace &&
+        (rc = wl_mooncake_load(cfg->wl.trace, (uint32_t)cfg->wl.trace_block_tokens, &s->trace)))
+        goto fail;
+    s->cp = (cluster_params){
+        .n_dest = (uint32_t)cfg->destinations,
+        .deploy = s->dep,
+        .cost = s->cost,
+        .engine = {.block_size = (uint32_t)cfg->block_size,
+                   .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
+                   .max_num_seqs = (uint32_t)cfg->max_num_seqs,
+                   .prefix_caching = cfg->prefix_caching},
+        .warmup_s = cfg->warmup_s,
+        .drain_s = cfg->drain_s,
+    };
+    return SIM_OK;
+fail:
+    exp_setup_fini(s);
+    return rc;
+}
+
+void exp_setup_fini(exp_setup *s)
+{
+    wl_trace_destroy(s->trace);
+    s->trace = NULL;
+    spec_hw_fini(&s->hw);
+    spec_model_fini(&s->model);
+}
+
+route_params exp_setup_route_params(const exp_setup *s, uint64_t seed)
+{
+    const exp_config *cfg = s->cfg;
+    double slo = cfg->dm_ttft_slo_s;
+    if (!(slo > 0)) { /* the median SLO threshold of the experiment */
+        double *v = sim_xmalloc(cfg->n_slos * sizeof *v);
+        memcpy(v, cfg->slos, cfg->n_slos * sizeof *v);
+        gsl_sort(v, 1, cfg->n_slos);
+        slo = v[(cfg->n_slos - 1) / 2];
+        free(v);
+    }
+    return (route_params){.n_dest = (uint32_t)cfg->destinations, .seed = seed,
+                          .sticky_vnodes = (uint32_t)cfg->sticky_vnodes,
+                          .chwbl_c = cfg->chwbl_c, .cr_q_cap = cfg->cr_q_cap,
+                          .cr_slots = cfg->cr_slots, .interval_s = cfg->cr_interval_s,
+                          .ttft_slo_s = slo, .block_size = (uint32_t)cfg->block_size,
+                          .batch_tokens = (uint32_t)cfg->max_num_batched_tokens,
+                          .pool_blocks = s->pool_blocks, .cost = &s->cost,
+                          .dm_vnodes = (uint32_t)cfg->dm_vnodes, .dm_tp_s = cfg->dm_tp_s,
+                          .dm_max_wait_s = cfg->dm_max_wait_s, .pb_window_s = cfg->pb_window_s,
+                          .pb_high_load = cfg->pb_high_load};
+}
+
+struct exp_stream {
+    wl_replay *replay;
+    wl_synth *synth;
+};
+
+static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
+
+int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream **out)
+{
+    const exp_config *cfg = s->cfg;
+    exp_stream *st = sim_xcalloc(1, sizeof *st);
+    int rc;
+    if (s->is_trace) {
+        wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
+                               .key_ids = (uint32_t)cfg->wl.key_ids, .rate = rate,
+                               .tick_s = cfg->wl.tick_s, .seed = seed,
+                               .max_requests = (uint64_t)cfg->wl.max_requests};
+        rc = wl_replay_create(s->trace, &wp, &st->replay);
+    } else {
+        rc = wl_synth_create(&cfg->wl, seed, rate, (uint32_t)cfg->block_size, &st->synth);
+    }
+    if (rc) {
+        free(st);
+        return rc;
+    }
+    *out = st;
+    return SIM_OK;
+}
+
+wl_source exp_stream_source(exp_stream *st)
+{
+    if (st->replay)
+        return (wl_source){st->replay, replay_next};
+    return wl_synth_source(st->synth);
+}
+
+void exp_stream_close(exp_stream *st)
+{
+    if (!st)
+        return;
+    wl_replay_destroy(st->replay);
+    wl_synth_destroy(st->synth);
+    free(st);
+}
+
+void exp_setup_print(const exp_setup *s, FILE *out)
+{
+    const exp_config *cfg = s->cfg;
+    fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
+            (long long)cfg->destinations, s->model.name, (long long)cfg->tp, s->hw.name,
+            cfg->weight_dtype, cfg->kv_dtype);
+    fprintf(out, "cost model: %s, calibration profile %s\n",
+            cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+    fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
+            s->pool_blocks, (long long)cfg->block_size, (unsigned long long)s->pool_tokens,
+            (double)s->pool_tokens * spec_kv_bytes_per_token(&s->model, s->dep.kv_dtype) / 1e9);
+    if (s->is_trace) {
+        fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n",
+                cfg->wl.trace, s->trace->n, wl_trace_span_s(s->trace),
+                wl_trace_mean_rate(s->trace));
+        return;
+    }
+    wl_keyrates kr = {0};
+    wl_keystats ks = {0};
+    if (wl_synth_keys(&cfg->wl, &kr, NULL) == SIM_OK && wl_keyrates_describe(&kr, &ks) == SIM_OK)
+        fprintf(out, "workload: synthetic%s%s, %zu keys, Gini %.3f, top 4%% of keys %.1f%% of "
+                "requests, max key share %.3f%%\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
+                ks.n, ks.gini, 100 * ks.top4, 100 * ks.max_share);
+    wl_keyrates_fini(&kr);
+}

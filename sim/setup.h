@@ -1,0 +1,65 @@
+/*
+ * Everything a run needs that follows from an experiment config: the
+ * hardware and model specs, the deployment and its KV pool, the calibrated
+ * cost model, the workload's shared data (a loaded trace), the cluster and
+ * router parameters, and per-run request streams.  Built once per config
+ * (or sweep point) and shared read-only by the runs of that point, which
+ * may execute on several threads: each run opens its own stream.
+ */
+#ifndef CRSIM_SIM_SETUP_H
+#define CRSIM_SIM_SETUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../models/cluster.h"
+#include "../models/route.h"
+#include "../models/spec.h"
+#include "../workloads/mooncake.h"
+#include "exp.h"
+
+typedef struct exp_setup {
+    const exp_config *cfg;   /* not owned; must outlive the setup */
+    spec_hw hw;
+    spec_model model;
+    spec_deploy dep;         /* points into hw and model */
+    uint64_t pool_tokens;    /* KV pool per destination, tokens */
+    uint32_t pool_blocks;    /* KV pool per destination, blocks */
+    cost_model cost;
+    char cost_profile[256];  /* name or path of the calibration profile used */
+    cluster_params cp;       /* everything but `stop` */
+    bool is_trace;           /* workload.type mooncake */
+    wl_trace *trace;         /* loaded trace (shared, read-only), or NULL */
+} exp_setup;
+
+/* Load specs, cost profile and trace for `cfg` and fill *s (zeroed first).
+ * Returns SIM_OK or SIM_EIO/SIM_EINVAL (a spec, profile or trace error,
+ * naming the file and line); on error *s holds nothing to free
+ * (exp_setup_fini is safe). */
+int exp_setup_init(const exp_config *cfg, exp_setup *s);
+
+/* Free what the setup owns.  Safe on a zeroed setup and twice. */
+void exp_setup_fini(exp_setup *s);
+
+/* Router parameters of the config for run seed `seed`.  Cannot fail. */
+route_params exp_setup_route_params(const exp_setup *s, uint64_t seed);
+
+/* One run's request stream: a trace replay or a synthetic generator. */
+typedef struct exp_stream exp_stream;
+
+/* Open the request stream of (seed, rate requests/s) — identical for
+ * every policy.  *out must be closed with exp_stream_close.  Returns
+ * SIM_OK or the errors of the workload constructors. */
+int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream **out);
+
+/* The stream as a wl_source for cluster_run. */
+wl_source exp_stream_source(exp_stream *st);
+
+/* Close a stream.  Accepts NULL. */
+void exp_stream_close(exp_stream *st);
+
+/* Print the set-up (cluster, cost model, KV pool, workload) to `out`. */
+void exp_setup_print(const exp_setup *s, FILE *out);
+
+#endif
