@@ -14,6 +14,7 @@
 #include "../workloads/wl_config.h"
 #include "exp.h"
 #include "merge.h"
+#include "plan_cli.h"
 #include "version.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -38,6 +39,9 @@ static void usage(FILE *f)
           "        --shard I/N runs only runs with index %% N == I (0 <= I < N), for job\n"
           "        arrays; --resume reuses runs stored with the same config hash\n"
           "  merge OUT.db SHARD.db...   combine shard databases into one\n"
+          "  plan --rates FILE --destinations R --q-cap Q --slots W [--placement lpt|hash]\n"
+          "       [--no-replicate] [--out TABLE.csv]\n"
+          "        build a CacheRoute table from a CSV of key,rate (requests/s)\n"
           "  workload describe CONFIG [--set KEY=VALUE]... [--rate R] [--seed S]\n"
           "        [--requests N] [--block-size B]\n"
           "        statistics of a workload (a preset in workloads/specs/ or any config):\n"
@@ -221,6 +225,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "plan") == 0) {
+        int rc = exp_plan_main(argc - 2, argv + 2, stdout);
+        return rc ? fail(rc) : 0;
+    }
     if (strcmp(cmd, "merge") == 0) {
         int rc = exp_merge_main(argc - 2, argv + 2);
         return rc ? fail(rc) : 0;

@@ -175,6 +175,20 @@ cmp -s "$TMP/r1" "$TMP/rk" && echo "ok: killed (exit $killed after $done_before 
 st=$(sqlite3 "$TMP/k.db" "SELECT group_concat(status) FROM experiments")
 case "$st" in incomplete,complete|complete,complete) ;; *) fail "statuses after kill+resume: $st" ;; esac
 
+# crsim plan on an operator's rate file.
+printf 'key,rate\nwhale,12\nb,3\nc,2\nd,1\ne,0.5\n' >"$TMP/rates.csv"
+if "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 4 --slots 1 --out "$TMP/table.csv" >"$TMP/plan" 2>"$TMP/err"; then
+    # C = 4: whale needs k = 3 (12/4), then b (k = 1) fills C; c, d, e are the cold tail.
+    grep -q "admitted 2 keys" "$TMP/plan" && grep -q "sum k_b = 4" "$TMP/plan" &&
+        grep -q "^whale,12,3," "$TMP/table.csv" && [ "$(wc -l < "$TMP/table.csv")" -eq 3 ] &&
+        echo "ok: crsim plan" || fail "crsim plan output: $(cat "$TMP/plan") $(cat "$TMP/table.csv")"
+else
+    fail "crsim plan failed: $(cat "$TMP/err")"
+fi
+expect_error 2 "zero_rate.csv:2: rate 0" -- "$CRSIM" plan --rates "$T/bad-inputs/zero_rate.csv" --destinations 4 --q-cap 4 --slots 1
+expect_error 2 "crsim plan needs --rates" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4
+expect_error 2 "--destinations 2.5" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 2.5 --q-cap 1 --slots 1
+
 # Help works and lists every key.
 "$CRSIM" help config | grep -q "workload.key_ids" || fail "help config lacks workload.key_ids"
 "$CRSIM" --help | grep -q "usage: crsim" || fail "--help"

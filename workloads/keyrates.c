@@ -473,9 +473,24 @@ int wl_keyrates_describe(const wl_keyrates *kr, wl_keystats *out)
 /* ------------------------------------------------------------------ */
 
 
+void wl_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
 {
+    return wl_keyrates_load_csv_names(path, out, NULL);
+}
+
+int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names_out)
+{
     *out = (wl_keyrates){0};
+    char **names = NULL;
+    if (names_out)
+        *names_out = NULL;
     FILE *f = fopen(path, "r");
     if (!f)
         return SIM_ERROR(SIM_EIO, "%s: cannot open key-rate file: %s", path, strerror(errno));
@@ -528,7 +543,11 @@ int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
                 break;
             }
             rate = nr;
+            if (names_out)
+                names = sim_xrealloc(names, alloc * sizeof *names);
         }
+        if (names_out)
+            names[n] = sim_xstrdup(key);
         rate[n++] = r;
     }
     if (rc == SIM_OK && ferror(f))
@@ -546,9 +565,12 @@ int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
                 id[i] = i;
             *out = (wl_keyrates){.n = n, .rate = rate, .id = id};
             wl_keyrates_sort(out);
+            if (names_out)
+                *names_out = names;
             return SIM_OK;
         }
     }
+    wl_names_free(names, n);
     free(rate);
     return rc;
 }

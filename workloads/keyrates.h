@@ -88,6 +88,15 @@ int wl_keyrates_zipf(size_t n, double s, double q, double cap, wl_keyrates *out)
  */
 int wl_keyrates_load_csv(const char *path, wl_keyrates *out);
 
+/* As wl_keyrates_load_csv, also returning the key names: (*names)[id] is
+ * the key text of row id (an array of out->n strings; free each and the
+ * array, or call wl_names_free).  *names is NULL on error. */
+int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names);
+
+/* Free an array of `n` strings from wl_keyrates_load_csv_names.  Accepts
+ * NULL. */
+void wl_names_free(char **names, size_t n);
+
 /*
  * Water-filling share cap: scale the vector so no key holds more than
  * `cap` of the total, keeping the order and the ratios of uncapped keys.
