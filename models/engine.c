@@ -32,6 +32,15 @@ struct engine {
     double step_start;
     double win_t0;
     uint64_t queued;  /* Σ queued_part() over requests inside */
+    /* Memo of the last prefix match of a waiting request (normally the
+     * queue head, which is re-examined every step while memory is short):
+     * the request, the number of hashes matched against, the cache version
+     * seen, and the result; the matched block indices are kept in
+     * memo_er->blk, unused while the request waits (nblk == 0).  Cleared
+     * when memo_er leaves the waiting queue. */
+    engine_req *memo_er;
+    uint32_t memo_n, memo_m, memo_unpinned;
+    uint64_t memo_version;
     engine_stats st;
     cost_batch batch; /* composition of the step in progress */
 };
@@ -121,6 +130,8 @@ static engine_req *wait_pop_front(engine *e)
         e->wait_tail = NULL;
     er->qnext = er->qprev = NULL;
     e->n_wait--;
+    if (e->memo_er == er)
+        e->memo_er = NULL;
     return er;
 }
 
@@ -144,13 +155,8 @@ static bool ensure_blocks(engine *e, engine_req *er, uint32_t target)
     if (er->nblk >= target)
         return true;
     blk_reserve(er, target);
-    while (er->nblk < target) {
-        uint32_t b = pcache_alloc(e->cache);
-        if (b == PCACHE_NONE)
-            return false;
-        er->blk[er->nblk++] = b;
-    }
-    return true;
+    er->nblk += pcache_alloc_run(e->cache, er->blk + er->nblk, target - er->nblk);
+    return er->nblk == target;
 }
 
 static void release_blocks(engine *e, engine_req *er)
@@ -208,6 +214,31 @@ static void batch_add(engine *e, engine_req *er, uint32_t n)
         b->sampled++;
 }
 
+/* Longest cached prefix of waiting request `er` over its first `n` block
+ * hashes, and how many of those blocks are unpinned: exactly what
+ * pcache_match() returns now, but reusing the previous answer for the same
+ * request while the cache version is unchanged, and re-checking it block
+ * by block (pcache_rematch) when it changed.  Leaves the matched indices in
+ * er->blk[0..m) for pcache_pin_blocks(). */
+static uint32_t head_match(engine *e, engine_req *er, uint32_t n, uint32_t *unpinned)
+{
+    const uint64_t v = pcache_version(e->cache);
+    if (e->memo_er == er && e->memo_n == n) {
+        if (e->memo_version != v)
+            e->memo_m = pcache_rematch(e->cache, er->r->blocks, n, er->blk, e->memo_m,
+                                       &e->memo_unpinned);
+    } else {
+        blk_reserve(er, n);
+        e->memo_m = pcache_match_blocks(e->cache, er->r->blocks, n, er->blk,
+                                        &e->memo_unpinned);
+        e->memo_er = er;
+        e->memo_n = n;
+    }
+    e->memo_version = v;
+    *unpinned = e->memo_unpinned;
+    return e->memo_m;
+}
+
 static void reject(engine *e, engine_req *er, double now)
 {
     e->queued -= queued_part(er);
@@ -230,8 +261,11 @@ double engine_try_start(engine *e, double now)
         engine_req *er = e->run[i];
         uint32_t todo = seq_len(er) - er->computed;
         uint32_t n = todo < budget ? todo : budget;
-        uint32_t need = ceil_div((uint64_t)er->computed + n, bs);
         bool self_preempted = false;
+        /* Most steps of a decoding request stay within its last block:
+         * skip the division (a measurable share of this loop) then. */
+        const uint64_t end = (uint64_t)er->computed + n;
+        const uint32_t need = end <= (uint64_t)er->nblk * bs ? er->nblk : ceil_div(end, bs);
         while (!ensure_blocks(e, er, need)) {
             /* Out of blocks: preempt the most recently admitted request,
              * which may be this one. */
@@ -262,8 +296,7 @@ double engine_try_start(engine *e, double now)
         if (e->p.prefix_caching) {
             /* Leave at least one token to compute, as vLLM does. */
             uint32_t cap = (seq_len(er) - 1) / bs;
-            m = pcache_match(e->cache, r->blocks, r->n_blocks < cap ? r->n_blocks : cap,
-                             &unpinned);
+            m = head_match(e, er, r->n_blocks < cap ? r->n_blocks : cap, &unpinned);
         }
         uint32_t ctok = m * bs;
         uint32_t todo = seq_len(er) - ctok;
@@ -273,8 +306,8 @@ double engine_try_start(engine *e, double now)
             break; /* FCFS: the head waits for memory */
         wait_pop_front(e);
         e->queued -= queued_part(er);
-        blk_reserve(er, m + need);
-        pcache_pin_prefix(e->cache, r->blocks, m, er->blk);
+        blk_reserve(er, m + need); /* keeps er->blk[0..m) from head_match */
+        pcache_pin_blocks(e->cache, er->blk, m);
         er->nblk = m;
         er->n_reg = m;
         er->computed = ctok;
@@ -322,10 +355,11 @@ void engine_step_done(engine *e, double now)
             full = er->r->n_blocks;
         if (full > er->nblk)
             full = er->nblk;
-        for (; er->n_reg < full; er->n_reg++) {
-            uint32_t j = er->n_reg;
-            pcache_commit(e->cache, er->blk[j], er->r->blocks[j],
-                          j ? er->r->blocks[j - 1] : 0);
+        if (er->n_reg < full) {
+            const uint32_t j = er->n_reg;
+            pcache_commit_run(e->cache, er->blk + j, er->r->blocks + j, full - j,
+                              j ? er->r->blocks[j - 1] : 0);
+            er->n_reg = full;
         }
         if (er->computed == seq_len(er)) {
             er->generated++;
@@ -375,6 +409,8 @@ int engine_withdraw(engine *e, engine_req *er)
             e->wait_tail = x->qprev;
         x->qnext = x->qprev = NULL;
         e->n_wait--;
+        if (e->memo_er == x)
+            e->memo_er = NULL;
         e->queued -= queued_part(x);
         e->st.requests--;
         return 1;

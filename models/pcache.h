@@ -16,7 +16,12 @@
  * Costs: lookup, pin, commit and release are O(1) per block (open-addressing
  * hash table with linear probing and backward-shift deletion, intrusive
  * doubly linked LRU list).  Memory: 32 bytes per block plus 16 bytes per
- * hash-table slot (2 slots per block).
+ * hash-table slot (2 slots per block): 2 MB for the 28,335 blocks of a
+ * 70B fp8 TP=2 engine, so the tables of a 30-engine cluster live in DRAM
+ * and each block visited is a likely cache miss.  The *_run / *_blocks
+ * variants below take whole runs of blocks so that they can prefetch
+ * later blocks while working on earlier ones (docs/performance.md); they
+ * behave exactly as the per-block calls in a loop.
  */
 #ifndef CRSIM_MODELS_PCACHE_H
 #define CRSIM_MODELS_PCACHE_H
@@ -61,12 +66,53 @@ uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned);
 
 /*
+ * As pcache_match(), and also write the index of matched block i to
+ * `blocks[i]` for i < m (`blocks` must hold n entries; entries from m on
+ * are left alone).  The indices are valid for pcache_pin_blocks() and
+ * pcache_rematch() until pcache_version() changes.  Cannot fail.
+ */
+uint32_t pcache_match_blocks(const pcache *c, const uint64_t *hashes, uint32_t n,
+                             uint32_t *blocks, uint32_t *n_unpinned);
+
+/*
+ * A counter that changes whenever the result of any pcache_match() (its
+ * length or its unpinned count) might change: on every registration,
+ * eviction and clear of a cached block, and whenever a registered block's
+ * pin count goes from 0 to 1 or from 1 to 0.  Allocating never-used
+ * blocks, duplicate commits and releasing unregistered blocks leave it
+ * alone.  A caller that remembers a match and the version it saw may
+ * reuse the match while the version is unchanged.  Cannot fail.
+ */
+uint64_t pcache_version(const pcache *c);
+
+/*
+ * Redo a match that pcache_match_blocks() (or an earlier rematch) found to
+ * be `m_prev` blocks long with indices `blocks[0..m_prev)`, for the same
+ * `hashes` and `n`: returns exactly what pcache_match_blocks() would
+ * return now, and updates `blocks` and *n_unpinned (if not NULL) likewise.
+ * Cost: one visit per remembered block (no table probe) while the
+ * remembered blocks still hold their hashes, then table lookups for the
+ * rest, so it is cheaper than a fresh match when the cache changed
+ * elsewhere (a request waiting for memory is re-matched every step).
+ * Cannot fail.
+ */
+uint32_t pcache_rematch(const pcache *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
+                        uint32_t m_prev, uint32_t *n_unpinned);
+
+/*
  * Pin the first `m` blocks of a request found by pcache_match() (m must not
  * exceed what pcache_match returned, and no allocation may happen in
  * between) and write their block indices to `out[0..m)`.  Unpinned blocks
  * leave the LRU list.  Cannot fail.
  */
 void pcache_pin_prefix(pcache *c, const uint64_t *hashes, uint32_t m, uint32_t *out);
+
+/*
+ * Pin blocks `blocks[0..m)` found by pcache_match_blocks() or
+ * pcache_rematch() while pcache_version() has not changed since (the same
+ * effect as pcache_pin_prefix() without the m table lookups).  Cannot fail.
+ */
+void pcache_pin_blocks(pcache *c, const uint32_t *blocks, uint32_t m);
 
 /*
  * Take one block for new KV content and pin it (count 1, no hash).  Takes a
@@ -77,6 +123,14 @@ void pcache_pin_prefix(pcache *c, const uint64_t *hashes, uint32_t m, uint32_t *
 uint32_t pcache_alloc(pcache *c);
 
 /*
+ * Allocate up to `n` blocks into `out[0..n)`, exactly as n calls of
+ * pcache_alloc() would (same blocks, same order), stopping at the first
+ * failure.  Returns how many were allocated (< n only if every block is
+ * pinned).  Cannot fail otherwise.
+ */
+uint32_t pcache_alloc_run(pcache *c, uint32_t *out, uint32_t n);
+
+/*
  * Register the content hash of a pinned, full block `b` whose parent block
  * has hash `parent` (0 for the first block), so later requests can match
  * it.  If another block already holds `hash`, `b` stays unregistered (the
@@ -84,6 +138,15 @@ uint32_t pcache_alloc(pcache *c);
  * vLLM does.  Returns 1 if registered, 0 if a duplicate.
  */
 int pcache_commit(pcache *c, uint32_t b, uint64_t hash, uint64_t parent);
+
+/*
+ * Commit a run of consecutive blocks of one sequence: block `blocks[k]`
+ * gets hash `hashes[k]` with parent `hashes[k-1]` (`parent` for k = 0),
+ * exactly as n calls of pcache_commit() in order would.  Returns how many
+ * were registered (the rest were duplicates).  Cannot fail.
+ */
+uint32_t pcache_commit_run(pcache *c, const uint32_t *blocks, const uint64_t *hashes,
+                           uint32_t n, uint64_t parent);
 
 /*
  * Unpin `n` blocks `blocks[0..n)`, releasing them in reverse order so that

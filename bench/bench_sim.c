@@ -1,0 +1,185 @@
+/*
+ * Simulation-cost benchmark (not a test: it asserts nothing about time).
+ * Runs cluster_run() on one of two fixed scenarios and prints wall time per
+ * simulated request, requests per wall-second, peak RSS, and a fingerprint
+ * of the results (so that two builds can be checked to simulate the same
+ * thing, bit for bit, before their speeds are compared).
+ *
+ *   bench_sim flagship PRESET.yaml [DURATION_S] [RATE] [POLICY]
+ *       30 destinations of Llama-3.3-70B fp8 TP=2 (calibrated cost
+ *       profile), 16-token blocks, prefix caching, the synthetic preset
+ *       (workloads/specs/paper-main.yaml) with keys.active_set = 128, at
+ *       RATE requests/s (default 100) for DURATION_S simulated seconds of
+ *       arrivals (default 3600), router POLICY (default cacheroute with
+ *       q_cap 6, slots 4, interval 60 s).
+ *   bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]
+ *       The Mooncake conversation trace on the same cluster, time-scaled to
+ *       RATE requests/s (default 20), router POLICY (default flat_lb).
+ *
+ * The generation cost of the request stream is measured separately (the
+ * same stream, generated and freed without simulating) and reported both
+ * included and subtracted, so the figure the engine and cache are
+ * responsible for is visible on its own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "../models/cluster.h"
+#include "../models/cost_profile.h"
+#include "../models/spec_load.h"
+#include "../sim/error.h"
+#include "../workloads/mooncake.h"
+#include "../workloads/replay.h"
+#include "../workloads/synth.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_sim: %s: %s\n", what, sim_errmsg());
+    exit(1);
+}
+
+static int synth_next(void *s, wl_request *out) { return wl_synth_next(s, out); }
+static int replay_next(void *s, wl_request *out) { return wl_replay_next(s, out); }
+
+/* One scenario: how to (re)open its request stream. */
+typedef struct scenario {
+    const char *name;
+    wl_config wl;      /* flagship */
+    wl_trace *trace;   /* mooncake */
+    double rate;
+    uint64_t max_requests;
+    wl_synth *synth;
+    wl_replay *replay;
+} scenario;
+
+static wl_source open_stream(scenario *s)
+{
+    if (s->trace) {
+        wl_replay_params wp = {.block_size = 16, .key_ids = 2, .rate = s->rate, .tick_s = 3,
+                               .seed = 1, .max_requests = s->max_requests};
+        if (wl_replay_create(s->trace, &wp, &s->replay))
+            die("replay");
+        return (wl_source){s->replay, replay_next};
+    }
+    if (wl_synth_create(&s->wl, 1, s->rate, 16, &s->synth))
+        die("synthetic workload");
+    return (wl_source){s->synth, synth_next};
+}
+
+static void close_stream(scenario *s)
+{
+    wl_synth_destroy(s->synth);
+    wl_replay_destroy(s->replay);
+    s->synth = NULL;
+    s->replay = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || (strcmp(argv[1], "flagship") && strcmp(argv[1], "mooncake"))) {
+        fprintf(stderr, "usage: bench_sim flagship PRESET.yaml [DURATION_S] [RATE] [POLICY]\n"
+                        "       bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]\n");
+        return 2;
+    }
+    scenario s = {.name = argv[1]};
+    const char *policy;
+    if (!strcmp(argv[1], "flagship")) {
+        if (wl_config_load(argv[2], &s.wl))
+            die(argv[2]);
+        s.wl.duration_s = argc > 3 ? atof(argv[3]) : 3600;
+        s.wl.max_requests = 0;
+        s.wl.keys.active_set = 128;
+        s.rate = argc > 4 ? atof(argv[4]) : 100;
+        policy = argc > 5 ? argv[5] : "cacheroute";
+    } else {
+        if (wl_mooncake_load(argv[2], 512, &s.trace))
+            die(argv[2]);
+        s.rate = argc > 3 ? atof(argv[3]) : 20;
+        policy = argc > 4 ? argv[4] : "flat_lb";
+        s.max_requests = argc > 5 ? strtoull(argv[5], NULL, 10) : 0;
+    }
+
+    spec_hw hw;
+    spec_model model;
+    if (spec_hw_load("h100-sxm", &hw) || spec_model_load("llama-3.3-70b", &model))
+        die("specs");
+    cluster_params p = {
+        .n_dest = 30,
+        .deploy = {.hw = &hw, .model = &model, .tp = 2, .weight_dtype = SPEC_FP8,
+                   .kv_dtype = SPEC_FP8, .mem_util = 0.9, .block_size = 16},
+        .engine = {.block_size = 16, .max_num_batched_tokens = 8192, .max_num_seqs = 256,
+                   .prefix_caching = true},
+        .warmup_s = 60,
+        .drain_s = 600,
+    };
+    char *pname = cost_profile_default_name(&p.deploy);
+    cost_profile prof;
+    if (cost_profile_load(pname, &prof) ||
+        cost_model_from_profile(&p.cost, COST_ROOFLINE, &p.deploy, &prof))
+        die(pname);
+    cost_profile_fini(&prof);
+    free(pname);
+    const route_type *rt = route_find(policy);
+    if (!rt) {
+        fprintf(stderr, "bench_sim: unknown policy %s\n", policy);
+        return 2;
+    }
+    route_params rp = {.n_dest = 30, .seed = 1, .sticky_vnodes = 256, .chwbl_c = 1.25,
+                       .cr_q_cap = 6, .cr_slots = 4, .interval_s = 60, .ttft_slo_s = 3.5};
+
+    /* Generation alone: the same stream, produced and freed. */
+    wl_source src = open_stream(&s);
+    double t0 = now();
+    wl_request r;
+    uint64_t gen = 0, blocks = 0;
+    while (src.next(src.state, &r)) {
+        gen++;
+        blocks += r.n_blocks;
+        wl_request_fini(&r);
+    }
+    double t_gen = now() - t0;
+    close_stream(&s);
+
+    src = open_stream(&s);
+    cluster_result res;
+    t0 = now();
+    if (cluster_run(&p, rt, &rp, src, &res))
+        die("cluster_run");
+    double t_run = now() - t0;
+    close_stream(&s);
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double n = (double)res.n_arrived;
+    printf("%s: %s at %.0f requests/s: %llu requests (%.0f blocks each), %llu events, "
+           "%llu steps\n", s.name, policy, s.rate, (unsigned long long)res.n_arrived,
+           (double)blocks / (double)gen, (unsigned long long)res.events,
+           (unsigned long long)res.steps);
+    printf("%s: wall %.3f s = %.2f us/request (%.0f requests/s); stream generation alone "
+           "%.2f us/request; simulation %.2f us/request\n", s.name, t_run, 1e6 * t_run / n,
+           n / t_run, 1e6 * t_gen / (double)gen, 1e6 * (t_run - t_gen) / n);
+    printf("%s: peak RSS %.1f MB\n", s.name, (double)ru.ru_maxrss / 1024.0);
+    printf("%s: fingerprint completed=%llu unfinished=%llu rejected=%llu hit_tokens=%llu "
+           "preemptions=%llu ttft_p99=%.17g e2e_p99=%.17g end=%.17g\n", s.name,
+           (unsigned long long)res.n_completed, (unsigned long long)res.n_unfinished,
+           (unsigned long long)res.n_rejected, (unsigned long long)res.hit_tokens,
+           (unsigned long long)res.preemptions, res.ttft_p99, res.e2e_p99, res.sim_end_s);
+    cluster_result_fini(&res);
+    if (s.trace)
+        wl_trace_destroy(s.trace);
+    else
+        wl_config_fini(&s.wl);
+    spec_hw_fini(&hw);
+    spec_model_fini(&model);
+    return 0;
+}
