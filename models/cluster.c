@@ -250,6 +250,48 @@ static void summarize(cluster *c)
     res->throughput_rps = span > 0 ? (double)res->measured_completed / span : NAN;
 }
 
+/* Per-window hit rate and p99 TTFT by arrival time (for drift timelines). */
+static void timeline(const cluster_params *p, cluster_result *res)
+{
+    if (!(p->timeline_s > 0) || res->n_arrived == 0)
+        return;
+    size_t nw = (size_t)floor(res->last_arrival_s / p->timeline_s) + 1;
+    res->n_win = nw;
+    res->win_t0 = sim_xcalloc(nw, sizeof *res->win_t0);
+    res->win_arrivals = sim_xcalloc(nw, sizeof *res->win_arrivals);
+    res->win_hit_rate = sim_xcalloc(nw, sizeof *res->win_hit_rate);
+    res->win_ttft_p99 = sim_xcalloc(nw, sizeof *res->win_ttft_p99);
+    double *hit = sim_xcalloc(nw, sizeof *hit), *prompt = sim_xcalloc(nw, sizeof *prompt);
+    size_t *start = sim_xcalloc(nw + 1, sizeof *start);
+    /* Records are in arrival order, so each window is a contiguous run. */
+    for (uint64_t i = 0; i < res->n_arrived; i++) {
+        size_t w = (size_t)floor(res->rec[i].arrival_s / p->timeline_s);
+        if (w >= nw)
+            w = nw - 1;
+        res->win_arrivals[w]++;
+        if (res->rec[i].admitted && !res->rec[i].rejected) {
+            hit[w] += res->rec[i].hit_tokens;
+            prompt[w] += res->rec[i].prompt_tokens;
+        }
+    }
+    for (size_t w = 0; w < nw; w++)
+        start[w + 1] = start[w] + res->win_arrivals[w];
+    double *v = sim_xmalloc((res->n_arrived ? res->n_arrived : 1) * sizeof *v);
+    static const double q99 = 0.99;
+    for (size_t w = 0; w < nw; w++) {
+        res->win_t0[w] = (double)w * p->timeline_s;
+        res->win_hit_rate[w] = prompt[w] > 0 ? hit[w] / prompt[w] : NAN;
+        size_t k = 0;
+        for (size_t i = start[w]; i < start[w + 1]; i++)
+            v[k++] = res->rec[i].ttft_s >= 0 ? res->rec[i].ttft_s : INFINITY;
+        sim_quantiles(v, k, &q99, 1, &res->win_ttft_p99[w]);
+    }
+    free(v);
+    free(hit);
+    free(prompt);
+    free(start);
+}
+
 int cluster_run(const cluster_params *p, const route_type *rt, const route_params *rp,
                 wl_source src, cluster_result *out)
 {
@@ -330,6 +372,9 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
     if (rc == SIM_OK) {
         SIM_ALWAYS(out->n_arrived == out->n_completed + out->n_unfinished + out->n_rejected);
         summarize(&c);
+        timeline(p, out);
+        if (rt->telemetry)
+            rt->telemetry(c.rstate, &out->tel);
     }
 done:
     if (router_ok && rt->destroy)
@@ -351,4 +396,13 @@ void cluster_result_fini(cluster_result *r)
     free(r->rec);
     r->dest = NULL;
     r->rec = NULL;
+    route_telemetry_fini(&r->tel);
+    free(r->win_t0);
+    free(r->win_arrivals);
+    free(r->win_hit_rate);
+    free(r->win_ttft_p99);
+    r->win_t0 = r->win_hit_rate = r->win_ttft_p99 = NULL;
+    r->win_arrivals = NULL;
+    r->n_win = 0;
 }
+

@@ -29,6 +29,7 @@ typedef struct cluster_params {
     double warmup_s;        /* measure requests arriving at or after, s */
     double drain_s;         /* simulate at most this long after the last
                                arrival, s */
+    double timeline_s;      /* window of the per-window timeline, s (0 = none) */
     const volatile sig_atomic_t *stop; /* optional: non-zero interrupts the run */
 } cluster_params;
 
@@ -72,6 +73,13 @@ typedef struct cluster_result {
     cluster_dest *dest;         /* n_dest entries, owned */
     cluster_rec *rec;           /* n_arrived entries by request id, owned */
     int interrupted;            /* 1 if stopped by *stop */
+    route_telemetry tel;        /* the router's report (planned routers) */
+    /* Timeline: per window of cluster_params.timeline_s of arrival time. */
+    size_t n_win;
+    double *win_t0;             /* window start, s */
+    uint64_t *win_arrivals;     /* requests arriving in the window */
+    double *win_hit_rate;       /* served token-weighted hit rate of those */
+    double *win_ttft_p99;       /* p99 TTFT of those (+Inf if any unfinished) */
 } cluster_result;
 
 /*

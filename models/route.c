@@ -15,6 +15,17 @@ const route_type *const route_registry[] = {&route_flat_lb,      &route_sticky,
                                             &route_cr_replicate, &route_cr_affinity,
                                             NULL};
 
+void route_telemetry_fini(route_telemetry *t)
+{
+    free(t->iv);
+    free(t->key);
+    free(t->rate);
+    free(t->kb);
+    free(t->off);
+    free(t->dest);
+    memset(t, 0, sizeof *t);
+}
+
 const route_type *route_find(const char *name)
 {
     for (size_t i = 0; route_registry[i]; i++)

@@ -97,6 +97,36 @@ typedef struct route_params {
                                 else > 1) */
 } route_params;
 
+/* One control interval of a planned router, reported at the end of a run. */
+typedef struct route_interval {
+    double t_s;             /* interval boundary (plan installed), simulated s */
+    uint64_t keys;          /* keys seen in the interval just ended */
+    uint64_t admitted;      /* keys admitted by the new plan */
+    uint64_t sum_k;         /* Σ k_b of the new plan */
+    double admitted_share;  /* admitted rate / measured rate, [0, 1] */
+    double plan_imbalance;  /* expected max/mean load of the new plan */
+    double build_wall_s;    /* wall-clock time to build it, s (not simulated) */
+    double churn_dest;      /* keys admitted in both plans whose destination set
+                               changed / keys admitted in both (NaN for the first) */
+    double churn_k;         /* ... whose k_b changed / keys admitted in both */
+} route_interval;
+
+/* What a router reports at the end of a run (all arrays owned by the
+ * receiver, freed with route_telemetry_fini). */
+typedef struct route_telemetry {
+    route_interval *iv;     /* per control interval, in time order */
+    size_t n_iv;
+    size_t n_keys;          /* admitted keys of the last plan */
+    uint64_t *key;          /* routing keys */
+    double *rate;           /* their measured rates, requests/s */
+    uint32_t *kb;           /* k_b */
+    uint32_t *off;          /* n_keys + 1 offsets into dest */
+    uint32_t *dest;         /* destinations of key i: dest[off[i] .. off[i+1]) */
+} route_telemetry;
+
+/* Free a telemetry record's arrays.  Safe on a zeroed record and twice. */
+void route_telemetry_fini(route_telemetry *t);
+
 typedef struct route_type {
     const char *name;  /* registry name, e.g. "flat_lb" */
     const char *help;  /* one line for `crsim help policies` */
@@ -111,6 +141,10 @@ typedef struct route_type {
     /* Optional: a control-interval boundary at `now_s` seconds (every
      * route_params.interval_s while requests arrive). */
     void (*on_interval)(void *state, double now_s);
+    /* Optional: fill *out (zeroed by the caller) with the router's
+     * telemetry; the caller owns the arrays.  Called once, before
+     * destroy(). */
+    void (*telemetry)(void *state, route_telemetry *out);
     /* Optional: free what create() allocated (not `state` itself). */
     void (*destroy)(void *state);
 } route_type;

@@ -38,11 +38,10 @@ typedef struct cacheroute {
     uint32_t *cc;
     uint64_t cmask;
     size_t cn;
-    /* Telemetry of the last re-plan. */
+    /* Telemetry: one record per re-plan. */
     uint32_t n_plans;
-    double build_wall_s;
-    double churn_dest; /* share of keys admitted in both plans whose T(b) changed */
-    double churn_k;    /* share of keys admitted in both plans whose k_b changed */
+    route_interval *iv;
+    size_t n_iv, cap_iv;
 } cacheroute;
 
 static int counts_init(cacheroute *s, uint64_t slots)
@@ -172,9 +171,12 @@ static void cr_interval(void *state, double now_s)
         return;
     plan_key *keys = sim_xmalloc((s->cn ? s->cn : 1) * sizeof *keys);
     size_t n = 0;
+    double total = 0;
     for (uint64_t i = 0; i <= s->cmask; i++)
-        if (s->cc[i])
+        if (s->cc[i]) {
             keys[n++] = (plan_key){s->ck[i], s->cc[i] / len};
+            total += s->cc[i] / len;
+        }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     plan fresh;
@@ -182,7 +184,12 @@ static void cr_interval(void *state, double now_s)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     free(keys);
     SIM_ALWAYS(rc == SIM_OK); /* parameters were validated at create */
-    s->build_wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    route_interval rec = {
+        .t_s = now_s, .keys = n, .admitted = fresh.n_admitted, .sum_k = fresh.sum_k,
+        .admitted_share = total > 0 ? fresh.admitted_rate / total : 0,
+        .plan_imbalance = plan_imbalance(&fresh),
+        .build_wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+        .churn_dest = NAN, .churn_k = NAN};
     if (s->have_plan) {
         size_t both = 0, moved = 0, rek = 0;
         for (size_t a = 0; a < s->pl.n_admitted; a++) {
@@ -193,9 +200,14 @@ static void cr_interval(void *state, double now_s)
             moved += !same_dests(&s->pl, (int64_t)a, &fresh, b);
             rek += s->pl.k[a] != fresh.k[b];
         }
-        s->churn_dest = both ? (double)moved / (double)both : 0;
-        s->churn_k = both ? (double)rek / (double)both : 0;
+        rec.churn_dest = both ? (double)moved / (double)both : NAN;
+        rec.churn_k = both ? (double)rek / (double)both : NAN;
     }
+    if (s->n_iv == s->cap_iv) {
+        s->cap_iv = s->cap_iv ? 2 * s->cap_iv : 16;
+        s->iv = sim_xrealloc(s->iv, s->cap_iv * sizeof *s->iv);
+    }
+    s->iv[s->n_iv++] = rec;
     plan_fini(&s->pl);
     s->pl = fresh;
     s->have_plan = 1;
@@ -204,12 +216,38 @@ static void cr_interval(void *state, double now_s)
     s->cn = 0;
 }
 
+static void cr_telemetry(void *state, route_telemetry *out)
+{
+    cacheroute *s = state;
+    out->n_iv = s->n_iv;
+    out->iv = sim_xmalloc((s->n_iv ? s->n_iv : 1) * sizeof *out->iv);
+    memcpy(out->iv, s->iv, s->n_iv * sizeof *out->iv);
+    const plan *pl = &s->pl;
+    size_t n = s->have_plan ? pl->n_admitted : 0;
+    out->n_keys = n;
+    out->key = sim_xmalloc((n ? n : 1) * sizeof *out->key);
+    out->rate = sim_xmalloc((n ? n : 1) * sizeof *out->rate);
+    out->kb = sim_xmalloc((n ? n : 1) * sizeof *out->kb);
+    out->off = sim_xmalloc((n + 1) * sizeof *out->off);
+    out->dest = sim_xmalloc((n ? pl->sum_k : 1) * sizeof *out->dest);
+    if (n) {
+        memcpy(out->key, pl->key, n * sizeof *out->key);
+        memcpy(out->rate, pl->rate, n * sizeof *out->rate);
+        memcpy(out->kb, pl->k, n * sizeof *out->kb);
+        memcpy(out->off, pl->off, (n + 1) * sizeof *out->off);
+        memcpy(out->dest, pl->dest, pl->sum_k * sizeof *out->dest);
+    } else {
+        out->off[0] = 0;
+    }
+}
+
 static void cr_destroy(void *state)
 {
     cacheroute *s = state;
     plan_fini(&s->pl);
     free(s->ck);
     free(s->cc);
+    free(s->iv);
 }
 
 const route_type route_cacheroute = {
@@ -219,6 +257,7 @@ const route_type route_cacheroute = {
     .create = cr_create,
     .route = cr_route,
     .on_interval = cr_interval,
+    .telemetry = cr_telemetry,
     .destroy = cr_destroy,
 };
 
@@ -229,6 +268,7 @@ const route_type route_cr_replicate = {
     .create = cr_replicate_create,
     .route = cr_route,
     .on_interval = cr_interval,
+    .telemetry = cr_telemetry,
     .destroy = cr_destroy,
 };
 
@@ -239,5 +279,6 @@ const route_type route_cr_affinity = {
     .create = cr_affinity_create,
     .route = cr_route,
     .on_interval = cr_interval,
+    .telemetry = cr_telemetry,
     .destroy = cr_destroy,
 };

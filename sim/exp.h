@@ -33,6 +33,7 @@ typedef struct exp_config {
     size_t n_slos;
     int slo_metric;           /* index into exp_slo_metric_names */
     double report_rate;       /* requests/s; 0 = median tested load */
+    double timeline_s;        /* window of the stored per-run timeline, s */
     char **sweep;             /* axes "KEY=[v1, ...]" */
     size_t n_sweep;
     int sweep_mode;           /* 0 grid, 1 zip */

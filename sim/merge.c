@@ -146,6 +146,13 @@ int exp_merge_main(int argc, char **argv)
                     " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
                     " rejected, kv_pool_blocks, kv_pool_tokens"
                     " FROM src.dest_metrics d JOIN idmap i ON i.old = d.run_id;"
+                    "INSERT INTO main.router_intervals SELECT i.new, idx, t_s, keys, admitted,"
+                    " sum_k, admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k"
+                    " FROM src.router_intervals r JOIN idmap i ON i.old = r.run_id;"
+                    "INSERT INTO main.plan_keys SELECT i.new, rank, routing_key, rate_rps, k_b,"
+                    " destinations FROM src.plan_keys p JOIN idmap i ON i.old = p.run_id;"
+                    "INSERT INTO main.timeline SELECT i.new, idx, t0_s, arrivals, hit_rate,"
+                    " ttft_p99 FROM src.timeline t JOIN idmap i ON i.old = t.run_id;"
                     "DROP TABLE idmap;",
                     (long long)exp_id, (long long)se.id, (long long)exp_id, (long long)se.id);
                 rc = exec_sql(db, sql, outp);

@@ -55,6 +55,7 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
                    .prefix_caching = cfg->prefix_caching},
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
+        .timeline_s = cfg->timeline_s,
     };
     return SIM_OK;
 fail:

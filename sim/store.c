@@ -95,6 +95,24 @@ static const char schema_sql[] =
     "  highest_rps REAL NOT NULL,\n"
     "  n_loads INTEGER NOT NULL,\n"
     "  PRIMARY KEY (experiment_id, point, policy, seed, slo_metric, slo_s));\n"
+    "CREATE TABLE IF NOT EXISTS router_intervals(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  idx INTEGER NOT NULL,\n"
+    "  t_s REAL NOT NULL, keys INTEGER NOT NULL, admitted INTEGER NOT NULL,\n"
+    "  sum_k INTEGER NOT NULL, admitted_share REAL, plan_imbalance REAL,\n"
+    "  build_wall_s REAL, churn_dest REAL, churn_k REAL,\n"
+    "  PRIMARY KEY (run_id, idx));\n"
+    "CREATE TABLE IF NOT EXISTS plan_keys(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  rank INTEGER NOT NULL,\n"
+    "  routing_key TEXT NOT NULL, rate_rps REAL NOT NULL, k_b INTEGER NOT NULL,\n"
+    "  destinations TEXT NOT NULL,\n"
+    "  PRIMARY KEY (run_id, rank));\n"
+    "CREATE TABLE IF NOT EXISTS timeline(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  idx INTEGER NOT NULL,\n"
+    "  t0_s REAL NOT NULL, arrivals INTEGER NOT NULL, hit_rate REAL, ttft_p99 REAL,\n"
+    "  PRIMARY KEY (run_id, idx));\n"
     "CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash, status);\n"
     "CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id, run_index);\n";
 
@@ -243,6 +261,87 @@ int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id)
     return rc;
 }
 
+/* Router telemetry and the timeline of run `rid` (inside the caller's
+ * transaction). */
+static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
+{
+    sqlite3_stmt *st = NULL;
+    const route_telemetry *t = &res->tel;
+    if (t->n_iv) {
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO router_intervals VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                               -1, &st, NULL) != SQLITE_OK)
+            return db_error(s, "cannot prepare router intervals");
+        for (size_t i = 0; i < t->n_iv; i++) {
+            const route_interval *v = &t->iv[i];
+            sqlite3_bind_int64(st, 1, rid);
+            sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+            sqlite3_bind_double(st, 3, v->t_s);
+            sqlite3_bind_int64(st, 4, (sqlite3_int64)v->keys);
+            sqlite3_bind_int64(st, 5, (sqlite3_int64)v->admitted);
+            sqlite3_bind_int64(st, 6, (sqlite3_int64)v->sum_k);
+            bind_real(st, 7, v->admitted_share);
+            bind_real(st, 8, v->plan_imbalance);
+            bind_real(st, 9, v->build_wall_s);
+            bind_real(st, 10, v->churn_dest);
+            bind_real(st, 11, v->churn_k);
+            if (sqlite3_step(st) != SQLITE_DONE) {
+                sqlite3_finalize(st);
+                return db_error(s, "cannot add router intervals");
+            }
+            sqlite3_reset(st);
+        }
+        sqlite3_finalize(st);
+    }
+    if (t->n_keys) {
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO plan_keys VALUES (?,?,?,?,?,?)", -1, &st,
+                               NULL) != SQLITE_OK)
+            return db_error(s, "cannot prepare plan keys");
+        char *dests = sim_xmalloc(12 * (size_t)res->n_dest + 1);
+        for (size_t i = 0; i < t->n_keys; i++) {
+            char key[17];
+            snprintf(key, sizeof key, "%016llx", (unsigned long long)t->key[i]);
+            size_t used = 0;
+            for (uint32_t j = t->off[i]; j < t->off[i + 1]; j++)
+                used += (size_t)sprintf(dests + used, "%s%u", j > t->off[i] ? ";" : "", t->dest[j]);
+            dests[used] = '\0';
+            sqlite3_bind_int64(st, 1, rid);
+            sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+            sqlite3_bind_text(st, 3, key, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_double(st, 4, t->rate[i]);
+            sqlite3_bind_int64(st, 5, t->kb[i]);
+            sqlite3_bind_text(st, 6, dests, -1, SQLITE_TRANSIENT);
+            if (sqlite3_step(st) != SQLITE_DONE) {
+                free(dests);
+                sqlite3_finalize(st);
+                return db_error(s, "cannot add plan keys");
+            }
+            sqlite3_reset(st);
+        }
+        free(dests);
+        sqlite3_finalize(st);
+    }
+    if (res->n_win) {
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO timeline VALUES (?,?,?,?,?,?)", -1, &st,
+                               NULL) != SQLITE_OK)
+            return db_error(s, "cannot prepare the timeline");
+        for (size_t w = 0; w < res->n_win; w++) {
+            sqlite3_bind_int64(st, 1, rid);
+            sqlite3_bind_int64(st, 2, (sqlite3_int64)w);
+            sqlite3_bind_double(st, 3, res->win_t0[w]);
+            sqlite3_bind_int64(st, 4, (sqlite3_int64)res->win_arrivals[w]);
+            bind_real(st, 5, res->win_hit_rate[w]);
+            bind_real(st, 6, res->win_ttft_p99[w]);
+            if (sqlite3_step(st) != SQLITE_DONE) {
+                sqlite3_finalize(st);
+                return db_error(s, "cannot add the timeline");
+            }
+            sqlite3_reset(st);
+        }
+        sqlite3_finalize(st);
+    }
+    return SIM_OK;
+}
+
 int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
                       const cluster_result *res, int64_t *run_id)
 {
@@ -362,6 +461,8 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     }
     sqlite3_finalize(st);
     st = NULL;
+    if ((rc = add_extras(s, rid, res)))
+        goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = db_error(s, "cannot commit a run");
         goto fail;
@@ -468,6 +569,14 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
                        " rejected, kv_pool_blocks, kv_pool_tokens"
                        " FROM dest_metrics WHERE run_id = ?2", rid, from, 0, 2)))
+        goto fail;
+    if ((rc = exec3(s, "INSERT INTO router_intervals SELECT ?1, idx, t_s, keys, admitted, sum_k,"
+                       " admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k"
+                       " FROM router_intervals WHERE run_id = ?2", rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO plan_keys SELECT ?1, rank, routing_key, rate_rps, k_b,"
+                       " destinations FROM plan_keys WHERE run_id = ?2", rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO timeline SELECT ?1, idx, t0_s, arrivals, hit_rate, ttft_p99"
+                       " FROM timeline WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = db_error(s, "cannot commit a resumed run");
