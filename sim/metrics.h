@@ -9,7 +9,9 @@
 
 /*
  * Quantiles of `v[0..n)` at probabilities `q[0..nq)` (each in [0, 1]),
- * written to `out[0..nq)`.  Sorts `v` in place (GSL gsl_sort).  Definition:
+ * written to `out[0..nq)`.  Reorders `v` in place: each quantile is found
+ * by selection (GSL gsl_stats_select, O(n)), not a sort, and is exact (no
+ * histogram approximation).  Definition:
  * linear interpolation between order statistics at position q·(n−1)
  * (Hyndman & Fan type 7, as numpy's default and GSL's
  * gsl_stats_quantile_from_sorted_data).  +inf values (unfinished requests)
