@@ -338,9 +338,12 @@ int exp_capacity_collect(sqlite3 *db, int64_t experiment_id, exp_capacity_row **
             exp_capacity c;
             rc = exp_capacity_compute(g[i].loads, g[i].metric, g[i].n, slos[s], &c);
             if (rc) {
+                /* Copy first: sim_errmsg() is the buffer SIM_ERROR writes to. */
+                char *why = sim_xstrdup(sim_errmsg());
                 rc = SIM_ERROR(SIM_EINVAL, "experiment %lld, point %lld, policy %s, seed %lld: "
                                "%s", (long long)experiment_id, (long long)g[i].point,
-                               g[i].policy, (long long)g[i].seed, sim_errmsg());
+                               g[i].policy, (long long)g[i].seed, why);
+                free(why);
                 break;
             }
             out[n_out++] = (exp_capacity_row){

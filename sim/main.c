@@ -15,6 +15,8 @@
 #include "exp.h"
 #include "merge.h"
 #include "plan_cli.h"
+#include "plot.h"
+#include "report.h"
 #include "version.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -38,6 +40,12 @@ static void usage(FILE *f)
           "        any key, e.g. --set experiment.rates=[10,20] --set cluster.destinations=8;\n"
           "        --shard I/N runs only runs with index %% N == I (0 <= I < N), for job\n"
           "        arrays; --resume reuses runs stored with the same config hash\n"
+          "  report DB [--experiment ID] [--format text|markdown|csv] [--rate R] [--out FILE]\n"
+          "        paper-style tables: KV hit, SLO capacity per threshold (censoring\n"
+          "        marked), p99, imbalance\n"
+          "  plot DB [--experiment ID] [--rate R] [--out DIR]\n"
+          "        capacity / p99-vs-load / hit-rate figures (gnuplot; PNG, SVG and TSV,\n"
+          "        default results/<experiment name>/)\n"
           "  merge OUT.db SHARD.db...   combine shard databases into one\n"
           "  plan --rates FILE --destinations R --q-cap Q --slots W [--placement lpt|hash]\n"
           "       [--no-replicate] [--out TABLE.csv]\n"
@@ -225,6 +233,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0)
+        return exp_report_main(argc - 2, argv + 2);
+    if (strcmp(cmd, "plot") == 0)
+        return exp_plot_main(argc - 2, argv + 2);
     if (strcmp(cmd, "plan") == 0) {
         int rc = exp_plan_main(argc - 2, argv + 2, stdout);
         return rc ? fail(rc) : 0;
@@ -253,7 +265,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "crsim: unknown command '%s'; expected run, help or version (crsim --help)\n",
+    fprintf(stderr, "crsim: unknown command '%s'; expected run, report, plot, merge, plan, workload, help or version (crsim --help)\n",
             cmd);
     return SIM_EXIT_BADINPUT;
 }

@@ -1,0 +1,535 @@
+/*
+ * `crsim plot`: turns the report of one experiment (sim/report.c's loader)
+ * into tab-separated data files and gnuplot figures.  All layout decisions
+ * that need the data (bar positions, the ceiling where unfinished p99s are
+ * drawn, log or linear y) are made here, so the gnuplot scripts stay
+ * declarative and the data files are useful on their own.  gnuplot runs as
+ * a child process without a shell; its absence is reported, not fatal to
+ * the data files.
+ */
+#include "plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "report.h"
+
+#ifndef CRSIM_SCRIPT_DIR
+#define CRSIM_SCRIPT_DIR "scripts"
+#endif
+
+extern char **environ;
+
+/* A growable string. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->n;
+        int k = vsnprintf(b->s ? b->s + b->n : NULL, room, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+            return;
+        if ((size_t)k < room) {
+            b->n += (size_t)k;
+            return;
+        }
+        b->cap = 2 * (b->n + (size_t)k + 64);
+        b->s = sim_xrealloc(b->s, b->cap);
+    }
+}
+
+/* Append a gnuplot single-quoted string literal (a quote is doubled).
+ * Double quotes and backslashes are harmless inside single quotes. */
+static void sb_gpstr(sbuf *b, const char *s)
+{
+    sb_printf(b, "'");
+    for (; *s; s++)
+        sb_printf(b, *s == '\'' ? "''" : "%c", *s);
+    sb_printf(b, "'");
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char *d = sim_xstrdup(path);
+    int rc = SIM_OK;
+    for (char *p = d + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(d, 0777) != 0 && errno != EEXIST)
+            rc = SIM_ERROR(SIM_EIO, "%s: cannot create folder: %s", d, strerror(errno));
+        *p = c;
+        if (rc || c == '\0')
+            break;
+    }
+    free(d);
+    return rc;
+}
+
+/* A file name part from an experiment name: [A-Za-z0-9._-], others '_'. */
+static char *safe_name(const char *s)
+{
+    char *d = sim_xstrdup(s[0] ? s : "experiment");
+    for (char *p = d; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            *p = '_';
+    if (strcmp(d, ".") == 0 || strcmp(d, "..") == 0)
+        d[0] = '_';
+    return d;
+}
+
+/* Policy names go into a gnuplot word list: no blanks or quotes. */
+static void sb_word(sbuf *b, const char *s)
+{
+    for (; *s; s++)
+        sb_printf(b, "%c", (*s == ' ' || *s == '\t' || *s == '\'' || *s == '"') ? '_' : *s);
+}
+
+static void put_num(FILE *f, double x)
+{
+    if (isfinite(x))
+        fprintf(f, "\t%.10g", x);
+    else
+        fputs("\t?", f);
+}
+
+static FILE *open_data(const char *path, int *rc)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        *rc = SIM_ERROR(SIM_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_data(FILE *f, const char *path)
+{
+    if (fclose(f) != 0)
+        return SIM_ERROR(SIM_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return SIM_OK;
+}
+
+/*
+ * capacity.tsv: one block (separated by two blank lines, gnuplot `index`)
+ * per SLO threshold, one row per policy: bar x, exact mean, sd, height of
+ * a hatched bar for all-right-censored (the bound), label y, label text.
+ * Bars of one policy are grouped around x = policy index.
+ */
+static int write_capacity(const exp__report *r, const exp__rep_point *pt, const char *path,
+                          double *ymax)
+{
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    double top = 0;
+    for (size_t c = 0; c < pt->n_cells; c++)
+        for (size_t s = 0; s < r->n_slos; s++) {
+            const exp_capacity_agg *a = &pt->cells[c].caps[s];
+            double sd = isnan(a->sd_rps) ? 0 : a->sd_rps;
+            if (a->n_exact)
+                top = fmax(top, a->mean_rps + sd);
+            if (a->n_right)
+                top = fmax(top, a->right_bound);
+            if (a->n_left)
+                top = fmax(top, a->left_bound);
+        }
+    if (!(top > 0))
+        top = r->n_loads ? r->loads[r->n_loads - 1] : 1;
+    *ymax = top * 1.45;
+    double bw = 0.8 / (double)(r->n_slos ? r->n_slos : 1);
+    fprintf(f, "# crsim plot: SLO capacity (requests/s) of experiment %lld point %lld, "
+            "metric %s\n", (long long)r->id, (long long)pt->point, r->slo_metric);
+    fprintf(f, "# x\tmean_exact\tsd\tright_censored_bound\tlabel_y\tlabel\tpolicy\t"
+            "n_exact\tn_left\tn_right\tslo_s\n");
+    for (size_t s = 0; s < r->n_slos; s++) {
+        if (s)
+            fputs("\n\n", f);
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            const exp_capacity_agg *a = &pt->cells[c].caps[s];
+            double x = (double)c + ((double)s - ((double)r->n_slos - 1) / 2) * bw;
+            double sd = isnan(a->sd_rps) ? 0 : a->sd_rps;
+            double hatch = (a->n_exact == 0 && a->n_right) ? a->right_bound : NAN;
+            char label[160] = "";
+            double ly = NAN;
+            if (a->n_left || a->n_right) {
+                exp_capacity_format(a, label, sizeof label);
+                ly = a->n_exact ? a->mean_rps + sd : isfinite(hatch) ? hatch : 0;
+                ly += 0.02 * top;
+            }
+            fprintf(f, "%.6g", x);
+            put_num(f, a->n_exact ? a->mean_rps : NAN);
+            put_num(f, sd);
+            put_num(f, hatch);
+            put_num(f, ly);
+            fprintf(f, "\t%s\t%s\t%zu\t%zu\t%zu\t%g\n", label[0] ? label : "?",
+                    pt->cells[c].policy, a->n_exact, a->n_left, a->n_right, r->slos[s]);
+        }
+    }
+    return close_data(f, path);
+}
+
+/*
+ * p99.tsv: one block per policy, one row per tested load: load, the SLO
+ * metric's mean over seeds with +Inf replaced by the ceiling, the point
+ * size and type to draw it with (a large open circle at the ceiling for
+ * +Inf), and the seeds counted.
+ */
+static int write_p99(const exp__report *r, const exp__rep_point *pt, const char *path,
+                     double *ceiling, double *ymin, bool *logy, bool *any_inf)
+{
+    int rc = SIM_OK;
+    *any_inf = false;
+    double lo = INFINITY, hi = 0;
+    for (size_t s = 0; s < r->n_slos; s++) {
+        lo = fmin(lo, r->slos[s]);
+        hi = fmax(hi, r->slos[s]);
+    }
+    for (size_t c = 0; c < pt->n_cells; c++)
+        for (size_t l = 0; l < pt->cells[c].n_loads; l++) {
+            double v = pt->cells[c].loads[l].slo_mean;
+            *any_inf = *any_inf || isinf(v);
+            if (isfinite(v) && v > 0) {
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+        }
+    if (!isfinite(lo) || !(hi > 0)) {
+        lo = 0.1;
+        hi = 1;
+    }
+    /* Log scale when the finite values span more than a factor 30. */
+    *logy = hi / lo > 30;
+    *ceiling = *logy ? hi * 3 : hi * 1.2;
+    *ymin = *logy ? lo / 1.5 : 0;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    fprintf(f, "# crsim plot: %s (s) against load (requests/s), mean over seeds, of "
+            "experiment %lld point %lld; +Inf (unfinished requests) drawn at %.6g\n",
+            r->slo_metric, (long long)r->id, (long long)pt->point, *ceiling);
+    fprintf(f, "# load\tvalue\tpoint_size\tpoint_type\tn_seeds\tn_inf\tpolicy\n");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        if (c)
+            fputs("\n\n", f);
+        const exp__rep_cell *cell = &pt->cells[c];
+        for (size_t l = 0; l < cell->n_loads; l++) {
+            const exp__rep_load *e = &cell->loads[l];
+            fprintf(f, "%.10g", e->load_rps);
+            put_num(f, isinf(e->slo_mean) ? *ceiling : e->slo_mean);
+            fprintf(f, "\t%s", isinf(e->slo_mean) ? "2.8\t6" : "1.2\t7");
+            fprintf(f, "\t%zu\t%zu\t%s\n", e->n, e->slo_n_inf, cell->policy);
+        }
+        if (cell->n_loads == 0)
+            fprintf(f, "?\t?\t1.2\t7\t0\t0\t%s\n", cell->policy);
+    }
+    return close_data(f, path);
+}
+
+/* hit.tsv: one row per policy: x, hit mean %, sd %, label. */
+static int write_hit(const exp__report *r, const exp__rep_point *pt, const char *path)
+{
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    fprintf(f, "# crsim plot: served token-weighted KV hit rate (%%) at %g requests/s, mean "
+            "and sd over seeds, of experiment %lld point %lld\n", r->rate_rps,
+            (long long)r->id, (long long)pt->point);
+    fprintf(f, "# x\thit_mean_pct\thit_sd_pct\tlabel\tpolicy\n");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        const exp__rep_load *e = pt->cells[c].at_rate;
+        double m = e ? 100 * e->hit_mean : NAN, sd = e ? 100 * e->hit_sd : NAN;
+        fprintf(f, "%zu", c);
+        put_num(f, m);
+        put_num(f, isfinite(sd) ? sd : 0);
+        if (isfinite(m) && isfinite(sd))
+            fprintf(f, "\t%.1f \u00b1 %.1f %%", m, sd);
+        else if (isfinite(m))
+            fprintf(f, "\t%.1f %%", m);
+        else
+            fputs("\tn/a", f);
+        fprintf(f, "\t%s\n", pt->cells[c].policy);
+    }
+    return close_data(f, path);
+}
+
+/* The gnuplot binary: $CRSIM_GNUPLOT or "gnuplot"; NULL if not found. */
+static char *find_gnuplot(void)
+{
+    const char *g = getenv("CRSIM_GNUPLOT");
+    if (!g || !*g)
+        g = "gnuplot";
+    if (strchr(g, '/'))
+        return access(g, X_OK) == 0 ? sim_xstrdup(g) : NULL;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        sbuf b = {0};
+        sb_printf(&b, "%.*s/%s", (int)n, n ? path : ".", g);
+        if (access(b.s, X_OK) == 0)
+            return b.s;
+        free(b.s);
+        path += n + (path[n] == ':');
+    }
+    return NULL;
+}
+
+/* Run `gnuplot -e VARS SCRIPT`; returns its exit status, or -1 if it
+ * could not be started or was killed. */
+static int run_gnuplot(const char *gnuplot, const char *vars, const char *script)
+{
+    char *argv[] = {(char *)"gnuplot", (char *)"-e", (char *)vars, (char *)script, NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, gnuplot, NULL, NULL, argv, environ) != 0)
+        return -1;
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Common gnuplot variables: file names, titles, the SLO and policy lists. */
+static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
+                        const char *data, const char *outbase)
+{
+    sb_printf(b, "datafile=");
+    sb_gpstr(b, data);
+    sb_printf(b, "; outbase=");
+    sb_gpstr(b, outbase);
+    sbuf t = {0};
+    sb_printf(&t, "%s (experiment %lld%s%s)", r->name, (long long)r->id,
+              strcmp(r->status, "complete") != 0 ? ", PARTIAL: " : "",
+              strcmp(r->status, "complete") != 0 ? r->status : "");
+    if (r->shard[0])
+        sb_printf(&t, " shard %s, PARTIAL", r->shard);
+    if (pt->label[0])
+        sb_printf(&t, "\\n%s", pt->label);
+    sb_printf(b, "; exptitle=");
+    /* "\n" must reach gnuplot as a newline: use a double-quoted string for
+     * it and single-quoted pieces elsewhere. */
+    sb_printf(b, "\"");
+    for (const char *s = t.s; *s; s++) {
+        if (s[0] == '\\' && s[1] == 'n') {
+            sb_printf(b, "\\n");
+            s++;
+        } else if (*s == '"' || *s == '\\' || *s == '@' || *s == '$') {
+            sb_printf(b, "_");
+        } else {
+            sb_printf(b, "%c", *s);
+        }
+    }
+    sb_printf(b, "\"");
+    free(t.s);
+    sb_printf(b, "; metric=");
+    sb_gpstr(b, r->slo_metric);
+    sb_printf(b, "; slos='");
+    for (size_t s = 0; s < r->n_slos; s++)
+        sb_printf(b, "%s%g", s ? " " : "", r->slos[s]);
+    sb_printf(b, "'; policies='");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        if (c)
+            sb_printf(b, " ");
+        sb_word(b, pt->cells[c].policy);
+    }
+    sb_printf(b, "'; rate=%.10g; nseeds=%zu", r->rate_rps, r->n_seeds);
+}
+
+static const char *script_dir(void)
+{
+    const char *d = getenv("CRSIM_SCRIPT_DIR");
+    return d && *d ? d : CRSIM_SCRIPT_DIR;
+}
+
+static void plot_usage(FILE *f)
+{
+    fputs("usage: crsim plot DB [--experiment ID] [--rate R] [--out DIR]\n"
+          "  figures of one experiment (default: the latest): SLO capacity per policy and\n"
+          "  threshold, the SLO metric against load, KV hit rate at the report rate R;\n"
+          "  data (.tsv) and figures (.png, .svg) go to DIR (default results/<experiment>/).\n"
+          "  Needs gnuplot.  See docs/report.md.\n",
+          f);
+}
+
+int exp_plot_main(int argc, char **argv)
+{
+    const char *path = NULL, *out_dir = NULL;
+    int64_t id = 0;
+    double rate = 0;
+    int rc = SIM_OK;
+    for (int i = 0; i < argc && rc == SIM_OK; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq && a[0] == '-' ? (size_t)(eq - a) : strlen(a);
+        bool is_opt = a[0] == '-' && a[1] != '\0';
+        const char *v = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            plot_usage(stdout);
+            return 0;
+        }
+        if (is_opt) {
+            if (eq)
+                v = eq + 1;
+            else if (i + 1 < argc)
+                v = argv[++i];
+            else {
+                rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", a);
+                break;
+            }
+        }
+        if (!is_opt) {
+            if (path)
+                rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one database "
+                               "file", a);
+            path = a;
+        } else if (nlen == 12 && strncmp(a, "--experiment", nlen) == 0) {
+            rc = exp__parse_id("--experiment", v, &id);
+        } else if (nlen == 6 && strncmp(a, "--rate", nlen) == 0) {
+            rc = exp__parse_pos("--rate", v, &rate);
+        } else if (nlen == 5 && strncmp(a, "--out", nlen) == 0) {
+            out_dir = v;
+        } else {
+            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%.*s' for 'plot'; expected "
+                           "--experiment, --rate or --out", (int)nlen, a);
+        }
+    }
+    if (rc == SIM_OK && !path)
+        rc = SIM_ERROR(SIM_EINVAL, "usage: crsim plot DB [--experiment ID] [--rate R] "
+                       "[--out DIR]");
+    if (rc)
+        return exp__exit_status(rc);
+
+    sqlite3 *db = NULL;
+    exp__report *r = NULL;
+    rc = exp__report_open(path, &db);
+    if (rc == SIM_OK)
+        rc = exp__report_load(db, id, rate, &r);
+    sqlite3_close(db);
+    if (rc)
+        return exp__exit_status(rc);
+    exp__report_warn(r);
+
+    char *dir;
+    if (out_dir) {
+        dir = sim_xstrdup(out_dir);
+    } else {
+        char *nm = safe_name(r->name);
+        sbuf b = {0};
+        sb_printf(&b, "results/%s", nm);
+        free(nm);
+        dir = b.s;
+    }
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dir[--dl] = '\0';
+    rc = make_dirs(dir);
+
+    /* Write every data file first, so they exist even without gnuplot. */
+    typedef struct job {
+        char *script, *vars, *outbase;
+    } job;
+    job *jobs = sim_xcalloc(3 * r->n_points + 1, sizeof *jobs);
+    size_t n_jobs = 0;
+    for (size_t p = 0; p < r->n_points && rc == SIM_OK; p++) {
+        const exp__rep_point *pt = &r->points[p];
+        char sfx[32] = "";
+        if (r->n_points > 1)
+            snprintf(sfx, sizeof sfx, "-p%lld", (long long)pt->point);
+        static const char *const kinds[] = {"capacity", "p99", "hit"};
+        for (size_t k = 0; k < 3 && rc == SIM_OK; k++) {
+            sbuf data = {0}, base = {0}, vars = {0}, script = {0};
+            sb_printf(&data, "%s/%s%s.tsv", dir, kinds[k], sfx);
+            sb_printf(&base, "%s/%s%s", dir, kinds[k], sfx);
+            sb_printf(&script, "%s/plot-%s.gp", script_dir(), kinds[k]);
+            common_vars(&vars, r, pt, data.s, base.s);
+            if (k == 0) {
+                double ymax = 1;
+                rc = write_capacity(r, pt, data.s, &ymax);
+                sb_printf(&vars, "; ymax=%.10g", ymax);
+            } else if (k == 1) {
+                double ceiling = 1, ymin = 0;
+                bool logy = false, any_inf = false;
+                rc = write_p99(r, pt, data.s, &ceiling, &ymin, &logy, &any_inf);
+                sb_printf(&vars, "; ceiling=%.10g; ymin=%.10g; logy=%d; anyinf=%d", ceiling,
+                          ymin, logy ? 1 : 0, any_inf ? 1 : 0);
+            } else {
+                rc = write_hit(r, pt, data.s);
+            }
+            if (rc == SIM_OK)
+                printf("wrote %s\n", data.s);
+            free(data.s);
+            jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
+        }
+    }
+
+    int status = rc ? exp__exit_status(rc) : 0;
+    char *gnuplot = NULL;
+    if (rc == SIM_OK && r->n_points == 0) {
+        fprintf(stderr, "crsim: experiment %lld has no complete runs: nothing to plot\n",
+                (long long)r->id);
+        status = 1;
+    } else if (rc == SIM_OK && !(gnuplot = find_gnuplot())) {
+        fprintf(stderr, "crsim: gnuplot not found (looked for %s in PATH); the data files are "
+                "in %s/ (install gnuplot, e.g. apt-get install gnuplot-nox, and re-run)\n",
+                getenv("CRSIM_GNUPLOT") && *getenv("CRSIM_GNUPLOT") ? getenv("CRSIM_GNUPLOT")
+                                                                   : "gnuplot", dir);
+        status = 1;
+    }
+    for (size_t j = 0; gnuplot && j < n_jobs; j++) {
+        if (access(jobs[j].script, R_OK) != 0) {
+            fprintf(stderr, "crsim: %s: cannot read the gnuplot script: %s (set "
+                    "CRSIM_SCRIPT_DIR to the scripts/ folder of the crsim source)\n",
+                    jobs[j].script, strerror(errno));
+            status = 1;
+            break;
+        }
+        int st = run_gnuplot(gnuplot, jobs[j].vars, jobs[j].script);
+        if (st != 0) {
+            fprintf(stderr, "crsim: gnuplot failed on %s (exit %d)%s\n", jobs[j].script, st,
+                    getenv("CRSIM_DEBUG") ? "" : "; CRSIM_DEBUG=1 prints its variables");
+            if (getenv("CRSIM_DEBUG"))
+                fprintf(stderr, "crsim: gnuplot -e \"%s\" %s\n", jobs[j].vars, jobs[j].script);
+            status = 1;
+            continue;
+        }
+        printf("wrote %s.png %s.svg\n", jobs[j].outbase, jobs[j].outbase);
+    }
+    for (size_t j = 0; j < n_jobs; j++) {
+        free(jobs[j].script);
+        free(jobs[j].vars);
+        free(jobs[j].outbase);
+    }
+    free(jobs);
+    free(gnuplot);
+    free(dir);
+    exp__report_free(r);
+    return status;
+}

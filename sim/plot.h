@@ -1,0 +1,29 @@
+/*
+ * `crsim plot DB`: figures of one experiment of a result database.  It
+ * writes tab-separated data files (capacity per policy and SLO threshold,
+ * the SLO metric against load, the KV hit rate) and renders each with a
+ * gnuplot script from scripts/ into PNG and SVG (docs/report.md).
+ */
+#ifndef CRSIM_SIM_PLOT_H
+#define CRSIM_SIM_PLOT_H
+
+/*
+ * `crsim plot DB [--experiment ID] [--rate R] [--out DIR]`, with argv
+ * holding only the arguments after "plot".  DIR defaults to
+ * results/<experiment name>/ (relative to the current directory) and is
+ * created if missing.  Per sweep point (suffix -p<point> when the
+ * experiment has several) it writes capacity.tsv, p99.tsv and hit.tsv,
+ * then runs gnuplot on scripts/plot-capacity.gp, plot-p99.gp and
+ * plot-hit.gp to produce capacity.png/.svg, p99.png/.svg and hit.png/.svg.
+ * The scripts are looked up in $CRSIM_SCRIPT_DIR, else the compile-time
+ * CRSIM_SCRIPT_DIR (default "scripts"); the gnuplot binary is
+ * $CRSIM_GNUPLOT, else "gnuplot" in PATH.  Prints the files written to
+ * stdout and errors as one line "crsim: <message>" on stderr.
+ * Returns the process exit status: 0 success; 2 bad input (as
+ * `crsim report`, or an output folder that cannot be created); 1 when
+ * gnuplot is missing or fails, or the scripts are not found (the data
+ * files are still written), or on database errors.
+ */
+int exp_plot_main(int argc, char **argv);
+
+#endif

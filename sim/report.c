@@ -1,0 +1,1023 @@
+/*
+ * `crsim report`: reads one experiment of a result database, groups its
+ * runs by sweep point and policy, and prints the paper-style table per
+ * point (DESIGN.md §9–§10) as aligned text, Markdown or CSV.  Capacities
+ * come from the capacities table when it is present and up to date, and
+ * are otherwise computed from the runs with sim/capacity.c; the report
+ * never writes to the database.  Partial results (a running, incomplete or
+ * sharded experiment) are flagged in the output and on stderr.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "store.h"
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static double col_real(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *s = sqlite3_column_text(st, i);
+    return sim_xstrdup(s ? (const char *)s : "");
+}
+
+static int db_fail(sqlite3 *db, const char *what)
+{
+    return SIM_ERROR(SIM_EDB, "%s: %s: %s", sqlite3_db_filename(db, "main"), what,
+                     sqlite3_errmsg(db));
+}
+
+/* Loads are compared with a relative tolerance: they come back from SQLite
+ * as the doubles written, but a --rate typed by hand may differ in the
+ * last digit. */
+static bool same_load(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
+
+int exp__exit_status(int rc)
+{
+    if (rc == SIM_OK)
+        return 0;
+    fprintf(stderr, "crsim: %s\n", sim_errmsg());
+    if (getenv("CRSIM_DEBUG"))
+        fprintf(stderr, "crsim: (%s at %s)\n", sim_strstatus(rc), sim_errsrc());
+    return rc == SIM_EINVAL || rc == SIM_EIO ? SIM_EXIT_BADINPUT : 1;
+}
+
+int exp__parse_id(const char *opt, const char *val, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = val ? strtoll(val, &end, 10) : 0;
+    if (!val || end == val || *end || errno || x < 1)
+        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected an experiment id (integer >= 1)", opt,
+                         val ? val : "");
+    *out = x;
+    return SIM_OK;
+}
+
+int exp__parse_pos(const char *opt, const char *val, double *out)
+{
+    char *end = NULL;
+    double x = val ? strtod(val, &end) : NAN;
+    if (!val || end == val || *end || !(isfinite(x) && x > 0))
+        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a load > 0 (requests/s)", opt,
+                         val ? val : "");
+    *out = x;
+    return SIM_OK;
+}
+
+/* Mean and sample sd of the non-NaN values; +Inf if any is +Inf. */
+static void mean_sd(const double *x, size_t n, double *mean, double *sd, size_t *n_inf)
+{
+    size_t k = 0, inf = 0;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i]))
+            continue;
+        if (isinf(x[i])) {
+            inf++;
+            continue;
+        }
+        s += x[i];
+        k++;
+    }
+    if (n_inf)
+        *n_inf = inf;
+    if (inf) {
+        *mean = INFINITY;
+        if (sd)
+            *sd = NAN;
+        return;
+    }
+    *mean = k ? s / (double)k : NAN;
+    if (!sd)
+        return;
+    if (k < 2) {
+        *sd = NAN;
+        return;
+    }
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i]))
+            ss += (x[i] - *mean) * (x[i] - *mean);
+    *sd = sqrt(ss / (double)(k - 1));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- opening and loading ------------------------------------------------ */
+
+int exp__report_open(const char *path, sqlite3 **db)
+{
+    *db = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return SIM_ERROR(SIM_EIO, "%s: cannot open: %s; expected a crsim result database "
+                         "(crsim run writes results/<experiment>.db)", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return SIM_ERROR(SIM_EIO, "%s: not a regular file; expected a crsim result database",
+                         path);
+    sqlite3 *d = NULL;
+    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        int rc = SIM_ERROR(SIM_EIO, "%s: cannot open: %s", path,
+                           d ? sqlite3_errmsg(d) : "out of memory");
+        sqlite3_close(d);
+        return rc;
+    }
+    sqlite3_busy_timeout(d, 10000);
+    sqlite3_stmt *st = NULL;
+    int version = -1, rc = SIM_OK;
+    if (sqlite3_prepare_v2(d, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st,
+                           NULL) != SQLITE_OK) {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (%s)", path,
+                       sqlite3_errmsg(d));
+    } else if (sqlite3_step(st) == SQLITE_ROW) {
+        version = sqlite3_column_int(st, 0);
+    } else {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (no schema version)", path);
+    }
+    sqlite3_finalize(st);
+    if (rc == SIM_OK && version != EXP_STORE_SCHEMA_VERSION)
+        rc = SIM_ERROR(SIM_EINVAL, "%s: result schema version %d; this crsim reads version %d "
+                       "(re-run the experiment with this build)", path, version,
+                       EXP_STORE_SCHEMA_VERSION);
+    if (rc) {
+        sqlite3_close(d);
+        return rc;
+    }
+    *db = d;
+    return SIM_OK;
+}
+
+/* One complete run as read. */
+typedef struct run_rec {
+    int64_t point, seed;
+    const char *label, *policy;  /* point into the statement-independent copies */
+    double rate, hit, p99, slo, imb;
+} run_rec;
+
+void exp__report_free(exp__report *r)
+{
+    if (!r)
+        return;
+    for (size_t p = 0; p < r->n_points; p++) {
+        exp__rep_point *pt = &r->points[p];
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            free(pt->cells[c].policy);
+            free(pt->cells[c].loads);
+            free(pt->cells[c].caps);
+        }
+        free(pt->cells);
+        free(pt->label);
+    }
+    free(r->points);
+    free(r->name);
+    free(r->status);
+    free(r->shard);
+    free(r->build);
+    free(r->host);
+    free(r->started_at);
+    free(r->finished_at);
+    free(r->slo_metric);
+    free(r->p99_metric);
+    free(r->slos);
+    free(r->loads);
+    free(r->seeds);
+    free(r);
+}
+
+static int load_experiment(sqlite3 *db, int64_t id, exp__report *r)
+{
+    sqlite3_stmt *st = NULL;
+    const char *sql = id > 0
+        ? "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
+          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
+          " WHERE id = ?"
+        : "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
+          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
+          " ORDER BY id DESC LIMIT 1";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database of version %d (%s)",
+                         sqlite3_db_filename(db, "main"), EXP_STORE_SCHEMA_VERSION,
+                         sqlite3_errmsg(db));
+    if (id > 0)
+        sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st), rc = SIM_OK;
+    if (step == SQLITE_ROW) {
+        r->id = sqlite3_column_int64(st, 0);
+        r->name = col_dup(st, 1);
+        r->status = col_dup(st, 2);
+        r->shard = col_dup(st, 3);
+        r->build = col_dup(st, 4);
+        r->host = col_dup(st, 5);
+        r->started_at = col_dup(st, 6);
+        r->finished_at = col_dup(st, 7);
+        r->slo_metric = col_dup(st, 8);
+        rc = exp_capacity_parse_slos((const char *)sqlite3_column_text(st, 9), &r->slos,
+                                     &r->n_slos);
+        r->stored_rate_rps = col_real(st, 10);
+        r->n_runs_planned = sqlite3_column_int64(st, 11);
+        r->n_points_planned = sqlite3_column_int64(st, 12);
+    } else if (step == SQLITE_DONE) {
+        if (id > 0)
+            rc = SIM_ERROR(SIM_EINVAL, "%s: no experiment with id %lld (see: sqlite3 %s "
+                           "'SELECT id, name, status FROM experiments')",
+                           sqlite3_db_filename(db, "main"), (long long)id,
+                           sqlite3_db_filename(db, "main"));
+        else
+            rc = SIM_ERROR(SIM_EINVAL, "%s: the database holds no experiment yet",
+                           sqlite3_db_filename(db, "main"));
+    } else {
+        rc = db_fail(db, "cannot read the experiment");
+    }
+    sqlite3_finalize(st);
+    if (rc == SIM_OK)
+        rc = exp_capacity_check_metric(r->slo_metric);
+    if (rc == SIM_OK) {
+        /* The p99 column of the SLO metric's family (ttft_p90 -> ttft_p99). */
+        const char *us = strchr(r->slo_metric, '_');
+        size_t fam = us ? (size_t)(us - r->slo_metric) : strlen(r->slo_metric);
+        r->p99_metric = sim_xmalloc(fam + 5);
+        memcpy(r->p99_metric, r->slo_metric, fam);
+        memcpy(r->p99_metric + fam, "_p99", 5);
+    }
+    return rc;
+}
+
+/* Add `x` to a sorted set of doubles / int64s (small: linear). */
+static void add_load(double **v, size_t *n, double x)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (same_load((*v)[i], x))
+            return;
+    *v = sim_xrealloc(*v, (*n + 1) * sizeof **v);
+    (*v)[(*n)++] = x;
+}
+
+static void add_seed(int64_t **v, size_t *n, int64_t x)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i] == x)
+            return;
+    *v = sim_xrealloc(*v, (*n + 1) * sizeof **v);
+    (*v)[(*n)++] = x;
+}
+
+/* Intern a string in a growing pool (labels and policy names repeat). */
+typedef struct strpool {
+    char **s;
+    size_t n;
+} strpool;
+
+static const char *intern(strpool *p, const char *s)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->s[i], s) == 0)
+            return p->s[i];
+    p->s = sim_xrealloc(p->s, (p->n + 1) * sizeof *p->s);
+    return p->s[p->n++] = sim_xstrdup(s);
+}
+
+static void strpool_free(strpool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        free(p->s[i]);
+    free(p->s);
+}
+
+/* Fill one cell's per-load statistics from the runs of its (point, policy). */
+static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int64_t point,
+                      const char *policy)
+{
+    double *loads = NULL, *hit = sim_xmalloc((n_runs + 1) * sizeof *hit);
+    double *p99 = sim_xmalloc((n_runs + 1) * sizeof *p99);
+    double *slo = sim_xmalloc((n_runs + 1) * sizeof *slo);
+    double *imb = sim_xmalloc((n_runs + 1) * sizeof *imb);
+    int64_t *seeds = NULL;
+    size_t n_loads = 0, n_seeds = 0;
+    for (size_t i = 0; i < n_runs; i++) {
+        if (runs[i].point != point || runs[i].policy != policy)
+            continue;
+        add_load(&loads, &n_loads, runs[i].rate);
+        add_seed(&seeds, &n_seeds, runs[i].seed);
+    }
+    if (n_loads)
+        qsort(loads, n_loads, sizeof *loads, cmp_double);
+    c->n_seeds = n_seeds;
+    c->n_loads = n_loads;
+    c->loads = sim_xcalloc(n_loads + 1, sizeof *c->loads);
+    for (size_t l = 0; l < n_loads; l++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n_runs; i++) {
+            if (runs[i].point != point || runs[i].policy != policy ||
+                !same_load(runs[i].rate, loads[l]))
+                continue;
+            hit[k] = runs[i].hit;
+            p99[k] = runs[i].p99;
+            slo[k] = runs[i].slo;
+            imb[k] = runs[i].imb;
+            k++;
+        }
+        exp__rep_load *e = &c->loads[l];
+        e->load_rps = loads[l];
+        e->n = k;
+        mean_sd(hit, k, &e->hit_mean, &e->hit_sd, NULL);
+        mean_sd(p99, k, &e->p99_mean, NULL, NULL);
+        mean_sd(slo, k, &e->slo_mean, NULL, &e->slo_n_inf);
+        mean_sd(imb, k, &e->imb_mean, &e->imb_sd, NULL);
+    }
+    free(loads);
+    free(seeds);
+    free(hit);
+    free(p99);
+    free(slo);
+    free(imb);
+}
+
+/* Read the stored capacities of the experiment into rows (same layout as
+ * exp_capacity_collect).  Sets *n = 0 when the table has none. */
+static int read_stored_caps(sqlite3 *db, const exp__report *r, exp_capacity_row **rows,
+                            size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT point, point_label, policy, seed, slo_s, capacity_rps,"
+                           " censoring, lowest_rps, highest_rps, n_loads FROM capacities"
+                           " WHERE experiment_id = ? AND slo_metric = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db, "cannot read the capacities");
+    sqlite3_bind_int64(st, 1, r->id);
+    sqlite3_bind_text(st, 2, r->slo_metric, -1, SQLITE_STATIC);
+    size_t cap = 0;
+    int step, rc = SIM_OK;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap)
+            *rows = sim_xrealloc(*rows, (cap = cap ? 2 * cap : 64) * sizeof **rows);
+        exp_capacity_row *w = &(*rows)[*n];
+        const char *cens = (const char *)sqlite3_column_text(st, 6);
+        *w = (exp_capacity_row){.point = sqlite3_column_int64(st, 0),
+                                .point_label = col_dup(st, 1), .policy = col_dup(st, 2),
+                                .seed = sqlite3_column_int64(st, 3),
+                                .slo_s = sqlite3_column_double(st, 4)};
+        (*n)++;
+        w->cap.capacity_rps = col_real(st, 5);
+        w->cap.lowest_rps = sqlite3_column_double(st, 7);
+        w->cap.highest_rps = sqlite3_column_double(st, 8);
+        w->cap.n_loads = (size_t)sqlite3_column_int64(st, 9);
+        rc = exp_censoring_parse(cens ? cens : "", &w->cap.censoring);
+        if (rc) {
+            char *why = sim_xstrdup(sim_errmsg()); /* SIM_ERROR overwrites it */
+            rc = SIM_ERROR(SIM_EINVAL, "%s: capacities table: %s",
+                           sqlite3_db_filename(db, "main"), why);
+            free(why);
+            break;
+        }
+    }
+    if (rc == SIM_OK && step != SQLITE_DONE)
+        rc = db_fail(db, "cannot read the capacities");
+    sqlite3_finalize(st);
+    if (rc) {
+        exp_capacity_rows_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out)
+{
+    *out = NULL;
+    exp__report *r = sim_xcalloc(1, sizeof *r);
+    run_rec *runs = NULL;
+    size_t n_runs = 0, cap_runs = 0;
+    strpool pool = {0};
+    sqlite3_stmt *st = NULL;
+    exp_capacity_row *caps = NULL;
+    size_t n_caps = 0;
+    exp_capacity *tmp = NULL;
+
+    int rc = load_experiment(db, id, r);
+    if (rc)
+        goto done;
+
+    char sql[640];
+    snprintf(sql, sizeof sql,
+             "SELECT r.point, r.point_label, r.policy, r.seed, r.rate_rps, r.status,"
+             " m.run_id IS NOT NULL, m.hit_rate, m.%s, m.%s, m.imbalance_work"
+             " FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id"
+             " WHERE r.experiment_id = ? ORDER BY r.run_index, r.id",
+             r->p99_metric, r->slo_metric);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        rc = db_fail(db, "cannot read the runs");
+        goto done;
+    }
+    sqlite3_bind_int64(st, 1, r->id);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *status = (const char *)sqlite3_column_text(st, 5);
+        if (status && strcmp(status, "interrupted") == 0) {
+            r->n_interrupted++;
+            continue;
+        }
+        if (n_runs == cap_runs)
+            runs = sim_xrealloc(runs, (cap_runs = cap_runs ? 2 * cap_runs : 64) * sizeof *runs);
+        const char *label = (const char *)sqlite3_column_text(st, 1);
+        const char *policy = (const char *)sqlite3_column_text(st, 2);
+        bool has_m = sqlite3_column_int(st, 6) != 0;
+        runs[n_runs++] = (run_rec){
+            .point = sqlite3_column_int64(st, 0), .seed = sqlite3_column_int64(st, 3),
+            .label = intern(&pool, label ? label : ""), .policy = intern(&pool, policy ? policy : ""),
+            .rate = sqlite3_column_double(st, 4),
+            /* A run without a metrics row is counted as unfinished. */
+            .hit = has_m ? col_real(st, 7) : NAN, .p99 = has_m ? col_real(st, 8) : INFINITY,
+            .slo = has_m ? col_real(st, 9) : INFINITY, .imb = has_m ? col_real(st, 10) : NAN};
+    }
+    if (step != SQLITE_DONE) {
+        rc = db_fail(db, "cannot read the runs");
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    r->n_runs = n_runs;
+
+    for (size_t i = 0; i < n_runs; i++) {
+        add_load(&r->loads, &r->n_loads, runs[i].rate);
+        add_seed(&r->seeds, &r->n_seeds, runs[i].seed);
+    }
+    if (r->n_loads)
+        qsort(r->loads, r->n_loads, sizeof *r->loads, cmp_double);
+    if (r->n_seeds)
+        qsort(r->seeds, r->n_seeds, sizeof *r->seeds, cmp_i64);
+
+    /* The report rate. */
+    if (rate_rps > 0) {
+        size_t i = 0;
+        while (i < r->n_loads && !same_load(r->loads[i], rate_rps))
+            i++;
+        if (i == r->n_loads) {
+            char list[512] = "";
+            size_t off = 0;
+            for (size_t k = 0; k < r->n_loads && off < sizeof list - 32; k++)
+                off += (size_t)snprintf(list + off, sizeof list - off, "%s%g", k ? ", " : "",
+                                        r->loads[k]);
+            rc = SIM_ERROR(SIM_EINVAL, "--rate %g: not a tested load of experiment %lld; "
+                           "expected one of: %s", rate_rps, (long long)r->id,
+                           r->n_loads ? list : "(no runs)");
+            goto done;
+        }
+        r->rate_rps = r->loads[i];
+    } else {
+        r->rate_rps = r->stored_rate_rps;
+        bool tested = false;
+        for (size_t i = 0; i < r->n_loads; i++)
+            tested = tested || same_load(r->loads[i], r->stored_rate_rps);
+        if (!tested && r->n_loads) {
+            size_t best = 0;
+            for (size_t i = 1; i < r->n_loads; i++)
+                if (fabs(r->loads[i] - r->stored_rate_rps) <
+                    fabs(r->loads[best] - r->stored_rate_rps))
+                    best = i;
+            r->rate_rps = r->loads[best];
+            r->rate_fallback = true;
+        }
+    }
+
+    /* Points in ascending order, cells (policies) in order of first run. */
+    for (size_t i = 0; i < n_runs; i++) {
+        exp__rep_point *pt = NULL;
+        for (size_t p = 0; p < r->n_points && !pt; p++)
+            if (r->points[p].point == runs[i].point)
+                pt = &r->points[p];
+        if (!pt) {
+            r->points = sim_xrealloc(r->points, (r->n_points + 1) * sizeof *r->points);
+            pt = &r->points[r->n_points++];
+            *pt = (exp__rep_point){.point = runs[i].point, .label = sim_xstrdup(runs[i].label)};
+        }
+        bool seen = false;
+        for (size_t c = 0; c < pt->n_cells && !seen; c++)
+            seen = strcmp(pt->cells[c].policy, runs[i].policy) == 0;
+        if (!seen) {
+            pt->cells = sim_xrealloc(pt->cells, (pt->n_cells + 1) * sizeof *pt->cells);
+            pt->cells[pt->n_cells++] = (exp__rep_cell){.policy = sim_xstrdup(runs[i].policy)};
+        }
+    }
+    /* Insertion sort by point index: few points. */
+    for (size_t p = 1; p < r->n_points; p++)
+        for (size_t q = p; q > 0 && r->points[q - 1].point > r->points[q].point; q--) {
+            exp__rep_point t = r->points[q - 1];
+            r->points[q - 1] = r->points[q];
+            r->points[q] = t;
+        }
+
+    size_t n_groups = 0;
+    for (size_t p = 0; p < r->n_points; p++) {
+        exp__rep_point *pt = &r->points[p];
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            exp__rep_cell *cell = &pt->cells[c];
+            fill_cell(cell, runs, n_runs, pt->point, intern(&pool, cell->policy));
+            n_groups += cell->n_seeds;
+            for (size_t l = 0; l < cell->n_loads; l++)
+                if (same_load(cell->loads[l].load_rps, r->rate_rps))
+                    cell->at_rate = &cell->loads[l];
+        }
+    }
+
+    /* Capacities: the stored table when it matches the runs, else computed. */
+    rc = read_stored_caps(db, r, &caps, &n_caps);
+    if (rc)
+        goto done;
+    r->caps_source = 1;
+    if (n_caps != n_groups * r->n_slos) {
+        r->caps_source = n_caps ? 2 : 0;
+        exp_capacity_rows_free(caps, n_caps);
+        caps = NULL;
+        n_caps = 0;
+        rc = exp_capacity_collect(db, r->id, &caps, &n_caps);
+        if (rc)
+            goto done;
+    }
+    tmp = sim_xmalloc((n_caps + 1) * sizeof *tmp);
+    for (size_t p = 0; p < r->n_points; p++) {
+        exp__rep_point *pt = &r->points[p];
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            exp__rep_cell *cell = &pt->cells[c];
+            cell->caps = sim_xcalloc(r->n_slos + 1, sizeof *cell->caps);
+            for (size_t s = 0; s < r->n_slos; s++) {
+                size_t k = 0;
+                for (size_t i = 0; i < n_caps; i++)
+                    if (caps[i].point == pt->point && strcmp(caps[i].policy, cell->policy) == 0 &&
+                        same_load(caps[i].slo_s, r->slos[s]))
+                        tmp[k++] = caps[i].cap;
+                exp_capacity_aggregate(tmp, k, &cell->caps[s]);
+            }
+        }
+    }
+
+done:
+    sqlite3_finalize(st);
+    free(tmp);
+    exp_capacity_rows_free(caps, n_caps);
+    free(runs);
+    strpool_free(&pool);
+    if (rc) {
+        exp__report_free(r);
+        return rc;
+    }
+    *out = r;
+    return SIM_OK;
+}
+
+void exp__report_warn(const exp__report *r)
+{
+    if (strcmp(r->status, "complete") != 0)
+        fprintf(stderr, "crsim: warning: experiment %lld ('%s') has status '%s': PARTIAL "
+                "results (%zu of %lld planned runs stored)\n", (long long)r->id, r->name,
+                r->status, r->n_runs, (long long)r->n_runs_planned);
+    if (r->shard[0])
+        fprintf(stderr, "crsim: warning: experiment %lld is shard %s: PARTIAL results (only "
+                "this shard's runs)\n", (long long)r->id, r->shard);
+    if (r->n_interrupted)
+        fprintf(stderr, "crsim: warning: %zu interrupted run(s) ignored\n", r->n_interrupted);
+    if (r->rate_fallback)
+        fprintf(stderr, "crsim: warning: report rate %g requests/s was not tested; using the "
+                "nearest tested load %g\n", r->stored_rate_rps, r->rate_rps);
+}
+
+/* ---- formatting --------------------------------------------------------- */
+
+enum fmt { FMT_TEXT, FMT_MARKDOWN, FMT_CSV };
+
+/* Display width of a UTF-8 string (code points; our symbols are 1 wide). */
+static size_t utf8_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+static void fmt_hit(const exp__rep_load *e, char *buf, size_t n)
+{
+    if (!e || isnan(e->hit_mean))
+        snprintf(buf, n, "-");
+    else if (isnan(e->hit_sd))
+        snprintf(buf, n, "%.1f %%", 100 * e->hit_mean);
+    else
+        snprintf(buf, n, "%.1f \u00b1 %.1f %%", 100 * e->hit_mean, 100 * e->hit_sd);
+}
+
+static void fmt_seconds(double x, char *buf, size_t n)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else if (isinf(x))
+        snprintf(buf, n, "inf");
+    else
+        snprintf(buf, n, "%.*f s", x < 10 ? 2 : 1, x);
+}
+
+static void fmt_imb(const exp__rep_load *e, char *buf, size_t n)
+{
+    if (!e || isnan(e->imb_mean))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "%.2f", e->imb_mean);
+}
+
+/* A table of strings: row 0 is the header. */
+typedef struct table {
+    size_t rows, cols;
+    char **cell;
+} table;
+
+static void table_set(table *t, size_t r, size_t c, const char *s)
+{
+    free(t->cell[r * t->cols + c]);
+    t->cell[r * t->cols + c] = sim_xstrdup(s);
+}
+
+static void table_free(table *t)
+{
+    for (size_t i = 0; i < t->rows * t->cols; i++)
+        free(t->cell[i]);
+    free(t->cell);
+}
+
+static void table_print(const table *t, enum fmt f, FILE *out)
+{
+    size_t *w = sim_xcalloc(t->cols, sizeof *w);
+    for (size_t r = 0; r < t->rows; r++)
+        for (size_t c = 0; c < t->cols; c++) {
+            size_t x = utf8_width(t->cell[r * t->cols + c]);
+            if (x > w[c])
+                w[c] = x;
+        }
+    for (size_t r = 0; r < t->rows; r++) {
+        if (f == FMT_MARKDOWN)
+            fputs("|", out);
+        for (size_t c = 0; c < t->cols; c++) {
+            const char *s = t->cell[r * t->cols + c];
+            size_t pad = w[c] - utf8_width(s);
+            /* Policy names left, numbers right (Markdown aligns by the rule). */
+            bool right = c > 0 && r > 0 && f == FMT_TEXT;
+            if (f == FMT_MARKDOWN)
+                fputs(" ", out);
+            else if (c > 0)
+                fputs("  ", out);
+            if (right)
+                fprintf(out, "%*s", (int)pad, "");
+            fputs(s, out);
+            if (!right && (f == FMT_MARKDOWN || c + 1 < t->cols))
+                fprintf(out, "%*s", (int)pad, "");
+            if (f == FMT_MARKDOWN)
+                fputs(" |", out);
+        }
+        fputs("\n", out);
+        if (r == 0) {
+            if (f == FMT_MARKDOWN) {
+                fputs("|", out);
+                for (size_t c = 0; c < t->cols; c++) {
+                    fputs(c ? " " : " :", out);
+                    for (size_t k = 0; k + 1 < w[c]; k++)
+                        fputs("-", out);
+                    fputs(c ? ": |" : " |", out);
+                }
+                fputs("\n", out);
+            } else {
+                size_t total = 0;
+                for (size_t c = 0; c < t->cols; c++)
+                    total += w[c] + (c ? 2 : 0);
+                for (size_t k = 0; k < total; k++)
+                    fputs("-", out);
+                fputs("\n", out);
+            }
+        }
+    }
+    free(w);
+}
+
+static void list_loads(const double *v, size_t n, FILE *out)
+{
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s%g", i ? ", " : "", v[i]);
+}
+
+static void print_header(const exp__report *r, enum fmt f, FILE *out)
+{
+    const char *b = f == FMT_MARKDOWN ? "- " : "  ";
+    if (f == FMT_MARKDOWN)
+        fprintf(out, "# crsim report: %s (experiment %lld)\n\n", r->name, (long long)r->id);
+    else
+        fprintf(out, "crsim report: experiment '%s' (id %lld), status %s\n", r->name,
+                (long long)r->id, r->status);
+    if (f == FMT_MARKDOWN)
+        fprintf(out, "%sstatus: %s%s%s\n", b, r->status, r->shard[0] ? ", shard " : "",
+                r->shard);
+    else if (r->shard[0])
+        fprintf(out, "%sshard %s\n", b, r->shard);
+    fprintf(out, "%sbuild %s, host %s, started %s, finished %s\n", b, r->build,
+            r->host[0] ? r->host : "?", r->started_at, r->finished_at[0] ? r->finished_at : "-");
+    fprintf(out, "%sruns: %zu stored of %lld planned", b, r->n_runs,
+            (long long)r->n_runs_planned);
+    if (r->n_interrupted)
+        fprintf(out, " (%zu interrupted, ignored)", r->n_interrupted);
+    fprintf(out, "; %zu point(s)\n", r->n_points);
+    fprintf(out, "%sseeds: ", b);
+    for (size_t i = 0; i < r->n_seeds; i++)
+        fprintf(out, "%s%lld", i ? ", " : "", (long long)r->seeds[i]);
+    fprintf(out, " (%zu)\n%sloads: ", r->n_seeds, b);
+    list_loads(r->loads, r->n_loads, out);
+    fprintf(out, " requests/s\n%sSLO: %s <= ", b, r->slo_metric);
+    for (size_t i = 0; i < r->n_slos; i++)
+        fprintf(out, "%s%g", i ? " / " : "", r->slos[i]);
+    fprintf(out, " s; report rate %g requests/s", r->rate_rps);
+    if (r->rate_fallback)
+        fprintf(out, " (stored rate %g was not tested: nearest tested load)", r->stored_rate_rps);
+    fprintf(out, "\n%scapacities: %s\n", b,
+            r->caps_source == 1 ? "from the capacities table"
+            : r->caps_source == 2 ? "recomputed from the runs (capacities table out of date)"
+                                  : "computed from the runs (no capacities rows)");
+    bool partial = strcmp(r->status, "complete") != 0 || r->shard[0];
+    if (partial) {
+        if (f == FMT_MARKDOWN)
+            fprintf(out, "\n> **WARNING: PARTIAL RESULTS** — ");
+        else
+            fprintf(out, "\n!! WARNING: PARTIAL RESULTS — ");
+        if (strcmp(r->status, "complete") != 0)
+            fprintf(out, "experiment status is '%s' (%zu of %lld planned runs stored)%s",
+                    r->status, r->n_runs, (long long)r->n_runs_planned, r->shard[0] ? "; " : "");
+        if (r->shard[0])
+            fprintf(out, "this is shard %s only", r->shard);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\n");
+}
+
+static void print_legend(const exp__report *r, enum fmt f, FILE *out)
+{
+    fprintf(out, "%sKV hit: served token-weighted hit rate at %g requests/s, mean \u00b1 sd "
+            "over seeds.\n", f == FMT_MARKDOWN ? "\n" : "", r->rate_rps);
+    fprintf(out, "cap \u2264T: SLO capacity in requests/s (highest tested load up to which "
+            "%s \u2264 T s at every tested load), mean \u00b1 sd over exact seeds; "
+            "\u2265 X (R k/n): k of n seeds pass at every tested load (right-censored); "
+            "< X (L k/n): k seeds fail at the lowest load (left-censored).\n", r->slo_metric);
+    fprintf(out, "%s: mean over seeds at %g requests/s (inf: a seed had unfinished requests). "
+            "imbalance: max/mean served work over destinations.\n", r->p99_metric, r->rate_rps);
+}
+
+static void print_tables(const exp__report *r, enum fmt f, FILE *out)
+{
+    print_header(r, f, out);
+    size_t cols = 4 + r->n_slos;
+    char buf[160];
+    for (size_t p = 0; p < r->n_points; p++) {
+        const exp__rep_point *pt = &r->points[p];
+        const char *title = pt->label[0] ? pt->label : r->name;
+        if (f == FMT_MARKDOWN)
+            fprintf(out, "## %s (point %lld)\n\n", title, (long long)pt->point);
+        else
+            fprintf(out, "%s (point %lld)\n", title, (long long)pt->point);
+        table t = {.rows = pt->n_cells + 1, .cols = cols};
+        t.cell = sim_xcalloc(t.rows * t.cols, sizeof *t.cell);
+        table_set(&t, 0, 0, "policy");
+        snprintf(buf, sizeof buf, "KV hit @%g", r->rate_rps);
+        table_set(&t, 0, 1, buf);
+        for (size_t s = 0; s < r->n_slos; s++) {
+            snprintf(buf, sizeof buf, "cap \u2264%g s", r->slos[s]);
+            table_set(&t, 0, 2 + s, buf);
+        }
+        snprintf(buf, sizeof buf, "%s @%g", r->p99_metric, r->rate_rps);
+        table_set(&t, 0, 2 + r->n_slos, buf);
+        snprintf(buf, sizeof buf, "imbalance @%g", r->rate_rps);
+        table_set(&t, 0, 3 + r->n_slos, buf);
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            const exp__rep_cell *cell = &pt->cells[c];
+            table_set(&t, c + 1, 0, cell->policy);
+            fmt_hit(cell->at_rate, buf, sizeof buf);
+            table_set(&t, c + 1, 1, buf);
+            for (size_t s = 0; s < r->n_slos; s++) {
+                exp_capacity_format(&cell->caps[s], buf, sizeof buf);
+                table_set(&t, c + 1, 2 + s, buf);
+            }
+            fmt_seconds(cell->at_rate ? cell->at_rate->p99_mean : NAN, buf, sizeof buf);
+            table_set(&t, c + 1, 2 + r->n_slos, buf);
+            fmt_imb(cell->at_rate, buf, sizeof buf);
+            table_set(&t, c + 1, 3 + r->n_slos, buf);
+        }
+        table_print(&t, f, out);
+        table_free(&t);
+        fprintf(out, "\n");
+    }
+    if (r->n_points == 0)
+        fprintf(out, "(no complete runs stored)\n\n");
+    print_legend(r, f, out);
+}
+
+/* CSV field: quoted when needed (RFC 4180). */
+static void csv_str(const char *s, FILE *out)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+/* CSV number: empty when undefined, "inf" for +Inf, %.17g otherwise
+ * (round-trips). */
+static void csv_num(double x, FILE *out)
+{
+    fputc(',', out);
+    if (isnan(x))
+        return;
+    if (isinf(x))
+        fputs(x > 0 ? "inf" : "-inf", out);
+    else
+        fprintf(out, "%.10g", x);
+}
+
+static void print_csv(const exp__report *r, FILE *out)
+{
+    fputs("experiment_id,status,point,point_label,policy,n_seeds,rate_rps,lowest_rps,"
+          "highest_rps,slo_metric,hit_mean,hit_sd,p99_metric,p99_mean,imbalance_mean,"
+          "imbalance_sd", out);
+    for (size_t s = 0; s < r->n_slos; s++)
+        fprintf(out, ",cap_mean_%g,cap_sd_%g,n_exact_%g,n_left_%g,n_right_%g,cap_left_bound_%g,"
+                "cap_right_bound_%g", r->slos[s], r->slos[s], r->slos[s], r->slos[s],
+                r->slos[s], r->slos[s], r->slos[s]);
+    fputs("\n", out);
+    for (size_t p = 0; p < r->n_points; p++) {
+        const exp__rep_point *pt = &r->points[p];
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            const exp__rep_cell *cell = &pt->cells[c];
+            const exp__rep_load *e = cell->at_rate;
+            fprintf(out, "%lld,", (long long)r->id);
+            csv_str(r->status, out);
+            fprintf(out, ",%lld,", (long long)pt->point);
+            csv_str(pt->label, out);
+            fputc(',', out);
+            csv_str(cell->policy, out);
+            fprintf(out, ",%zu", cell->n_seeds);
+            csv_num(r->rate_rps, out);
+            csv_num(cell->n_loads ? cell->loads[0].load_rps : NAN, out);
+            csv_num(cell->n_loads ? cell->loads[cell->n_loads - 1].load_rps : NAN, out);
+            fputc(',', out);
+            csv_str(r->slo_metric, out);
+            csv_num(e ? e->hit_mean : NAN, out);
+            csv_num(e ? e->hit_sd : NAN, out);
+            fputc(',', out);
+            csv_str(r->p99_metric, out);
+            csv_num(e ? e->p99_mean : NAN, out);
+            csv_num(e ? e->imb_mean : NAN, out);
+            csv_num(e ? e->imb_sd : NAN, out);
+            for (size_t s = 0; s < r->n_slos; s++) {
+                const exp_capacity_agg *a = &cell->caps[s];
+                csv_num(a->mean_rps, out);
+                csv_num(a->sd_rps, out);
+                fprintf(out, ",%zu,%zu,%zu", a->n_exact, a->n_left, a->n_right);
+                csv_num(a->left_bound, out);
+                csv_num(a->right_bound, out);
+            }
+            fputs("\n", out);
+        }
+    }
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+static void report_usage(FILE *f)
+{
+    fputs("usage: crsim report DB [--experiment ID] [--format text|markdown|csv] [--rate R]\n"
+          "                       [--out FILE]\n"
+          "  tables of one experiment (default: the latest) of a result database: per sweep\n"
+          "  point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
+          "  SLO metric's p99 and load imbalance at the report rate R (requests/s, default\n"
+          "  the experiment's report_rate_rps).  See docs/report.md.\n",
+          f);
+}
+
+/* Value of option argv[*i] ("--opt VALUE" or "--opt=VALUE"), or NULL if
+ * argv[*i] is not `name`.  Sets *missing when the value is absent. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int exp_report_main(int argc, char **argv)
+{
+    const char *path = NULL, *out_path = NULL;
+    int64_t id = 0;
+    double rate = 0;
+    enum fmt f = FMT_TEXT;
+    int rc = SIM_OK;
+    for (int i = 0; i < argc && rc == SIM_OK; i++) {
+        bool missing = false;
+        const char *v;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            report_usage(stdout);
+            return 0;
+        } else if ((v = opt_value(argc, argv, &i, "--experiment", &missing))) {
+            rc = exp__parse_id("--experiment", v, &id);
+        } else if ((v = opt_value(argc, argv, &i, "--rate", &missing))) {
+            rc = exp__parse_pos("--rate", v, &rate);
+        } else if ((v = opt_value(argc, argv, &i, "--out", &missing))) {
+            out_path = v;
+        } else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
+            if (strcmp(v, "text") == 0)
+                f = FMT_TEXT;
+            else if (strcmp(v, "markdown") == 0 || strcmp(v, "md") == 0)
+                f = FMT_MARKDOWN;
+            else if (strcmp(v, "csv") == 0)
+                f = FMT_CSV;
+            else
+                rc = SIM_ERROR(SIM_EINVAL, "--format '%s'; expected text, markdown or csv", v);
+        } else if (missing) {
+            rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", argv[i]);
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'report'; expected "
+                           "--experiment, --format, --rate or --out", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one database file",
+                           argv[i]);
+        }
+    }
+    if (rc == SIM_OK && !path)
+        rc = SIM_ERROR(SIM_EINVAL, "usage: crsim report DB [--experiment ID] "
+                       "[--format text|markdown|csv] [--rate R] [--out FILE]");
+    if (rc)
+        return exp__exit_status(rc);
+
+    sqlite3 *db = NULL;
+    exp__report *r = NULL;
+    rc = exp__report_open(path, &db);
+    if (rc == SIM_OK)
+        rc = exp__report_load(db, id, rate, &r);
+    sqlite3_close(db);
+    if (rc)
+        return exp__exit_status(rc);
+
+    FILE *out = stdout;
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot write: %s", out_path, strerror(errno));
+        exp__report_free(r);
+        return exp__exit_status(rc);
+    }
+    exp__report_warn(r);
+    if (f == FMT_CSV)
+        print_csv(r, out);
+    else
+        print_tables(r, f, out);
+    if (out != stdout) {
+        if (fclose(out) != 0)
+            rc = SIM_ERROR(SIM_EIO, "%s: cannot write: %s", out_path, strerror(errno));
+    } else if (fflush(out) != 0) {
+        rc = SIM_ERROR(SIM_EIO, "cannot write the report: %s", strerror(errno));
+    }
+    exp__report_free(r);
+    return exp__exit_status(rc);
+}

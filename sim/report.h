@@ -1,0 +1,118 @@
+/*
+ * `crsim report DB`: the paper-style tables of one experiment of a result
+ * database — per sweep point, one row per policy with the KV hit rate,
+ * the SLO capacity at each threshold (with censoring), the SLO metric's
+ * p99 and the load imbalance — as aligned text, Markdown or CSV
+ * (docs/report.md).  The loader behind it (exp__report_*) is shared with
+ * `crsim plot` (sim/plot.c) and is not part of the public API.
+ */
+#ifndef CRSIM_SIM_REPORT_H
+#define CRSIM_SIM_REPORT_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capacity.h"
+
+/*
+ * `crsim report DB [--experiment ID] [--format text|markdown|csv]
+ * [--rate R] [--out FILE]`, with argv holding only the arguments after
+ * "report".  Prints the tables to stdout (or FILE), warnings on partial
+ * results to stderr, and on error one line "crsim: <message>" to stderr.
+ * Returns the process exit status: 0 success; 2 bad input (missing file,
+ * not a crsim database, unknown experiment, rate not tested, bad option:
+ * SIM_EINVAL/SIM_EIO); 1 other failures (SIM_EDB, SIM_ENOMEM).
+ */
+int exp_report_main(int argc, char **argv);
+
+/* ---- Internal to sim/report.c and sim/plot.c ---------------------------- */
+
+/* The runs of one (point, policy) at one tested load, over seeds. */
+typedef struct exp__rep_load {
+    double load_rps;     /* offered load, requests/s */
+    size_t n;            /* complete runs (one per seed) */
+    double hit_mean;     /* token-weighted KV hit rate, fraction 0..1; NAN if none */
+    double hit_sd;       /* sample sd over seeds; NAN if fewer than 2 */
+    double p99_mean;     /* <family>_p99 of the SLO metric, s; +INF if any seed is
+                            +Inf (unfinished), NAN if all undefined */
+    double slo_mean;     /* the SLO metric itself, s, same conventions */
+    size_t slo_n_inf;    /* seeds whose SLO metric is +Inf */
+    double imb_mean;     /* imbalance_work (max/mean served work); NAN if none */
+    double imb_sd;
+} exp__rep_load;
+
+/* One (point, policy): a row of a report table. */
+typedef struct exp__rep_cell {
+    char *policy;
+    size_t n_seeds;           /* distinct seeds with a complete run */
+    exp__rep_load *loads;     /* ascending load */
+    size_t n_loads;
+    const exp__rep_load *at_rate; /* the report rate's entry, or NULL if not tested */
+    exp_capacity_agg *caps;   /* one per threshold (exp__report.slos order) */
+} exp__rep_cell;
+
+/* One sweep point: a report table. */
+typedef struct exp__rep_point {
+    int64_t point;            /* runs.point */
+    char *label;              /* runs.point_label ('' when no sweep) */
+    exp__rep_cell *cells;     /* policies in order of first run */
+    size_t n_cells;
+} exp__rep_point;
+
+/* Everything a report or a plot shows of one experiment. */
+typedef struct exp__report {
+    int64_t id;
+    char *name, *status, *shard, *build, *host, *started_at, *finished_at;
+    char *slo_metric;         /* run_metrics column, e.g. "ttft_p99" */
+    char *p99_metric;         /* the same family's p99, e.g. "ttft_p99" */
+    double *slos;             /* thresholds, s */
+    size_t n_slos;
+    double rate_rps;          /* report rate in use, requests/s */
+    double stored_rate_rps;   /* experiments.report_rate_rps */
+    bool rate_fallback;       /* stored rate not tested: nearest tested load used */
+    double *loads;            /* every tested load, ascending, requests/s */
+    size_t n_loads;
+    int64_t *seeds;           /* every seed, ascending */
+    size_t n_seeds;
+    int64_t n_runs_planned, n_points_planned;
+    size_t n_runs, n_interrupted;
+    int caps_source;          /* 0 computed (no rows), 1 table, 2 recomputed (stale table) */
+    exp__rep_point *points;   /* ascending point */
+    size_t n_points;
+} exp__report;
+
+/* Open the result database at `path` read-only and check it is a crsim
+ * database of schema version EXP_STORE_SCHEMA_VERSION.  Returns SIM_OK
+ * (close *db with sqlite3_close); SIM_EIO when the file is missing or
+ * unreadable; SIM_EINVAL when it is not a crsim database or of another
+ * schema version. */
+int exp__report_open(const char *path, sqlite3 **db);
+
+/* Load experiment `id` (0 = the latest, highest id) of `db`.  `rate_rps`
+ * > 0 selects the report rate, which must be a tested load; 0 uses the
+ * experiment's report_rate_rps (or, if that was not tested, the nearest
+ * tested load, with rate_fallback set).  Returns SIM_OK and a new *out
+ * (free with exp__report_free); SIM_EINVAL for an unknown experiment, an
+ * untested --rate or invalid SLO settings; SIM_EDB on SQLite errors. */
+int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out);
+
+/* Free a report.  Accepts NULL. */
+void exp__report_free(exp__report *r);
+
+/* Print the partial-results warnings of `r` (status not complete, shard,
+ * interrupted runs, rate fallback) as lines "crsim: warning: ..." to
+ * stderr.  Cannot fail. */
+void exp__report_warn(const exp__report *r);
+
+/* Parse a decimal option value: integer id >= 1, or a finite real > 0.
+ * Return SIM_OK or SIM_EINVAL naming `opt`. */
+int exp__parse_id(const char *opt, const char *val, int64_t *out);
+int exp__parse_pos(const char *opt, const char *val, double *out);
+
+/* Print "crsim: <last error>" to stderr and map a status code to the exit
+ * status (SIM_EINVAL/SIM_EIO -> 2, others -> 1, SIM_OK -> 0). */
+int exp__exit_status(int rc);
+
+#endif
