@@ -12,6 +12,7 @@
 #include "../models/route.h"
 #include "error.h"
 #include "../workloads/wl_config.h"
+#include "calib.h"
 #include "exp.h"
 #include "merge.h"
 #include "plan_cli.h"
@@ -47,6 +48,9 @@ static void usage(FILE *f)
           "        capacity / p99-vs-load / hit-rate figures (gnuplot; PNG, SVG and TSV,\n"
           "        default results/<experiment name>/)\n"
           "  merge OUT.db SHARD.db...   combine shard databases into one\n"
+          "  calibrate CONFIG [--set KEY=VALUE]... [--seeds N] [--slo S] [--grid L,...]\n"
+          "        [--safety X]   measure CacheRoute's q_cap (single-destination latency\n"
+          "        knee) and W (warm-slot budget) for the config's workload (docs/qcap.md)\n"
           "  plan --rates FILE --destinations R --q-cap Q --slots W [--placement lpt|hash]\n"
           "       [--no-replicate] [--out TABLE.csv]\n"
           "        build a CacheRoute table from a CSV of key,rate (requests/s)\n"
@@ -237,6 +241,10 @@ int main(int argc, char **argv)
         return exp_report_main(argc - 2, argv + 2);
     if (strcmp(cmd, "plot") == 0)
         return exp_plot_main(argc - 2, argv + 2);
+    if (strcmp(cmd, "calibrate") == 0) {
+        int rc = exp_calib_main(argc - 2, argv + 2);
+        return rc ? fail(rc) : 0;
+    }
     if (strcmp(cmd, "plan") == 0) {
         int rc = exp_plan_main(argc - 2, argv + 2, stdout);
         return rc ? fail(rc) : 0;
@@ -265,7 +273,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "crsim: unknown command '%s'; expected run, report, plot, merge, plan, workload, help or version (crsim --help)\n",
+    fprintf(stderr, "crsim: unknown command '%s'; expected run, report, plot, merge, plan, calibrate, workload, help or version (crsim --help)\n",
             cmd);
     return SIM_EXIT_BADINPUT;
 }

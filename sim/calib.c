@@ -1,0 +1,894 @@
+/*
+ * Calibration of CacheRoute's q_cap and W (see calib.h and docs/qcap.md):
+ * the knee search (grid, then bisection), the oracle live-block footprint
+ * estimator, the slot arithmetic, single-destination runs of the affinity
+ * workload, and `crsim calibrate`.
+ */
+#include "calib.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../models/cluster.h"
+#include "../models/route.h"
+#include "error.h"
+#include "setup.h"
+
+#define CALIB_DEFAULT_TOL 0.02
+#define CALIB_DEFAULT_SAFETY 0.5
+#define CALIB_FP_PER_KEY 256
+#define CALIB_FP_MAX 200000
+#define CALIB_FP_RATE 10.0 /* the estimate does not depend on it (docs/qcap.md) */
+
+static const double default_grid[] = {0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ */
+/* knee search                                                         */
+
+static bool passes(double metric, double slo) { return metric <= slo; } /* NaN fails */
+
+int exp_knee_search(const double *grid, size_t n_grid, double slo_s, double rel_tol,
+                    exp_knee_fn probe, void *ctx, exp_knee *out)
+{
+    if (!(isfinite(slo_s) && slo_s > 0))
+        return SIM_ERROR(SIM_EINVAL, "SLO %g s; expected a finite threshold > 0 s", slo_s);
+    if (n_grid == 0 || !grid)
+        return SIM_ERROR(SIM_EINVAL, "empty load grid; expected at least one load > 0 "
+                         "requests/s");
+    for (size_t i = 0; i < n_grid; i++)
+        if (!(isfinite(grid[i]) && grid[i] > 0) || (i > 0 && !(grid[i] > grid[i - 1])))
+            return SIM_ERROR(SIM_EINVAL, "load grid entry %zu is %g; expected finite loads "
+                             "> 0 requests/s in strictly ascending order", i + 1, grid[i]);
+    if (!(rel_tol > 0 && rel_tol < 1))
+        return SIM_ERROR(SIM_EINVAL, "bisection tolerance %g; expected a relative tolerance "
+                         "in (0, 1), e.g. 0.02", rel_tol);
+    exp_knee k = {.knee_rps = NAN, .fail_rps = NAN};
+    double lo = NAN, hi = NAN, m;
+    int rc;
+    for (size_t i = 0; i < n_grid; i++) {
+        if ((rc = probe(ctx, grid[i], &m)))
+            return rc;
+        k.n_evals++;
+        if (!passes(m, slo_s)) {
+            hi = grid[i];
+            break;
+        }
+        lo = grid[i];
+    }
+    if (isnan(lo)) {          /* fails at the lowest load */
+        k.censoring = 1;
+        k.fail_rps = hi;
+    } else if (isnan(hi)) {   /* passes everywhere */
+        k.censoring = 2;
+        k.knee_rps = lo;
+    } else {
+        while (hi - lo > rel_tol * lo) {
+            double mid = 0.5 * (lo + hi);
+            if ((rc = probe(ctx, mid, &m)))
+                return rc;
+            k.n_evals++;
+            if (passes(m, slo_s))
+                lo = mid;
+            else
+                hi = mid;
+        }
+        k.knee_rps = lo;
+        k.fail_rps = hi;
+    }
+    *out = k;
+    return SIM_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* footprint                                                           */
+
+typedef struct blk_tab {
+    uint64_t *h;      /* 0 = empty (block hashes are never 0) */
+    double *first, *last;
+    uint64_t *key;    /* key of the first use */
+    uint8_t *reused;
+    size_t cap, n;
+} blk_tab;
+
+typedef struct key_tab {
+    uint64_t *k;
+    uint8_t *used;
+    double *first, *last; /* span of the key's re-used blocks */
+    size_t cap, n;
+} key_tab;
+
+static size_t slot_of(uint64_t x, size_t cap)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+static void blk_fini(blk_tab *t)
+{
+    free(t->h);
+    free(t->first);
+    free(t->last);
+    free(t->key);
+    free(t->reused);
+    memset(t, 0, sizeof *t);
+}
+
+static int blk_alloc(blk_tab *t, size_t cap)
+{
+    t->cap = cap;
+    t->n = 0;
+    t->h = calloc(cap, sizeof *t->h);
+    t->first = malloc(cap * sizeof *t->first);
+    t->last = malloc(cap * sizeof *t->last);
+    t->key = malloc(cap * sizeof *t->key);
+    t->reused = calloc(cap, 1);
+    if (!t->h || !t->first || !t->last || !t->key || !t->reused) {
+        blk_fini(t);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory in the footprint table (%zu blocks)", cap);
+    }
+    return SIM_OK;
+}
+
+/* Index of hash h (inserting it with first = last = t if absent). */
+static size_t blk_find(const blk_tab *t, uint64_t h)
+{
+    size_t i = slot_of(h, t->cap);
+    while (t->h[i] && t->h[i] != h)
+        i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+static int blk_grow(blk_tab *t)
+{
+    blk_tab g;
+    int rc = blk_alloc(&g, t->cap ? 2 * t->cap : 1u << 16);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->h[i])
+            continue;
+        size_t j = blk_find(&g, t->h[i]);
+        g.h[j] = t->h[i];
+        g.first[j] = t->first[i];
+        g.last[j] = t->last[i];
+        g.key[j] = t->key[i];
+        g.reused[j] = t->reused[i];
+        g.n++;
+    }
+    blk_fini(t);
+    *t = g;
+    return SIM_OK;
+}
+
+static void key_fini(key_tab *t)
+{
+    free(t->k);
+    free(t->used);
+    free(t->first);
+    free(t->last);
+    memset(t, 0, sizeof *t);
+}
+
+static int key_alloc(key_tab *t, size_t cap)
+{
+    t->cap = cap;
+    t->n = 0;
+    t->k = malloc(cap * sizeof *t->k);
+    t->used = calloc(cap, 1);
+    t->first = malloc(cap * sizeof *t->first);
+    t->last = malloc(cap * sizeof *t->last);
+    if (!t->k || !t->used || !t->first || !t->last) {
+        key_fini(t);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory in the footprint key table (%zu keys)", cap);
+    }
+    return SIM_OK;
+}
+
+static size_t key_find(const key_tab *t, uint64_t k)
+{
+    size_t i = slot_of(k, t->cap);
+    while (t->used[i] && t->k[i] != k)
+        i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+/* Insert key k if absent (growing as needed); its slot in *slot. */
+static int key_add(key_tab *t, uint64_t k, size_t *slot)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        key_tab g;
+        int rc = key_alloc(&g, t->cap ? 2 * t->cap : 1024);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->used[i])
+                continue;
+            size_t j = key_find(&g, t->k[i]);
+            g.used[j] = 1;
+            g.k[j] = t->k[i];
+            g.first[j] = t->first[i];
+            g.last[j] = t->last[i];
+            g.n++;
+        }
+        key_fini(t);
+        *t = g;
+    }
+    size_t i = key_find(t, k);
+    if (!t->used[i]) {
+        t->used[i] = 1;
+        t->k[i] = k;
+        t->first[i] = INFINITY;
+        t->last[i] = -INFINITY;
+        t->n++;
+    }
+    *slot = i;
+    return SIM_OK;
+}
+
+/* Length of [a, b] ∩ [lo, hi] (0 if empty). */
+static double overlap(double a, double b, double lo, double hi)
+{
+    double x = a > lo ? a : lo, y = b < hi ? b : hi;
+    return y > x ? y - x : 0;
+}
+
+int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size,
+                                exp_calib_footprint *out)
+{
+    if (block_size == 0)
+        return SIM_ERROR(SIM_EINVAL, "footprint: block size 0; expected >= 1 token");
+    blk_tab bt = {0};
+    key_tab kt = {0};
+    int rc = blk_grow(&bt);
+    if (rc)
+        return rc;
+    exp_calib_footprint f = {0};
+    double t0 = NAN, t1 = NAN, prompt_sum = 0, reuse_sum = 0;
+    wl_request r;
+    while ((max == 0 || f.requests < max) && src.next(src.state, &r)) {
+        if (f.requests > 0 && r.arrival_s < t1) {
+            wl_request_fini(&r);
+            rc = SIM_ERROR(SIM_EINVAL, "footprint: request %" PRIu64 " arrives at %.9g s, "
+                           "before the previous one (%.9g s); expected non-decreasing arrivals",
+                           r.id, r.arrival_s, t1);
+            goto done;
+        }
+        if (f.requests == 0)
+            t0 = r.arrival_s;
+        t1 = r.arrival_s;
+        f.requests++;
+        prompt_sum += r.prompt_tokens;
+        size_t ks;
+        if ((rc = key_add(&kt, r.key, &ks))) {
+            wl_request_fini(&r);
+            goto done;
+        }
+        bool prefix = true;
+        uint32_t reuse = 0;
+        for (uint32_t b = 0; b < r.n_blocks; b++) {
+            if (2 * (bt.n + 1) > bt.cap && (rc = blk_grow(&bt))) {
+                wl_request_fini(&r);
+                goto done;
+            }
+            size_t i = blk_find(&bt, r.blocks[b]);
+            if (bt.h[i]) {
+                bt.last[i] = r.arrival_s;
+                bt.reused[i] = 1;
+                if (prefix)
+                    reuse++;
+            } else {
+                prefix = false;
+                bt.h[i] = r.blocks[b];
+                bt.first[i] = bt.last[i] = r.arrival_s;
+                bt.key[i] = r.key;
+                bt.n++;
+            }
+        }
+        reuse_sum += (double)reuse * block_size;
+        wl_request_fini(&r);
+    }
+    f.keys = kt.n;
+    if (f.requests < 2 || !(t1 > t0)) {
+        rc = SIM_ERROR(SIM_EINVAL, "footprint: %" PRIu64 " requests spanning %g s; expected "
+                       "at least 2 requests over a positive time span", f.requests,
+                       f.requests ? t1 - t0 : 0.0);
+        goto done;
+    }
+    double ta = t0 + 0.25 * (t1 - t0), tb = t0 + 0.75 * (t1 - t0);
+    f.window_s = tb - ta;
+    double live = 0;
+    for (size_t i = 0; i < bt.cap; i++) {
+        if (!bt.h[i] || !bt.reused[i])
+            continue;
+        live += overlap(bt.first[i], bt.last[i], ta, tb);
+        size_t ks = key_find(&kt, bt.key[i]);
+        if (bt.first[i] < kt.first[ks])
+            kt.first[ks] = bt.first[i];
+        if (bt.last[i] > kt.last[ks])
+            kt.last[ks] = bt.last[i];
+    }
+    double live_keys = 0;
+    for (size_t i = 0; i < kt.cap; i++)
+        if (kt.used[i] && kt.last[i] > kt.first[i])
+            live_keys += overlap(kt.first[i], kt.last[i], ta, tb);
+    f.live_blocks = live / f.window_s;
+    f.live_keys = live_keys / f.window_s;
+    f.mean_prompt = prompt_sum / (double)f.requests;
+    f.mean_reuse = reuse_sum / (double)f.requests;
+    if (!(f.live_keys > 0 && f.live_blocks > 0)) {
+        rc = SIM_ERROR(SIM_EINVAL, "footprint: no block of the %" PRIu64 " requests is "
+                       "re-used inside the measurement window; the workload has no warm "
+                       "prefix to keep (W is undefined)", f.requests);
+        goto done;
+    }
+    f.tokens_per_key = f.live_blocks * block_size / f.live_keys;
+    *out = f;
+    rc = SIM_OK;
+done:
+    blk_fini(&bt);
+    key_fini(&kt);
+    return rc;
+}
+
+int exp_calib_slots(uint64_t pool_tokens, double safety, double tokens_per_key, int64_t *w)
+{
+    if (pool_tokens == 0)
+        return SIM_ERROR(SIM_EINVAL, "KV pool of 0 tokens; expected a deployment with a pool");
+    if (!(safety > 0 && safety <= 1))
+        return SIM_ERROR(SIM_EINVAL, "safety factor %g; expected a share of the pool in (0, 1]",
+                         safety);
+    if (!(isfinite(tokens_per_key) && tokens_per_key > 0))
+        return SIM_ERROR(SIM_EINVAL, "warm footprint %g tokens per key; expected a finite "
+                         "number > 0", tokens_per_key);
+    double v = floor(safety * (double)pool_tokens / tokens_per_key);
+    *w = v < 1 ? 1 : (int64_t)v;
+    return SIM_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* single-destination runs                                             */
+
+/* A shallow copy of `cfg` describing the single-destination runs: every
+ * pointer still belongs to `cfg` (never exp_config_fini the copy). */
+static void derive(const exp_config *cfg, int64_t keys, double duration_s, exp_config *d)
+{
+    *d = *cfg;
+    d->destinations = 1;
+    bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
+    if (synth && keys > 0 && (cfg->wl.keys.active_set == 0 || keys < cfg->wl.keys.active_set))
+        d->wl.keys.active_set = keys;
+    if (synth && duration_s > 0) {
+        d->wl.duration_s = duration_s;
+        d->wl.max_requests = 0;
+    }
+}
+
+static double slo_metric_of(const cluster_result *r, int metric)
+{
+    switch (metric) {
+    case 0: return r->ttft_p99;
+    case 1: return r->ttft_p90;
+    case 2: return r->ttft_p50;
+    case 3: return r->e2e_p99;
+    case 4: return r->e2e_p90;
+    case 5: return r->tpot_p99;
+    default: return NAN;
+    }
+}
+
+static int run_point(const exp_setup *s, uint64_t seed, double load, exp_calib_point *out)
+{
+    if (!(isfinite(load) && load > 0))
+        return SIM_ERROR(SIM_EINVAL, "load %g requests/s; expected a finite load > 0", load);
+    route_params rp = exp_setup_route_params(s, seed);
+    cluster_params cp = s->cp;
+    exp_stream *st = NULL;
+    cluster_result res = {0};
+    int rc = exp_stream_open(s, seed, load, &st);
+    if (rc == SIM_OK)
+        rc = cluster_run(&cp, &route_flat_lb, &rp, exp_stream_source(st), &res);
+    exp_stream_close(st);
+    if (rc == SIM_OK) {
+        exp_calib_point p = {.load_rps = load,
+                             .metric_s = slo_metric_of(&res, s->cfg->slo_metric),
+                             .ttft_p99_s = res.ttft_p99, .ttft_p50_s = res.ttft_p50,
+                             .e2e_p99_s = res.e2e_p99, .hit_rate = res.hit_rate,
+                             .n_measured = res.n_measured, .n_unfinished = res.n_unfinished,
+                             .last_arrival_s = res.last_arrival_s};
+        for (uint64_t i = 0; i < res.n_arrived; i++) {
+            const cluster_rec *c = &res.rec[i];
+            if (c->rejected || c->arrival_s > res.last_arrival_s)
+                continue;
+            if (c->ttft_s < 0 || c->arrival_s + c->ttft_s > res.last_arrival_s)
+                p.backlog_end++;
+        }
+        *out = p;
+    }
+    cluster_result_fini(&res);
+    return rc;
+}
+
+int exp_calib_point_run(const exp_config *cfg, int64_t keys, uint64_t seed, double load_rps,
+                        double duration_s, exp_calib_point *out)
+{
+    if (!(duration_s >= 0 && isfinite(duration_s)))
+        return SIM_ERROR(SIM_EINVAL, "duration %g s; expected a finite time >= 0 s", duration_s);
+    exp_config d;
+    derive(cfg, keys, duration_s, &d);
+    exp_setup s;
+    int rc = exp_setup_init(&d, &s);
+    if (rc == SIM_OK)
+        rc = run_point(&s, seed, load_rps, out);
+    exp_setup_fini(&s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* the calibration                                                     */
+
+typedef struct seed_job {
+    const exp_setup *setup;
+    const exp_calib_opts *o;
+    const double *grid;
+    size_t n_grid;
+    double slo_s, tol;
+    uint64_t seed;
+    exp_calib_probe *probes; /* grown by the probe */
+    size_t n_probes, cap;
+    exp_knee knee;
+    int in_bisect;
+    int rc;
+    char err[1024];
+    pthread_mutex_t *io;
+} seed_job;
+
+static int seed_probe(void *ctx, double load, double *metric)
+{
+    seed_job *j = ctx;
+    exp_calib_point p;
+    int rc = run_point(j->setup, j->seed, load, &p);
+    if (rc)
+        return rc;
+    *metric = p.metric_s;
+    if (j->n_probes == j->cap) {
+        j->cap = j->cap ? 2 * j->cap : 16;
+        j->probes = sim_xrealloc(j->probes, j->cap * sizeof *j->probes);
+    }
+    /* The grid is probed first, in order; a probe whose load is not the
+     * next grid load is a bisection probe. */
+    if (!j->in_bisect && (j->n_probes >= j->n_grid || load != j->grid[j->n_probes]))
+        j->in_bisect = 1;
+    exp_calib_probe pr = {.seed = j->seed, .load_rps = load, .metric_s = p.metric_s,
+                          .hit_rate = p.hit_rate, .pass = passes(p.metric_s, j->slo_s),
+                          .bisect = j->in_bisect};
+    j->probes[j->n_probes++] = pr;
+    if (j->o->progress) {
+        pthread_mutex_lock(j->io);
+        fprintf(j->o->progress, "calibrate: seed %" PRIu64 " load %8.3f req/s  p99 %9.3f s  "
+                "hit %5.1f %%  %s\n", j->seed, load, p.metric_s, 100 * p.hit_rate,
+                pr.pass ? "pass" : "FAIL");
+        fflush(j->o->progress);
+        pthread_mutex_unlock(j->io);
+    }
+    return SIM_OK;
+}
+
+static void run_seed(seed_job *j)
+{
+    j->rc = exp_knee_search(j->grid, j->n_grid, j->slo_s, j->tol, seed_probe, j, &j->knee);
+    if (j->rc)
+        snprintf(j->err, sizeof j->err, "%s", sim_errmsg());
+}
+
+typedef struct seed_pool {
+    seed_job *jobs;
+    size_t n, next;
+    pthread_mutex_t mu;
+} seed_pool;
+
+static void *seed_worker(void *arg)
+{
+    seed_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next < p->n ? p->next++ : p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        run_seed(&p->jobs[i]);
+    }
+}
+
+void exp_calib_result_fini(exp_calib_result *r)
+{
+    free(r->seeds);
+    free(r->probes);
+    r->seeds = NULL;
+    r->probes = NULL;
+    r->n_seeds = r->n_probes = 0;
+}
+
+int exp_calibrate(const exp_config *cfg, double slo_s, exp_calib_result *out)
+{
+    return exp_calibrate_opts(cfg, slo_s, NULL, out);
+}
+
+int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts *o,
+                       exp_calib_result *out)
+{
+    memset(out, 0, sizeof *out);
+    double t_start = wall_now();
+    exp_calib_opts def = {0};
+    if (!o)
+        o = &def;
+    if (!(isfinite(slo_s) && slo_s > 0))
+        return SIM_ERROR(SIM_EINVAL, "SLO %g s; expected a finite threshold > 0 s", slo_s);
+    double tol = o->rel_tol > 0 ? o->rel_tol : CALIB_DEFAULT_TOL;
+    double safety = o->safety > 0 ? o->safety : CALIB_DEFAULT_SAFETY;
+    if (!(tol < 1))
+        return SIM_ERROR(SIM_EINVAL, "bisection tolerance %g; expected (0, 1)", tol);
+    if (!(safety <= 1))
+        return SIM_ERROR(SIM_EINVAL, "safety factor %g; expected a share of the pool in "
+                         "(0, 1]", safety);
+    if (!(o->duration_s >= 0 && isfinite(o->duration_s)))
+        return SIM_ERROR(SIM_EINVAL, "duration %g s; expected a finite time >= 0 s",
+                         o->duration_s);
+    const double *grid = o->grid ? o->grid : default_grid;
+    size_t n_grid = o->grid ? o->n_grid : sizeof default_grid / sizeof *default_grid;
+    if (n_grid == 0)
+        return SIM_ERROR(SIM_EINVAL, "empty load grid; expected at least one load > 0 "
+                         "requests/s");
+    size_t n_seeds = o->seeds ? o->n_seeds : cfg->n_seeds;
+    if (n_seeds == 0)
+        return SIM_ERROR(SIM_EINVAL, "no seeds; expected at least one run seed");
+    out->slo_s = slo_s;
+    out->slo_metric = cfg->slo_metric;
+    out->safety = safety;
+    bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
+
+    /* 1. Footprint of the workload as configured (its active set). */
+    uint64_t fp_n = o->fp_requests;
+    if (fp_n == 0) {
+        uint64_t k = 0;
+        if (synth)
+            k = cfg->wl.keys.active_set > 0 ? (uint64_t)cfg->wl.keys.active_set
+                                            : (uint64_t)cfg->wl.keys.n;
+        fp_n = synth && k > 0 && k < CALIB_FP_MAX / CALIB_FP_PER_KEY ? CALIB_FP_PER_KEY * k
+                                                                     : CALIB_FP_MAX;
+    }
+    exp_config dfp;
+    derive(cfg, 0, 0, &dfp);
+    if (synth) {
+        dfp.wl.max_requests = (int64_t)fp_n;
+        dfp.wl.duration_s = 0;
+    } else {
+        dfp.wl.max_requests = (int64_t)fp_n;
+    }
+    uint64_t seed0 = o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0];
+    exp_setup s;
+    int rc = exp_setup_init(&dfp, &s);
+    if (rc)
+        return rc;
+    out->pool_tokens = s.pool_tokens;
+    exp_stream *st = NULL;
+    rc = exp_stream_open(&s, seed0, CALIB_FP_RATE, &st);
+    if (rc == SIM_OK)
+        rc = exp_calib_footprint_measure(exp_stream_source(st), fp_n, (uint32_t)cfg->block_size,
+                                         &out->fp);
+    exp_stream_close(st);
+    exp_setup_fini(&s);
+    if (rc)
+        return rc;
+
+    /* 2. W. */
+    if ((rc = exp_calib_slots(out->pool_tokens, safety, out->fp.tokens_per_key, &out->slots)))
+        return rc;
+
+    /* 3. The knee of one destination serving the top keys, per seed. */
+    int64_t keys = !synth ? 0 : o->keys == 0 ? out->slots : o->keys > 0 ? o->keys : 0;
+    if (synth && keys > 0 && cfg->wl.keys.active_set > 0 && keys > cfg->wl.keys.active_set)
+        keys = cfg->wl.keys.active_set;
+    out->keys = keys;
+    out->duration_s = synth ? (o->duration_s > 0 ? o->duration_s : cfg->wl.duration_s) : 0;
+    exp_config dk;
+    derive(cfg, keys, o->duration_s, &dk);
+    if ((rc = exp_setup_init(&dk, &s)))
+        return rc;
+    seed_job *jobs = sim_xcalloc(n_seeds, sizeof *jobs);
+    pthread_mutex_t io = PTHREAD_MUTEX_INITIALIZER;
+    for (size_t i = 0; i < n_seeds; i++)
+        jobs[i] = (seed_job){.setup = &s, .o = o, .grid = grid, .n_grid = n_grid,
+                             .slo_s = slo_s, .tol = tol,
+                             .seed = o->seeds ? o->seeds[i] : (uint64_t)cfg->seeds[i],
+                             .io = &io};
+    unsigned nj = o->jobs > 0 ? o->jobs : 1;
+    if (nj > n_seeds)
+        nj = (unsigned)n_seeds;
+    seed_pool pool = {.jobs = jobs, .n = n_seeds};
+    pthread_mutex_init(&pool.mu, NULL);
+    if (nj <= 1) {
+        seed_worker(&pool);
+    } else {
+        pthread_t *th = sim_xcalloc(nj, sizeof *th);
+        unsigned started = 0;
+        for (unsigned t = 0; t < nj; t++)
+            if (pthread_create(&th[t], NULL, seed_worker, &pool) == 0)
+                started++;
+            else
+                break;
+        if (started == 0)
+            seed_worker(&pool);
+        for (unsigned t = 0; t < started; t++)
+            pthread_join(th[t], NULL);
+        free(th);
+    }
+    pthread_mutex_destroy(&pool.mu);
+    exp_setup_fini(&s);
+
+    out->n_seeds = n_seeds;
+    out->seeds = sim_xcalloc(n_seeds, sizeof *out->seeds);
+    size_t total = 0;
+    for (size_t i = 0; i < n_seeds; i++)
+        total += jobs[i].n_probes;
+    out->probes = sim_xcalloc(total ? total : 1, sizeof *out->probes);
+    double sum = 0, sum2 = 0, mn = INFINITY;
+    for (size_t i = 0; i < n_seeds; i++) {
+        seed_job *j = &jobs[i];
+        if (j->rc && rc == SIM_OK)
+            rc = SIM_ERROR(j->rc, "%s", j->err);
+        memcpy(out->probes + out->n_probes, j->probes, j->n_probes * sizeof *j->probes);
+        out->n_probes += j->n_probes;
+        free(j->probes);
+        out->seeds[i] = (exp_calib_seed){.seed = j->seed, .knee = j->knee};
+        if (j->rc)
+            continue;
+        if (j->knee.censoring == 1) {
+            out->n_left++;
+        } else if (j->knee.censoring == 2) {
+            out->n_right++;
+        } else {
+            out->n_exact++;
+            sum += j->knee.knee_rps;
+            sum2 += j->knee.knee_rps * j->knee.knee_rps;
+            if (j->knee.knee_rps < mn)
+                mn = j->knee.knee_rps;
+        }
+    }
+    free(jobs);
+    double ne = (double)out->n_exact;
+    out->q_cap_rps = out->n_exact ? sum / ne : NAN;
+    out->q_cap_min_rps = out->n_exact ? mn : NAN;
+    out->q_cap_sd_rps = out->n_exact >= 2 ? sqrt(fmax(0, (sum2 - sum * sum / ne) / (ne - 1)))
+                                          : NAN;
+    out->wall_s = wall_now() - t_start;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* report and command line                                             */
+
+static const char *cens_name(int c) { return c == 1 ? "left" : c == 2 ? "right" : "exact"; }
+
+void exp_calib_print(const exp_calib_result *r, FILE *f)
+{
+    const char *metric = exp_slo_metric_names[r->slo_metric];
+    fprintf(f, "warm footprint: %" PRIu64 " requests, %" PRIu64 " keys, window %.0f s: "
+            "%.1f live blocks over %.2f live keys = %.0f tokens per key "
+            "(mean prompt %.0f, mean re-used prefix %.0f tokens)\n",
+            r->fp.requests, r->fp.keys, r->fp.window_s, r->fp.live_blocks, r->fp.live_keys,
+            r->fp.tokens_per_key, r->fp.mean_prompt, r->fp.mean_reuse);
+    fprintf(f, "W = floor(%.2f x %" PRIu64 " pool tokens / %.0f tokens per key) = %" PRId64 "\n",
+            r->safety, r->pool_tokens, r->fp.tokens_per_key, r->slots);
+    if (r->keys > 0)
+        fprintf(f, "knee search: one destination, the top %" PRId64 " keys, ", r->keys);
+    else
+        fprintf(f, "knee search: one destination, the workload as configured, ");
+    fprintf(f, "SLO %s <= %g s\n\n", metric, r->slo_s);
+    fprintf(f, "%6s %10s %12s %7s %6s %7s\n", "seed", "load/s", metric, "hit", "SLO", "probe");
+    for (size_t i = 0; i < r->n_probes; i++) {
+        const exp_calib_probe *p = &r->probes[i];
+        fprintf(f, "%6" PRIu64 " %10.3f %12.3f %6.1f%% %6s %7s\n", p->seed, p->load_rps,
+                p->metric_s, 100 * p->hit_rate, p->pass ? "pass" : "FAIL",
+                p->bisect ? "bisect" : "grid");
+    }
+    fprintf(f, "\n%6s %10s %10s %9s\n", "seed", "knee/s", "fail/s", "censored");
+    for (size_t i = 0; i < r->n_seeds; i++) {
+        const exp_calib_seed *s = &r->seeds[i];
+        fprintf(f, "%6" PRIu64 " %10.3f %10.3f %9s\n", s->seed, s->knee.knee_rps,
+                s->knee.fail_rps, cens_name(s->knee.censoring));
+    }
+    fprintf(f, "\nq_cap = %.3f requests/s (mean of %zu exact knees; sd %.3f, min %.3f; "
+            "left-censored %zu, right-censored %zu)\n", r->q_cap_rps, r->n_exact,
+            r->q_cap_sd_rps, r->q_cap_min_rps, r->n_left, r->n_right);
+    fprintf(f, "wall time %.1f s\n\n", r->wall_s);
+    if (r->n_exact > 0)
+        fprintf(f, "router.cacheroute.q_cap: %.4g\n", r->q_cap_rps);
+    else
+        fprintf(f, "# router.cacheroute.q_cap: no exact knee (%s); widen --grid\n",
+                r->n_left ? "the SLO fails at the lowest load" : "the SLO holds at every load");
+    fprintf(f, "router.cacheroute.slots: %" PRId64 "\n", r->slots);
+}
+
+static int parse_double(const char *opt, const char *v, double lo, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = v ? strtod(v, &end) : NAN;
+    if (!v || end == v || *end || errno || !isfinite(x) || !(x > lo))
+        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a number > %g", opt, v ? v : "", lo);
+    *out = x;
+    return SIM_OK;
+}
+
+static int parse_grid(const char *v, double **grid, size_t *n)
+{
+    size_t cap = 8, k = 0;
+    double *g = sim_xmalloc(cap * sizeof *g);
+    const char *p = v ? v : "";
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        double x = strtod(p, &end);
+        if (end == p || errno || !isfinite(x) || !(x > 0) || (k > 0 && !(x > g[k - 1])))
+            goto bad;
+        if (k == cap)
+            g = sim_xrealloc(g, (cap *= 2) * sizeof *g);
+        g[k++] = x;
+        p = end;
+        while (*p == ' ')
+            p++;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    if (k == 0)
+        goto bad;
+    *grid = g;
+    *n = k;
+    return SIM_OK;
+bad:
+    free(g);
+    return SIM_ERROR(SIM_EINVAL, "--grid '%s'; expected ascending comma-separated loads > 0 "
+                     "requests/s, e.g. 1,2,4,8", v ? v : "");
+}
+
+static const char calib_usage[] =
+    "usage: crsim calibrate CONFIG [--set KEY=VALUE]... [--seeds N] [--slo S]\n"
+    "         [--grid L1,L2,...] [--tol T] [--safety X] [--keys K] [--duration S]\n"
+    "         [--jobs N] [--quiet]\n"
+    "  measure CacheRoute's q_cap (the single-destination latency/load knee of the\n"
+    "  affinity workload with warm caches) and W (warm slots per destination from the\n"
+    "  KV pool and the workload's warm footprint per key); docs/qcap.md\n"
+    "  --seeds N     run seeds 1..N (default: experiment.seeds)\n"
+    "  --slo S       SLO threshold on experiment.slo_metric, s (default: the median\n"
+    "                of experiment.slos)\n"
+    "  --grid ...    load grid, requests/s (default 0.25,0.5,1,...,512)\n"
+    "  --tol T       bisection relative tolerance (default 0.02)\n"
+    "  --safety X    share of the KV pool for warm prefixes (default 0.5)\n"
+    "  --keys K      top keys on the destination (default W; -1 = as configured)\n"
+    "  --duration S  arrivals per probe, s (default workload.duration_s)\n"
+    "  --jobs N      seeds in parallel (default: all cores)\n";
+
+int exp_calib_main(int argc, char **argv)
+{
+    const char *config = NULL;
+    const char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets);
+    size_t n_set = 0;
+    double slo = 0, tol = 0, safety = 0, duration = 0, keys = 0, nseeds = 0, jobs = 0;
+    double *grid = NULL;
+    size_t n_grid = 0;
+    bool quiet = false;
+    int rc = SIM_OK;
+    for (int i = 0; i < argc && rc == SIM_OK; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(calib_usage, stdout);
+            free(sets);
+            free(grid);
+            return SIM_OK;
+        } else if (strcmp(a, "--quiet") == 0) {
+            quiet = true;
+        } else if (a[0] == '-' && a[1] == '-') {
+            if (!v) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s needs a value (crsim calibrate --help)", a);
+                break;
+            }
+            i++;
+            if (strcmp(a, "--set") == 0)
+                sets[n_set++] = v;
+            else if (strcmp(a, "--slo") == 0)
+                rc = parse_double(a, v, 0, &slo);
+            else if (strcmp(a, "--tol") == 0)
+                rc = parse_double(a, v, 0, &tol);
+            else if (strcmp(a, "--safety") == 0)
+                rc = parse_double(a, v, 0, &safety);
+            else if (strcmp(a, "--duration") == 0)
+                rc = parse_double(a, v, 0, &duration);
+            else if (strcmp(a, "--keys") == 0)
+                rc = parse_double(a, v, -2, &keys);
+            else if (strcmp(a, "--seeds") == 0)
+                rc = parse_double(a, v, 0, &nseeds);
+            else if (strcmp(a, "--jobs") == 0)
+                rc = parse_double(a, v, 0, &jobs);
+            else if (strcmp(a, "--grid") == 0) {
+                free(grid);
+                grid = NULL;
+                rc = parse_grid(v, &grid, &n_grid);
+            } else
+                rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s'; expected --set, --seeds, "
+                               "--slo, --grid, --tol, --safety, --keys, --duration, --jobs, "
+                               "--quiet (crsim calibrate --help)", a);
+            if (rc == SIM_OK && (strcmp(a, "--seeds") == 0 || strcmp(a, "--jobs") == 0 ||
+                                 strcmp(a, "--keys") == 0) &&
+                (v[strspn(v, "-0123456789")] != '\0' || fabs(keys) > 1e9 || nseeds > 1e6 ||
+                 jobs > 4096))
+                rc = SIM_ERROR(SIM_EINVAL, "%s '%s'; expected an integer (seeds <= 1e6, "
+                               "jobs <= 4096)", a, v);
+        } else if (!config) {
+            config = a;
+        } else {
+            rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one CONFIG "
+                           "(crsim calibrate --help)", a);
+        }
+    }
+    if (rc == SIM_OK && !config)
+        rc = SIM_ERROR(SIM_EINVAL, "missing CONFIG; usage: crsim calibrate CONFIG [options] "
+                       "(crsim calibrate --help)");
+    exp_config cfg = {0};
+    if (rc == SIM_OK)
+        rc = exp_config_load(config, sets, n_set, &cfg);
+    uint64_t *seeds = NULL;
+    if (rc == SIM_OK) {
+        if (!(slo > 0)) { /* the median threshold, as the harness uses for routers */
+            double *v = sim_xmalloc(cfg.n_slos * sizeof *v);
+            memcpy(v, cfg.slos, cfg.n_slos * sizeof *v);
+            for (size_t i = 1; i < cfg.n_slos; i++) /* insertion sort: a handful */
+                for (size_t j = i; j > 0 && v[j] < v[j - 1]; j--) {
+                    double t = v[j];
+                    v[j] = v[j - 1];
+                    v[j - 1] = t;
+                }
+            slo = v[(cfg.n_slos - 1) / 2];
+            free(v);
+        }
+        exp_calib_opts o = {.grid = grid, .n_grid = n_grid, .rel_tol = tol, .safety = safety,
+                            .keys = (int64_t)keys, .duration_s = duration,
+                            .progress = quiet ? NULL : stderr};
+        if (nseeds > 0) {
+            o.n_seeds = (size_t)nseeds;
+            seeds = sim_xcalloc(o.n_seeds, sizeof *seeds);
+            for (size_t i = 0; i < o.n_seeds; i++)
+                seeds[i] = i + 1;
+            o.seeds = seeds;
+        }
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        o.jobs = jobs > 0 ? (unsigned)jobs : ncpu > 0 ? (unsigned)ncpu : 1;
+        exp_calib_result res;
+        rc = exp_calibrate_opts(&cfg, slo, &o, &res);
+        if (rc == SIM_OK)
+            exp_calib_print(&res, stdout);
+        exp_calib_result_fini(&res);
+    }
+    exp_config_fini(&cfg);
+    free(seeds);
+    free(sets);
+    free(grid);
+    return rc;
+}
