@@ -17,6 +17,7 @@
 #include "merge.h"
 #include "plan_cli.h"
 #include "plot.h"
+#include "regime.h"
 #include "report.h"
 #include "version.h"
 
@@ -48,6 +49,11 @@ static void usage(FILE *f)
           "        capacity / p99-vs-load / hit-rate figures (gnuplot; PNG, SVG and TSV,\n"
           "        default results/<experiment name>/)\n"
           "  merge OUT.db SHARD.db...   combine shard databases into one\n"
+          "  regime CONFIG [--rates CSV | --servegen DIR | --trace JSONL] [--iat CSV]\n"
+          "        [--prefix-tokens N] [--input-tokens N] [--output-tokens N] [--set K=V]...\n"
+          "        [--seeds N] [--slo S] [--tie X] [--jobs N] [--fast] [--db PATH]\n"
+          "        [--map \"KEY=[v...]\" \"KEY=[v...]\" [--out DIR]]\n"
+          "        will cacheroute win, tie or lose against flat_lb here? (docs/regime.md)\n"
           "  calibrate CONFIG [--set KEY=VALUE]... [--seeds N] [--slo S] [--grid L,...]\n"
           "        [--safety X]   measure CacheRoute's q_cap (single-destination latency\n"
           "        knee) and W (warm-slot budget) for the config's workload (docs/qcap.md)\n"
@@ -245,6 +251,10 @@ int main(int argc, char **argv)
         int rc = exp_calib_main(argc - 2, argv + 2);
         return rc ? fail(rc) : 0;
     }
+    if (strcmp(cmd, "regime") == 0) {
+        int rc = exp_regime_main(argc - 2, argv + 2, stdout);
+        return rc ? fail(rc) : 0;
+    }
     if (strcmp(cmd, "plan") == 0) {
         int rc = exp_plan_main(argc - 2, argv + 2, stdout);
         return rc ? fail(rc) : 0;
@@ -273,7 +283,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "crsim: unknown command '%s'; expected run, report, plot, merge, plan, calibrate, workload, help or version (crsim --help)\n",
+    fprintf(stderr, "crsim: unknown command '%s'; expected run, report, plot, merge, plan, calibrate, regime, workload, help or version (crsim --help)\n",
             cmd);
     return SIM_EXIT_BADINPUT;
 }

@@ -1,0 +1,738 @@
+/*
+ * The regime estimator.  One evaluation = calibration (q_cap, W) +
+ * the fast diagnostic (affinity vs spreading hit rates within the eviction
+ * window) + paired flat_lb/cacheroute simulations over a load grid scaled
+ * to R·q_cap, run through the ordinary harness (exp_run) into a database,
+ * whose SLO capacities give the verdict.  The region map repeats the
+ * evaluation over two workload axes with one calibration at the base.
+ */
+#include "regime.h"
+
+#include <gsl/gsl_sort.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../workloads/diag.h"
+#include "../workloads/keyrates.h"
+#include "../workloads/synth.h"
+#include "calib.h"
+#include "capacity.h"
+#include "error.h"
+#include "exp.h"
+#include "setup.h"
+
+const char *exp_verdict_name(enum exp_verdict v)
+{
+    return v == EXP_WIN ? "win" : v == EXP_LOSE ? "lose" : "tie";
+}
+
+static double point_value(const exp_cap_interval *c)
+{
+    return isinf(c->hi) ? c->lo : c->lo > 0 ? (c->lo + c->hi) / 2 : c->hi;
+}
+
+enum exp_verdict exp_regime_verdict(const exp_cap_interval *cand, const exp_cap_interval *base,
+                                    size_t n, double tie, double *ratio, double *ratio_lo,
+                                    double *ratio_hi)
+{
+    double sc = 0, sb = 0, rlo = INFINITY, rhi = 0;
+    double c_lo = INFINITY, c_hi = 0, b_lo = INFINITY, b_hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        sc += point_value(&cand[i]);
+        sb += point_value(&base[i]);
+        double lo = base[i].hi > 0 ? cand[i].lo / base[i].hi : INFINITY;
+        double hi = base[i].lo > 0 ? cand[i].hi / base[i].lo : INFINITY;
+        rlo = fmin(rlo, lo);
+        rhi = fmax(rhi, hi);
+        c_lo = fmin(c_lo, cand[i].lo);
+        c_hi = fmax(c_hi, cand[i].hi);
+        b_lo = fmin(b_lo, base[i].lo);
+        b_hi = fmax(b_hi, base[i].hi);
+    }
+    double r = sb > 0 ? sc / sb : INFINITY;
+    *ratio = r;
+    *ratio_lo = rlo;
+    *ratio_hi = rhi;
+    /* Seed ranges overlap when neither lies wholly above the other.  An
+     * open interval end [lowest, inf) overlaps everything above lowest. */
+    bool above = c_lo > b_hi, below = c_hi < b_lo;
+    if (r > 1 + tie && above)
+        return EXP_WIN;
+    if (r < 1 - tie && below)
+        return EXP_LOSE;
+    return EXP_TIE;
+}
+
+/* ---- options ---- */
+
+typedef struct regime_opts {
+    const char *config;
+    const char **sets;
+    size_t n_set;
+    size_t n_seeds;
+    double slo;        /* 0 = median of experiment.slos */
+    double tie;
+    unsigned jobs;
+    bool fast;
+    const char *db;
+    const char *map[2];
+    const char *outdir;
+} regime_opts;
+
+/* Everything one evaluation measured. */
+typedef struct regime_eval {
+    double slo_s;
+    int64_t slots;
+    double q_cap;
+    uint32_t n_dest;
+    uint64_t pool_tokens;
+    wl_diag diag;
+    double diag_rate;
+    double admitted_share;   /* share of requests carried by the top C keys */
+    double hot_share;        /* the busiest key's share */
+    double revisit_s;        /* traffic-weighted median of R / λ_b at diag_rate */
+    size_t n_keys;
+    bool simulated;
+    size_t n_seeds;
+    exp_cap_interval *cap_cr, *cap_fl;
+    double hit_cr, hit_fl;   /* mean over seeds at the mid load */
+    double ratio, ratio_lo, ratio_hi;
+    enum exp_verdict verdict;
+    const char *reason;
+    double loads[7];
+    double calib_wall_s, diag_wall_s, sim_wall_s;
+} regime_eval;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Relative key shares of the workload, descending (for the conditions). */
+static int key_shares(const exp_setup *s, double **out, size_t *n)
+{
+    const exp_config *cfg = s->cfg;
+    if (s->is_trace) {
+        size_t m = s->trace->n;
+        unsigned long *k = sim_xmalloc(m * sizeof *k);
+        for (size_t i = 0; i < m; i++)
+            k[i] = wl_trace_routing_key(s->trace, i, (uint32_t)cfg->wl.key_ids);
+        gsl_sort_ulong(k, 1, m);
+        double *c = sim_xmalloc(m * sizeof *c);
+        size_t nk = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (i == 0 || k[i] != k[i - 1])
+                c[nk++] = 0;
+            c[nk - 1] += 1.0 / (double)m;
+        }
+        free(k);
+        gsl_sort(c, 1, nk);
+        for (size_t i = 0; i < nk / 2; i++) { /* descending */
+            double t = c[i];
+            c[i] = c[nk - 1 - i];
+            c[nk - 1 - i] = t;
+        }
+        *out = c;
+        *n = nk;
+        return SIM_OK;
+    }
+    wl_keyrates kr = {0};
+    int rc = wl_synth_keys(&cfg->wl, &kr, NULL);
+    if (rc)
+        return rc;
+    double tot = wl_keyrates_total(&kr);
+    double *c = sim_xmalloc((kr.n ? kr.n : 1) * sizeof *c);
+    for (size_t i = 0; i < kr.n; i++)
+        c[i] = kr.rate[i] / tot; /* already sorted descending */
+    *out = c;
+    *n = kr.n;
+    wl_keyrates_fini(&kr);
+    return SIM_OK;
+}
+
+/* Load the config with the extra sets appended to the options' sets. */
+static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_extra,
+                    exp_config *cfg, const char ***all_out, size_t *n_all)
+{
+    const char **all = sim_xcalloc(o->n_set + n_extra + 1, sizeof *all);
+    for (size_t i = 0; i < o->n_set; i++)
+        all[i] = o->sets[i];
+    for (size_t i = 0; i < n_extra; i++)
+        all[o->n_set + i] = extra[i];
+    int rc = exp_config_load(o->config, all, o->n_set + n_extra, cfg);
+    if (rc) {
+        free(all);
+        return rc;
+    }
+    *all_out = all;
+    *n_all = o->n_set + n_extra;
+    return SIM_OK;
+}
+
+static double median_slo(const exp_config *cfg)
+{
+    double *v = sim_xmalloc(cfg->n_slos * sizeof *v);
+    memcpy(v, cfg->slos, cfg->n_slos * sizeof *v);
+    gsl_sort(v, 1, cfg->n_slos);
+    double m = v[(cfg->n_slos - 1) / 2];
+    free(v);
+    return m;
+}
+
+/*
+ * Evaluate one workload point.  `calib` (may be NULL) supplies q_cap and W
+ * measured elsewhere (the region map calibrates once at its base).
+ */
+static int evaluate(const regime_opts *o, const char *const *extra, size_t n_extra,
+                    const regime_eval *calib, const char *db, FILE *log, regime_eval *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    exp_config cfg;
+    const char **all = NULL;
+    size_t n_all = 0;
+    int rc = load_cfg(o, extra, n_extra, &cfg, &all, &n_all);
+    if (rc)
+        return rc;
+    exp_setup s;
+    if ((rc = exp_setup_init(&cfg, &s)))
+        goto out_cfg;
+    if (cfg.destinations < 2) {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: a cluster of %lld destination: every router sends "
+                       "everything to it, so there is nothing to decide; expected "
+                       "cluster.destinations >= 2", o->config, (long long)cfg.destinations);
+        goto out_setup;
+    }
+    ev->n_dest = (uint32_t)cfg.destinations;
+    ev->pool_tokens = s.pool_tokens;
+    ev->slo_s = o->slo > 0 ? o->slo : median_slo(&cfg);
+
+    /* 1. q_cap and W. */
+    double t0 = now_s();
+    if (calib) {
+        ev->q_cap = calib->q_cap;
+        ev->slots = calib->slots;
+    } else {
+        uint64_t seeds[16];
+        size_t ns = o->n_seeds ? (o->n_seeds < 16 ? o->n_seeds : 16) : 2;
+        for (size_t i = 0; i < ns; i++)
+            seeds[i] = i + 1;
+        exp_calib_opts co = {.seeds = seeds, .n_seeds = ns, .jobs = o->jobs};
+        exp_calib_result cr;
+        rc = exp_calibrate_opts(&cfg, ev->slo_s, &co, &cr);
+        if (rc == SIM_OK) {
+            ev->slots = cr.slots;
+            ev->q_cap = cr.q_cap_rps;
+            if (isnan(ev->q_cap)) {
+                if (cr.n_right > 0) { /* passes everywhere: the top of the grid */
+                    double mx = 0;
+                    for (size_t i = 0; i < cr.n_probes; i++)
+                        mx = fmax(mx, cr.probes[i].load_rps);
+                    ev->q_cap = mx;
+                } else {
+                    rc = SIM_ERROR(SIM_EINVAL, "%s: one destination misses the %g s SLO even at "
+                                   "the lowest calibration load, so q_cap cannot be measured; "
+                                   "expected a workload a destination can serve (or a looser "
+                                   "--slo)", o->config, ev->slo_s);
+                }
+            }
+        }
+        exp_calib_result_fini(&cr);
+        if (rc)
+            goto out_setup;
+    }
+    ev->calib_wall_s = now_s() - t0;
+
+    /* 2. Fast diagnostic at half the nominal cluster capacity. */
+    t0 = now_s();
+    ev->diag_rate = 0.5 * ev->n_dest * ev->q_cap;
+    exp_stream *st = NULL;
+    if ((rc = exp_stream_open(&s, 1, ev->diag_rate, &st)))
+        goto out_setup;
+    wl_diag_opts dopt = {.max = 200000, .block_size = (uint32_t)cfg.block_size,
+                         .n_dest = ev->n_dest, .pool_tokens = s.pool_tokens,
+                         .warmup_s = cfg.warmup_s};
+    rc = wl_diag_stream_opts(exp_stream_source(st), &dopt, &ev->diag);
+    exp_stream_close(st);
+    if (rc)
+        goto out_setup;
+    ev->diag_wall_s = now_s() - t0;
+
+    /* 3. Conditions from the key shares. */
+    double *share = NULL;
+    size_t nk = 0;
+    if ((rc = key_shares(&s, &share, &nk)))
+        goto out_setup;
+    ev->n_keys = nk;
+    ev->hot_share = nk ? share[0] : 0;
+    size_t C = (size_t)(ev->n_dest * (uint64_t)ev->slots);
+    double acc = 0;
+    for (size_t i = 0; i < nk && i < C; i++)
+        acc += share[i];
+    ev->admitted_share = acc;
+    /* Traffic-weighted median revisit time of a key on one destination
+     * under spreading: R / λ_b with λ_b = share · rate. */
+    acc = 0;
+    ev->revisit_s = INFINITY;
+    for (size_t i = 0; i < nk; i++) {
+        acc += share[i];
+        if (acc >= 0.5) {
+            ev->revisit_s = ev->n_dest / (share[i] * ev->diag_rate);
+            break;
+        }
+    }
+    free(share);
+
+    /* 4. Paired simulations, unless there is nothing to recover. */
+    const double fr[7] = {0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 1.1};
+    for (int i = 0; i < 7; i++) {
+        double x = fr[i] * ev->n_dest * ev->q_cap;
+        double mag = pow(10, floor(log10(x)) - 2); /* 3 significant digits */
+        ev->loads[i] = round(x / mag) * mag;
+    }
+    bool nothing = ev->diag.affinity_hit < 0.005;
+    if (!o->fast && !nothing) {
+        char rates[256], qcap[64], slots[64], dbset[1200], slos[64], seeds[128], name[64];
+        snprintf(rates, sizeof rates, "experiment.rates=[%g, %g, %g, %g, %g, %g, %g]",
+                 ev->loads[0], ev->loads[1], ev->loads[2], ev->loads[3], ev->loads[4],
+                 ev->loads[5], ev->loads[6]);
+        snprintf(qcap, sizeof qcap, "router.cacheroute.q_cap=%.17g", ev->q_cap);
+        snprintf(slots, sizeof slots, "router.cacheroute.slots=%lld", (long long)ev->slots);
+        snprintf(dbset, sizeof dbset, "experiment.db=%s", db);
+        snprintf(slos, sizeof slos, "experiment.slos=[%.17g]", ev->slo_s);
+        size_t ns = o->n_seeds ? o->n_seeds : 3, used = 0;
+        used += (size_t)snprintf(seeds + used, sizeof seeds - used, "experiment.seeds=[");
+        for (size_t i = 0; i < ns && used + 8 < sizeof seeds; i++)
+            used += (size_t)snprintf(seeds + used, sizeof seeds - used, "%s%zu", i ? "," : "",
+                                     i + 1);
+        snprintf(seeds + used, sizeof seeds - used, "]");
+        snprintf(name, sizeof name, "experiment.name=regime");
+        const char *more[] = {"experiment.policies=[flat_lb, cacheroute]", rates, qcap, slots,
+                              dbset, slos, seeds, name, "experiment.sweep=[]"};
+        const size_t nm = sizeof more / sizeof *more;
+        const char **runsets = sim_xcalloc(n_all + nm, sizeof *runsets);
+        memcpy(runsets, all, n_all * sizeof *runsets);
+        memcpy(runsets + n_all, more, nm * sizeof *runsets);
+        exp_run_opts ro = {.config_path = o->config, .sets = runsets, .n_set = n_all + nm,
+                           .jobs = o->jobs ? o->jobs : 1, .quiet = true};
+        t0 = now_s();
+        rc = exp_run(&ro, log);
+        ev->sim_wall_s = now_s() - t0;
+        free(runsets);
+        if (rc)
+            goto out_setup;
+        /* Capacities of the experiment just stored. */
+        sqlite3 *dbh = NULL;
+        if (sqlite3_open_v2(db, &dbh, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+            rc = SIM_ERROR(SIM_EDB, "%s: cannot reopen: %s", db, sqlite3_errmsg(dbh));
+            sqlite3_close(dbh);
+            goto out_setup;
+        }
+        int64_t exp_id = 0;
+        sqlite3_stmt *q = NULL;
+        sqlite3_prepare_v2(dbh, "SELECT max(id) FROM experiments", -1, &q, NULL);
+        if (q && sqlite3_step(q) == SQLITE_ROW)
+            exp_id = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        exp_capacity_row *rows = NULL;
+        size_t nr = 0;
+        rc = exp_capacity_collect(dbh, exp_id, &rows, &nr);
+        ev->n_seeds = ns;
+        ev->cap_cr = sim_xcalloc(ns, sizeof *ev->cap_cr);
+        ev->cap_fl = sim_xcalloc(ns, sizeof *ev->cap_fl);
+        for (size_t i = 0; rc == SIM_OK && i < nr; i++) {
+            const exp_capacity *c = &rows[i].cap;
+            size_t si = (size_t)rows[i].seed - 1;
+            if (si >= ns)
+                continue;
+            exp_cap_interval iv = c->censoring == EXP_CENS_LEFT ? (exp_cap_interval){0, c->lowest_rps}
+                                  : c->censoring == EXP_CENS_RIGHT
+                                      ? (exp_cap_interval){c->highest_rps, INFINITY}
+                                      : (exp_cap_interval){c->capacity_rps, c->capacity_rps};
+            if (strcmp(rows[i].policy, "cacheroute") == 0)
+                ev->cap_cr[si] = iv;
+            else
+                ev->cap_fl[si] = iv;
+        }
+        exp_capacity_rows_free(rows, nr);
+        /* Hit rates at the middle load, mean over seeds. */
+        const char *hq = "SELECT r.policy, avg(m.hit_rate) FROM runs r JOIN run_metrics m ON "
+                         "m.run_id = r.id WHERE r.experiment_id = ? AND r.rate_rps = ? GROUP BY "
+                         "r.policy";
+        if (rc == SIM_OK && sqlite3_prepare_v2(dbh, hq, -1, &q, NULL) == SQLITE_OK) {
+            sqlite3_bind_int64(q, 1, exp_id);
+            sqlite3_bind_double(q, 2, ev->loads[3]);
+            while (sqlite3_step(q) == SQLITE_ROW) {
+                double h = sqlite3_column_double(q, 1);
+                if (strcmp((const char *)sqlite3_column_text(q, 0), "cacheroute") == 0)
+                    ev->hit_cr = h;
+                else
+                    ev->hit_fl = h;
+            }
+        }
+        sqlite3_finalize(q);
+        sqlite3_close(dbh);
+        if (rc)
+            goto out_setup;
+        ev->simulated = true;
+        ev->verdict = exp_regime_verdict(ev->cap_cr, ev->cap_fl, ns, o->tie, &ev->ratio,
+                                         &ev->ratio_lo, &ev->ratio_hi);
+    } else {
+        ev->verdict = EXP_TIE; /* not simulated: reported as tie/lose */
+        ev->ratio = NAN;
+    }
+
+    /* 5. The deciding condition. */
+    const double recov = ev->diag.recoverable;
+    if (nothing)
+        ev->reason = "nothing to recover: no request re-uses a cached prefix (tie/lose)";
+    else if (ev->verdict != EXP_WIN && recov < 0.05)
+        ev->reason = "little recoverable prefix work: spreading already finds almost every "
+                     "prefix affinity would";
+    else if (ev->verdict != EXP_WIN && ev->admitted_share < 0.5)
+        ev->reason = "active set beyond the warm-slot budget: the C = R x W admitted keys carry "
+                     "under half the requests";
+    else if (ev->verdict != EXP_WIN && ev->hot_share * ev->diag_rate > ev->q_cap)
+        ev->reason = "a key too hot for one destination: replicas dilute its affinity";
+    else if (ev->verdict == EXP_WIN && ev->revisit_s > ev->diag.spread_window_s)
+        ev->reason = "cluster too large for revisits: under spreading a key comes back to a "
+                     "destination less often than its prefix survives there";
+    else if (ev->verdict == EXP_WIN)
+        ev->reason = "recoverable prefix work: affinity keeps prefixes that spreading evicts";
+    else
+        ev->reason = "recoverable work too small against the cost of concentrating load";
+out_setup:
+    exp_setup_fini(&s);
+out_cfg:
+    exp_config_fini(&cfg);
+    free(all);
+    return rc;
+}
+
+static void eval_fini(regime_eval *ev)
+{
+    free(ev->cap_cr);
+    free(ev->cap_fl);
+    ev->cap_cr = ev->cap_fl = NULL;
+}
+
+static void fmt_cap(char *b, size_t n, const exp_cap_interval *c)
+{
+    if (isinf(c->hi))
+        snprintf(b, n, ">=%.3g", c->lo);
+    else if (c->lo == 0 && c->hi > 0)
+        snprintf(b, n, "<%.3g", c->hi);
+    else
+        snprintf(b, n, "%.3g", c->lo);
+}
+
+static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
+{
+    fprintf(out, "cluster: %u destinations, KV pool %llu tokens each; SLO %s p99 <= %g s\n",
+            ev->n_dest, (unsigned long long)ev->pool_tokens, "TTFT", ev->slo_s);
+    fprintf(out, "calibration: q_cap %.3g requests/s per destination, W = %lld warm slots "
+            "(C = %llu keys) [%.1f s]\n", ev->q_cap, (long long)ev->slots,
+            (unsigned long long)ev->n_dest * (unsigned long long)ev->slots, ev->calib_wall_s);
+    fprintf(out, "diagnostic at %.3g requests/s: hit rate under affinity %.1f %%, under "
+            "spreading %.1f %%, recoverable %.1f points [%.2f s]\n", ev->diag_rate,
+            100 * ev->diag.affinity_hit, 100 * ev->diag.spread_hit, 100 * ev->diag.recoverable,
+            ev->diag_wall_s);
+    fprintf(out, "conditions:\n");
+    fprintf(out, "  recoverable prefix work      %5.1f points %s\n", 100 * ev->diag.recoverable,
+            ev->diag.recoverable < 0.05 ? "(little)" : "");
+    fprintf(out, "  admitted share of requests   %5.1f %% of %zu keys fit in C %s\n",
+            100 * ev->admitted_share, ev->n_keys, ev->admitted_share < 0.5 ? "(beyond budget)" : "");
+    fprintf(out, "  hottest key                  %5.2f requests/s vs q_cap %.3g %s\n",
+            ev->hot_share * ev->diag_rate, ev->q_cap,
+            ev->hot_share * ev->diag_rate > ev->q_cap ? "(needs replicas)" : "");
+    fprintf(out, "  revisit time under spreading %7.3g s vs eviction window %.3g s %s\n",
+            ev->revisit_s, ev->diag.spread_window_s,
+            ev->revisit_s > ev->diag.spread_window_s ? "(too large for revisits)" : "");
+    if (ev->simulated) {
+        fprintf(out, "simulation (%zu seeds, loads", ev->n_seeds);
+        for (int i = 0; i < 7; i++)
+            fprintf(out, " %g", ev->loads[i]);
+        fprintf(out, " requests/s) [%.1f s]:\n", ev->sim_wall_s);
+        fprintf(out, "  %-10s %10s  capacity per seed (requests/s)\n", "policy", "hit@mid");
+        const exp_cap_interval *caps[2] = {ev->cap_fl, ev->cap_cr};
+        const char *names[2] = {"flat_lb", "cacheroute"};
+        const double hits[2] = {ev->hit_fl, ev->hit_cr};
+        for (int p = 0; p < 2; p++) {
+            fprintf(out, "  %-10s %9.1f%% ", names[p], 100 * hits[p]);
+            for (size_t i = 0; i < ev->n_seeds; i++) {
+                char b[32];
+                fmt_cap(b, sizeof b, &caps[p][i]);
+                fprintf(out, " %s", b);
+            }
+            fputc('\n', out);
+        }
+        fprintf(out, "  capacity ratio cacheroute/flat_lb %.2f (per-seed range %.2f .. %.2f); "
+                "tie band +-%.0f %%\n", ev->ratio, ev->ratio_lo, ev->ratio_hi, 100 * o->tie);
+    }
+    fprintf(out, "\nverdict: %s%s\nreason: %s\n",
+            ev->simulated ? exp_verdict_name(ev->verdict) : "tie/lose",
+            ev->simulated ? "" : (o->fast ? " (fast mode: diagnostic only, no simulation)" : ""),
+            ev->reason);
+}
+
+/* ---- region map ---- */
+
+typedef struct map_axis {
+    char key[256];
+    char **vals;
+    size_t n;
+} map_axis;
+
+static const sim_cfg_key vals_schema[] = {
+    {.path = "v", .type = SIM_CFG_STRING_LIST, .offset = offsetof(map_axis, vals),
+     .count_offset = offsetof(map_axis, n), .min_len = 1, .help = "axis values"},
+    {0},
+};
+
+static int parse_map_axis(const char *spec, map_axis *ax)
+{
+    memset(ax, 0, sizeof *ax);
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof ax->key)
+        return SIM_ERROR(SIM_EINVAL, "--map axis '%s'; expected \"KEY=[v1, v2, ...]\"", spec);
+    memcpy(ax->key, spec, (size_t)(eq - spec));
+    size_t len = strlen(eq + 1) + 8;
+    char *text = sim_xmalloc(len);
+    snprintf(text, len, "v: %s\n", eq + 1);
+    sim_cfgdoc *d = NULL;
+    int rc = sim_cfgdoc_parse_string(text, "--map", &d);
+    free(text);
+    if (rc == SIM_OK)
+        rc = sim_cfg_bind(d, vals_schema, ax);
+    sim_cfgdoc_destroy(d);
+    return rc;
+}
+
+static int run_map(const regime_opts *o, const char *db, FILE *out)
+{
+    map_axis ax[2];
+    int rc = parse_map_axis(o->map[0], &ax[0]);
+    if (rc == SIM_OK)
+        rc = parse_map_axis(o->map[1], &ax[1]);
+    if (rc)
+        return rc;
+    /* One calibration at the base workload, reused across the map. */
+    regime_eval base;
+    regime_opts fast = *o;
+    fast.fast = true;
+    fprintf(out, "calibrating q_cap and W at the base workload...\n");
+    rc = evaluate(&fast, NULL, 0, NULL, db, NULL, &base);
+    if (rc)
+        goto done;
+    fprintf(out, "base: q_cap %.3g requests/s, W = %lld\n", base.q_cap, (long long)base.slots);
+    const char *outdir = o->outdir ? o->outdir : "results/regime-map";
+    mkdir("results", 0777);
+    mkdir(outdir, 0777);
+    char tsv[1024];
+    snprintf(tsv, sizeof tsv, "%s/map.tsv", outdir);
+    FILE *f = fopen(tsv, "w");
+    if (!f) {
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot write the map data", tsv);
+        eval_fini(&base);
+        goto done;
+    }
+    fprintf(f, "# x\ty\tx_label\ty_label\tratio\tverdict\taffinity_hit\tspread_hit\n");
+    FILE *devnull = fopen("/dev/null", "w");
+    for (size_t i = 0; i < ax[0].n && rc == SIM_OK; i++)
+        for (size_t j = 0; j < ax[1].n && rc == SIM_OK; j++) {
+            char s1[512], s2[512];
+            snprintf(s1, sizeof s1, "%s=%s", ax[0].key, ax[0].vals[i]);
+            snprintf(s2, sizeof s2, "%s=%s", ax[1].key, ax[1].vals[j]);
+            const char *extra[2] = {s1, s2};
+            regime_eval ev;
+            rc = evaluate(o, extra, 2, &base, db, devnull, &ev);
+            if (rc)
+                break;
+            fprintf(out, "  %-40s %-40s ratio %5.2f  %s\n", s1, s2, ev.ratio,
+                    exp_verdict_name(ev.verdict));
+            fprintf(f, "%zu\t%zu\t%s\t%s\t%.6g\t%s\t%.4f\t%.4f\n", i, j, ax[0].vals[i],
+                    ax[1].vals[j], ev.ratio, exp_verdict_name(ev.verdict), ev.diag.affinity_hit,
+                    ev.diag.spread_hit);
+            eval_fini(&ev);
+        }
+    if (devnull)
+        fclose(devnull);
+    fclose(f);
+    eval_fini(&base);
+    if (rc)
+        goto done;
+    /* The figure. */
+    const char *dir = getenv("CRSIM_SCRIPT_DIR");
+#ifdef CRSIM_SCRIPT_DIR
+    if (!dir || !*dir)
+        dir = CRSIM_SCRIPT_DIR;
+#endif
+    if (!dir)
+        dir = "scripts";
+    const char *gp = getenv("CRSIM_GNUPLOT");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "%s -e \"datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu\" "
+             "'%s/plot-regime-map.gp'",
+             gp && *gp ? gp : "gnuplot", tsv, outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n,
+             dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "crsim: warning: gnuplot failed; the map data is in %s\n", tsv);
+    else
+        fprintf(out, "wrote %s/map.png, %s/map.svg and %s\n", outdir, outdir, tsv);
+done:
+    sim_cfg_free(vals_schema, &ax[0]);
+    sim_cfg_free(vals_schema, &ax[1]);
+    return rc;
+}
+
+/* ---- command line ---- */
+
+int exp_regime_main(int argc, char **argv, FILE *out)
+{
+    regime_opts o = {.tie = 0.10, .jobs = 1};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    o.jobs = ncpu > 0 ? (unsigned)ncpu : 1;
+    const char **sets = sim_xcalloc((size_t)argc * 4 + 8, sizeof *sets);
+    char **owned = sim_xcalloc((size_t)argc * 4 + 8, sizeof *owned);
+    size_t n_set = 0, n_owned = 0;
+    int rc = SIM_OK;
+#define OWN(...)                                                             \
+    do {                                                                     \
+        char b_[2048];                                                       \
+        snprintf(b_, sizeof b_, __VA_ARGS__);                                \
+        owned[n_owned] = sim_xstrdup(b_);                                    \
+        sets[n_set++] = owned[n_owned++];                                    \
+    } while (0)
+    for (int i = 0; i < argc && rc == SIM_OK; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--fast") == 0) {
+            o.fast = true;
+            continue;
+        }
+        if (a[0] != '-') {
+            if (!o.config)
+                o.config = a;
+            else
+                rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one config", a);
+            continue;
+        }
+        if (strcmp(a, "--map") == 0) {
+            if (i + 2 >= argc) {
+                rc = SIM_ERROR(SIM_EINVAL, "--map needs two axes \"KEY=[v...]\"");
+                break;
+            }
+            o.map[0] = argv[i + 1];
+            o.map[1] = argv[i + 2];
+            i += 2;
+            continue;
+        }
+        if (!v) {
+            rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", a);
+            break;
+        }
+        i++;
+        char *end = NULL;
+        if (strcmp(a, "--set") == 0)
+            sets[n_set++] = v;
+        else if (strcmp(a, "--rates") == 0) {
+            OWN("workload.type=synthetic");
+            OWN("workload.keys.distribution=file");
+            OWN("workload.keys.file=%s", v);
+            OWN("workload.keys.cap=0");
+        } else if (strcmp(a, "--servegen") == 0) {
+            OWN("workload.type=synthetic");
+            OWN("workload.keys.distribution=servegen");
+            OWN("workload.keys.file=%s", v);
+            OWN("workload.keys.cap=0");
+        } else if (strcmp(a, "--trace") == 0) {
+            OWN("workload.type=mooncake");
+            OWN("workload.trace=%s", v);
+        } else if (strcmp(a, "--iat") == 0) {
+            OWN("workload.arrival.process=bootstrap");
+            OWN("workload.arrival.iat_file=%s", v);
+        } else if (strcmp(a, "--prefix-tokens") == 0 || strcmp(a, "--input-tokens") == 0 ||
+                   strcmp(a, "--output-tokens") == 0) {
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 1000000) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a token count 1..1000000", a, v);
+                break;
+            }
+            const char *grp = a[2] == 'p' ? "prefix" : a[2] == 'i' ? "input" : "output";
+            OWN("workload.%s.dist=const", grp);
+            OWN("workload.%s.mean=%ld", grp, n);
+            OWN("workload.%s.min=1", grp);
+            OWN("workload.%s.max=%ld", grp, n);
+        } else if (strcmp(a, "--seeds") == 0) {
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 16)
+                rc = SIM_ERROR(SIM_EINVAL, "--seeds '%s'; expected 1..16", v);
+            o.n_seeds = (size_t)n;
+        } else if (strcmp(a, "--slo") == 0) {
+            o.slo = strtod(v, &end);
+            if (*end || !(o.slo > 0) || !isfinite(o.slo))
+                rc = SIM_ERROR(SIM_EINVAL, "--slo '%s'; expected seconds > 0", v);
+        } else if (strcmp(a, "--tie") == 0) {
+            o.tie = strtod(v, &end);
+            if (*end || !(o.tie >= 0) || o.tie >= 1)
+                rc = SIM_ERROR(SIM_EINVAL, "--tie '%s'; expected a fraction in [0, 1)", v);
+        } else if (strcmp(a, "--jobs") == 0) {
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 4096)
+                rc = SIM_ERROR(SIM_EINVAL, "--jobs '%s'; expected 1..4096", v);
+            o.jobs = (unsigned)n;
+        } else if (strcmp(a, "--db") == 0)
+            o.db = v;
+        else if (strcmp(a, "--out") == 0)
+            o.outdir = v;
+        else
+            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'regime' (crsim --help)", a);
+    }
+#undef OWN
+    if (rc == SIM_OK && !o.config)
+        rc = SIM_ERROR(SIM_EINVAL, "crsim regime needs a base config (e.g. "
+                       "experiments/regime.yaml); expected CONFIG [--rates|--servegen|--trace ...]");
+    o.sets = sets;
+    o.n_set = n_set;
+    char dbtmp[256] = "";
+    const char *db = o.db;
+    if (rc == SIM_OK && !db) {
+        snprintf(dbtmp, sizeof dbtmp, "%s/crsim-regime-XXXXXX",
+                 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(dbtmp))
+            rc = SIM_ERROR(SIM_EIO, "cannot create a temporary folder for the run database");
+        else
+            strcat(dbtmp, "/regime.db");
+        db = dbtmp;
+    }
+    if (rc == SIM_OK && o.map[0]) {
+        rc = run_map(&o, db, out);
+    } else if (rc == SIM_OK) {
+        regime_eval ev;
+        FILE *devnull = fopen("/dev/null", "w");
+        rc = evaluate(&o, NULL, 0, NULL, db, devnull, &ev);
+        if (devnull)
+            fclose(devnull);
+        if (rc == SIM_OK)
+            print_eval(&o, &ev, out);
+        eval_fini(&ev);
+        if (rc == SIM_OK && o.db)
+            fprintf(out, "runs stored in %s\n", o.db);
+    }
+    if (dbtmp[0]) { /* remove the temporary database and its folder */
+        unlink(dbtmp);
+        *strrchr(dbtmp, '/') = '\0';
+        rmdir(dbtmp);
+    }
+    for (size_t i = 0; i < n_owned; i++)
+        free(owned[i]);
+    free(owned);
+    free(sets);
+    return rc;
+}
