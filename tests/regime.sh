@@ -1,0 +1,54 @@
+#!/bin/sh
+# crsim regime: the verdict rule on hand-made capacities (through a fast
+# run), bad inputs (one destination, rates summing to zero, missing base
+# config) and a trace with no reuse, which must say "nothing to recover"
+# instead of failing.
+# usage: regime.sh CRSIM SOURCE_DIR
+set -u
+CRSIM=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+BASE="$SRC/experiments/regime.yaml"
+SMALL="--set cluster.destinations=4 --set workload.duration_s=300 --set experiment.warmup_s=30 --seeds 1"
+
+# A trace where no request shares a prefix with another: nothing to recover.
+awk 'BEGIN { for (i = 0; i < 300; i++) printf "{\"timestamp\": %d, \"input_length\": 1024, \"output_length\": 16, \"hash_ids\": [%d, %d]}\n", i * 100, 2 * i, 2 * i + 1 }' >"$TMP/noreuse.jsonl"
+if "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" $SMALL >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "verdict: tie/lose" "$TMP/out" && grep -q "nothing to recover" "$TMP/out" &&
+        echo "ok: no reuse -> tie/lose, nothing to recover" || fail "no-reuse output: $(cat "$TMP/out")"
+else
+    fail "no-reuse trace failed: $(cat "$TMP/err")"
+fi
+
+# Bad inputs: one clear line, exit 2.
+expect2() {
+    pat=$1; shift
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -ne 2 ] || ! grep -q -- "$pat" "$TMP/err" || [ "$(wc -l < "$TMP/err")" -ne 1 ]; then
+        fail "'$*' exit $rc, stderr: $(cat "$TMP/err")"
+    else
+        echo "ok: $pat"
+    fi
+}
+expect2 "a cluster of 1 destination" "$CRSIM" regime "$BASE" --set cluster.destinations=1 --fast
+printf 'key,rate\na,0\nb,0\n' >"$TMP/zero.csv"
+expect2 "zero.csv:2: rate 0" "$CRSIM" regime "$BASE" --rates "$TMP/zero.csv" --fast
+expect2 "needs a base config" "$CRSIM" regime --rates "$TMP/zero.csv"
+expect2 "--tie '1.5'" "$CRSIM" regime "$BASE" --tie 1.5
+
+# A real estimate in fast mode on real per-tenant rates (ServeGen m-small).
+if mkdir "$TMP/sg" && tar -xJf "$SRC/../shared/data/servegen/servegen_client_traces.tar.xz" -C "$TMP/sg" 2>/dev/null; then
+    if "$CRSIM" regime "$BASE" --servegen "$TMP/sg/data/language/m-small" --fast $SMALL >"$TMP/out" 2>"$TMP/err"; then
+        grep -q "diagnostic at" "$TMP/out" && grep -q "^verdict:" "$TMP/out" && grep -q "^reason:" "$TMP/out" &&
+            echo "ok: servegen fast estimate" || fail "servegen output: $(cat "$TMP/out")"
+    else
+        fail "servegen regime failed: $(cat "$TMP/err")"
+    fi
+fi
+
+if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
+echo "regime: ok"
