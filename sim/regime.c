@@ -213,8 +213,32 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     ev->pool_tokens = s.pool_tokens;
     ev->slo_s = o->slo > 0 ? o->slo : median_slo(&cfg);
 
-    /* 1. q_cap and W. */
+    /* 0. A workload without any prefix reuse has nothing to recover, and no
+     * warm footprint to calibrate W from: say so without simulating. */
     double t0 = now_s();
+    {
+        exp_stream *st0 = NULL;
+        if ((rc = exp_stream_open(&s, 1, (double)ev->n_dest, &st0)))
+            goto out_setup;
+        wl_diag_opts d0 = {.max = 20000, .block_size = (uint32_t)cfg.block_size,
+                           .n_dest = ev->n_dest, .pool_tokens = s.pool_tokens};
+        rc = wl_diag_stream_opts(exp_stream_source(st0), &d0, &ev->diag);
+        exp_stream_close(st0);
+        if (rc)
+            goto out_setup;
+        if (ev->diag.affinity_hit < 0.005) {
+            ev->diag_rate = (double)ev->n_dest;
+            ev->q_cap = NAN;
+            ev->diag_wall_s = now_s() - t0;
+            ev->verdict = EXP_TIE;
+            ev->ratio = NAN;
+            ev->reason = "nothing to recover: no request re-uses a cached prefix (tie/lose)";
+            goto out_setup;
+        }
+    }
+
+    /* 1. q_cap and W. */
+    t0 = now_s();
     if (calib) {
         ev->q_cap = calib->q_cap;
         ev->slots = calib->slots;
@@ -436,6 +460,13 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
 {
     fprintf(out, "cluster: %u destinations, KV pool %llu tokens each; SLO %s p99 <= %g s\n",
             ev->n_dest, (unsigned long long)ev->pool_tokens, "TTFT", ev->slo_s);
+    if (isnan(ev->q_cap)) {
+        fprintf(out, "diagnostic at %.3g requests/s: hit rate under affinity %.1f %%, under "
+                "spreading %.1f %% [%.2f s]\n\nverdict: tie/lose\nreason: %s\n", ev->diag_rate,
+                100 * ev->diag.affinity_hit, 100 * ev->diag.spread_hit, ev->diag_wall_s,
+                ev->reason);
+        return;
+    }
     fprintf(out, "calibration: q_cap %.3g requests/s per destination, W = %lld warm slots "
             "(C = %llu keys) [%.1f s]\n", ev->q_cap, (long long)ev->slots,
             (unsigned long long)ev->n_dest * (unsigned long long)ev->slots, ev->calib_wall_s);
