@@ -10,6 +10,26 @@
  * thus prefills its prompt and emits token 1; a decoding request computes
  * the one token it last emitted; a preempted request recomputes prompt and
  * output so far, then continues.
+ *
+ * Steady decoders cost nothing per step (docs/performance.md).  A running
+ * request whose prompt is computed and that only decodes changes in a
+ * fixed way each step it is scheduled (computed and generated +1, one more
+ * token of decode context) until one of two events: it needs a new KV
+ * block (every block_size steps) or it emits its last token.  Such a
+ * request is "steady": its counters are kept as of tick `tick0` of the
+ * engine's tick counter (steps so far) and brought up to date only when
+ * needed; the engine keeps Σ computed and their number for the cost batch,
+ * and a timing wheel of the ticks of their next events.  A step visits only
+ * the other running requests (prefills, recomputes) and the steady ones
+ * with an event.  That is exact while every running request is scheduled
+ * in full and no allocation fails, which the engine checks before the
+ * step from the sums (tokens ≤ budget, blocks ≤ available): then the
+ * order of allocations within the step cannot matter (they only take
+ * blank blocks: never-used ones first, then the coldest cached ones,
+ * whoever asks).  Otherwise (chunked prefill over budget, memory short)
+ * every steady request is brought up to date and the step runs as the
+ * plain loop over all running requests in admission order.  Releases and
+ * hooks of one step happen in admission order in both cases.
  */
 #include "engine.h"
 
@@ -26,8 +46,25 @@ struct engine {
     pcache *cache;
     engine_req *wait_head, *wait_tail;
     uint32_t n_wait;
-    engine_req **run; /* running requests in admission order */
-    uint32_t n_run, cap_run;
+    engine_req *run_head, *run_tail; /* running requests, admission order */
+    uint32_t n_run;
+    /* Running requests that are not steady decoders, in admission order. */
+    engine_req **act;
+    uint32_t n_act, cap_act;
+    /* Steady decoders by the tick of their next event: a timing wheel of
+     * wmask + 1 slots (> block_size, so that every event is within one
+     * turn; a farther one is parked in the last slot of the turn and moved
+     * on when that slot comes round), each an intrusive list. */
+    engine_req **wheel;
+    uint64_t wmask;
+    /* Steady decoders whose event is due in the step being formed or run
+     * (taken from the wheel; after try_start: those finishing in it). */
+    engine_req **due;
+    uint32_t n_due, cap_due;
+    uint64_t tick;     /* steps completed */
+    uint64_t s_ctx;    /* Σ computed over steady decoders, as of tick */
+    uint32_t n_steady;
+    uint64_t next_seq;
     bool busy;
     double step_start;
     double win_t0;
@@ -70,11 +107,19 @@ engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
     if (!e)
         return NULL;
     e->cache = pcache_create(n_blocks);
-    e->cap_run = p->max_num_seqs < 64 ? p->max_num_seqs : 64;
-    e->run = malloc(e->cap_run * sizeof *e->run);
-    if (!e->cache || !e->run) {
+    e->cap_act = e->cap_due = 64;
+    uint64_t w = 16;
+    while (w <= 2ull * p->block_size)
+        w <<= 1;
+    e->wmask = w - 1;
+    e->act = malloc(e->cap_act * sizeof *e->act);
+    e->wheel = calloc(w, sizeof *e->wheel);
+    e->due = malloc(e->cap_due * sizeof *e->due);
+    if (!e->cache || !e->act || !e->wheel || !e->due) {
         pcache_destroy(e->cache);
-        free(e->run);
+        free(e->act);
+        free(e->wheel);
+        free(e->due);
         free(e);
         return NULL;
     }
@@ -90,8 +135,49 @@ void engine_destroy(engine *e)
     if (!e)
         return;
     pcache_destroy(e->cache);
-    free(e->run);
+    free(e->act);
+    free(e->wheel);
+    free(e->due);
     free(e);
+}
+
+/* Append to a growable array of request pointers. */
+static void ptr_push(engine_req ***a, uint32_t *n, uint32_t *cap, engine_req *er)
+{
+    if (*n == *cap) {
+        *cap *= 2;
+        *a = sim_xrealloc(*a, *cap * sizeof **a);
+    }
+    (*a)[(*n)++] = er;
+}
+
+/* ---- running list (admission order, linked by qnext/qprev) ---- */
+
+static void run_push_back(engine *e, engine_req *er)
+{
+    er->seq = e->next_seq++;
+    er->qnext = NULL;
+    er->qprev = e->run_tail;
+    if (e->run_tail)
+        e->run_tail->qnext = er;
+    else
+        e->run_head = er;
+    e->run_tail = er;
+    e->n_run++;
+}
+
+static void run_remove(engine *e, engine_req *er)
+{
+    if (er->qprev)
+        er->qprev->qnext = er->qnext;
+    else
+        e->run_head = er->qnext;
+    if (er->qnext)
+        er->qnext->qprev = er->qprev;
+    else
+        e->run_tail = er->qprev;
+    er->qnext = er->qprev = NULL;
+    e->n_run--;
 }
 
 /* ---- waiting queue (FIFO, preempted requests go back to the front) ---- */
@@ -183,9 +269,13 @@ void engine_submit(engine *e, engine_req *er, double now)
     wait_push_back(e, er);
 }
 
+/* Preempt the most recently admitted running request (only in a plain
+ * step, when every running request is in `act`). */
 static void preempt_last(engine *e)
 {
-    engine_req *v = e->run[--e->n_run];
+    engine_req *v = e->act[--e->n_act];
+    SIM_ALWAYS(v == e->run_tail && !v->steady);
+    run_remove(e, v);
     e->queued -= queued_part(v);
     release_blocks(e, v);
     v->computed = 0;
@@ -247,6 +337,92 @@ static void reject(engine *e, engine_req *er, double now)
     e->hooks.finish(e->hooks.ctx, e->dest, er, now);
 }
 
+/* ---- steady decoders ---- */
+
+/* Tick of the step whose formation finds steady `er` needing a new block
+ * (its next token would be the first past its last block), and of the step
+ * after which it has emitted its last token.  Both from the counters as of
+ * er->tick0; a steady request advances by one token per tick. */
+static inline uint64_t tick_block(const engine *e, const engine_req *er)
+{
+    return er->tick0 + (uint64_t)er->nblk * e->p.block_size - er->computed;
+}
+
+static inline uint64_t tick_finish(const engine_req *er)
+{
+    return er->tick0 + er->r->output_tokens - er->generated - 1;
+}
+
+/* Put steady `er` in the wheel slot of its event tick er->ev (>= tick). */
+static inline void wheel_put(engine *e, engine_req *er)
+{
+    const uint64_t t = er->ev - e->tick <= e->wmask ? er->ev : e->tick + e->wmask;
+    engine_req **slot = &e->wheel[t & e->wmask];
+    er->wnext = *slot;
+    *slot = er;
+}
+
+static inline uint64_t next_event(const engine *e, const engine_req *er)
+{
+    const uint64_t tb = tick_block(e, er), tf = tick_finish(er);
+    return tb < tf ? tb : tf;
+}
+
+/* Running request `er` (not in `act`) starts steady decode at the current
+ * tick.  Its prompt blocks are all offered to the cache already. */
+static void steady_join(engine *e, engine_req *er)
+{
+    SIM_ALWAYS(er->n_reg == er->r->n_blocks && er->nblk * (uint64_t)e->p.block_size >=
+                                                   er->computed);
+    er->steady = true;
+    er->tick0 = e->tick;
+    e->n_steady++;
+    e->s_ctx += er->computed;
+    er->ev = next_event(e, er);
+    wheel_put(e, er);
+}
+
+/* Bring steady `er`'s counters up to the current tick and take it out of
+ * the steady sums (the caller has taken it out of the wheel). */
+static void steady_leave(engine *e, engine_req *er)
+{
+    const uint64_t d = e->tick - er->tick0;
+    er->computed += (uint32_t)d;
+    er->generated += (uint32_t)d;
+    er->steady = false;
+    e->n_steady--;
+    e->s_ctx -= er->computed;
+}
+
+/* Make every running request explicit and put them all in `act`, in
+ * admission order (before a plain step, and at the end of a run). */
+static void steady_flush(engine *e)
+{
+    if (e->n_steady == 0)
+        return;
+    for (uint64_t w = 0; w <= e->wmask; w++) {
+        for (engine_req *er = e->wheel[w]; er; er = er->wnext)
+            steady_leave(e, er);
+        e->wheel[w] = NULL;
+    }
+    for (uint32_t i = 0; i < e->n_due; i++)
+        steady_leave(e, e->due[i]);
+    e->n_due = 0;
+    SIM_ALWAYS(e->n_steady == 0 && e->s_ctx == 0);
+    e->n_act = 0;
+    for (engine_req *er = e->run_head; er; er = er->qnext)
+        ptr_push(&e->act, &e->n_act, &e->cap_act, er);
+}
+
+/* Blocks `er` must hold to compute its next `n` tokens. */
+static inline uint32_t blocks_needed(const engine_req *er, uint32_t n, uint32_t bs)
+{
+    /* Most steps of a decoding request stay within its last block: skip
+     * the division (a measurable share of this loop) then. */
+    const uint64_t end = (uint64_t)er->computed + n;
+    return end <= (uint64_t)er->nblk * bs ? er->nblk : ceil_div(end, bs);
+}
+
 double engine_try_start(engine *e, double now)
 {
     if (e->busy)
@@ -256,29 +432,81 @@ double engine_try_start(engine *e, double now)
     bool preempted = false;
     memset(&e->batch, 0, sizeof e->batch);
 
-    /* 1. Running requests first, in admission order. */
-    for (uint32_t i = 0; i < e->n_run && budget > 0; i++) {
-        engine_req *er = e->run[i];
-        uint32_t todo = seq_len(er) - er->computed;
-        uint32_t n = todo < budget ? todo : budget;
-        bool self_preempted = false;
-        /* Most steps of a decoding request stay within its last block:
-         * skip the division (a measurable share of this loop) then. */
-        const uint64_t end = (uint64_t)er->computed + n;
-        const uint32_t need = end <= (uint64_t)er->nblk * bs ? er->nblk : ceil_div(end, bs);
-        while (!ensure_blocks(e, er, need)) {
-            /* Out of blocks: preempt the most recently admitted request,
-             * which may be this one. */
-            self_preempted = e->run[e->n_run - 1] == er;
-            preempt_last(e);
-            preempted = true;
+    /* 0. Steady decoders with an event in this step, and whether the step
+     * can run without visiting the others: every running request gets all
+     * it asks for (tokens and blocks). */
+    SIM_ALWAYS(e->n_due == 0);
+    engine_req **slot = &e->wheel[e->tick & e->wmask];
+    engine_req *list = *slot;
+    *slot = NULL;
+    for (engine_req *er = list, *next; er; er = next) {
+        next = er->wnext;
+        if (er->ev == e->tick)
+            ptr_push(&e->due, &e->n_due, &e->cap_due, er);
+        else
+            wheel_put(e, er); /* parked: not due yet */
+    }
+    uint64_t tokens = e->n_steady, blocks = 0;
+    for (uint32_t i = 0; i < e->n_due; i++)
+        blocks += tick_block(e, e->due[i]) == e->tick;
+    for (uint32_t i = 0; i < e->n_act; i++) {
+        const engine_req *er = e->act[i];
+        const uint32_t todo = seq_len(er) - er->computed;
+        tokens += todo;
+        blocks += blocks_needed(er, todo, bs) - er->nblk;
+    }
+    const bool fast = tokens <= budget && blocks <= pcache_available(e->cache);
+
+    if (fast) {
+        /* 1a. Every running request in full; no allocation can fail, so
+         * the order of allocations does not matter. */
+        for (uint32_t i = 0; i < e->n_act; i++) {
+            engine_req *er = e->act[i];
+            const uint32_t n = seq_len(er) - er->computed;
+            SIM_ALWAYS(ensure_blocks(e, er, blocks_needed(er, n, bs)));
+            batch_add(e, er, n);
+        }
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < e->n_due; i++) {
+            engine_req *er = e->due[i];
+            if (tick_block(e, er) == e->tick)
+                SIM_ALWAYS(ensure_blocks(e, er, er->nblk + 1));
+            if (tick_finish(er) == e->tick) {
+                e->due[kept++] = er; /* finishes in this step */
+            } else {
+                er->ev = next_event(e, er);
+                wheel_put(e, er);
+            }
+        }
+        e->n_due = kept;
+        /* Each steady decoder: one token with context computed + 1. */
+        e->batch.decode_tokens += e->n_steady;
+        e->batch.decode_ctx += e->s_ctx + e->n_steady;
+        e->batch.sampled += e->n_steady;
+        budget -= (uint32_t)tokens;
+    } else {
+        /* 1b. The plain loop: running requests in admission order. */
+        steady_flush(e);
+        for (uint32_t i = 0; i < e->n_act && budget > 0; i++) {
+            engine_req *er = e->act[i];
+            uint32_t todo = seq_len(er) - er->computed;
+            uint32_t n = todo < budget ? todo : budget;
+            bool self_preempted = false;
+            const uint32_t need = blocks_needed(er, n, bs);
+            while (!ensure_blocks(e, er, need)) {
+                /* Out of blocks: preempt the most recently admitted
+                 * request, which may be this one. */
+                self_preempted = e->act[e->n_act - 1] == er;
+                preempt_last(e);
+                preempted = true;
+                if (self_preempted)
+                    break;
+            }
             if (self_preempted)
                 break;
+            batch_add(e, er, n);
+            budget -= n;
         }
-        if (self_preempted)
-            break;
-        batch_add(e, er, n);
-        budget -= n;
     }
 
     /* 2. Admit waiting requests FCFS (not in a step that preempted, as in
@@ -319,11 +547,9 @@ double engine_try_start(engine *e, double now)
         }
         SIM_ALWAYS(ensure_blocks(e, er, m + need));
         e->queued += queued_part(er);
-        if (e->n_run == e->cap_run) {
-            e->cap_run *= 2;
-            e->run = sim_xrealloc(e->run, e->cap_run * sizeof *e->run);
-        }
-        e->run[e->n_run++] = er;
+        er->steady = false;
+        run_push_back(e, er);
+        ptr_push(&e->act, &e->n_act, &e->cap_act, er);
         batch_add(e, er, n);
         budget -= n;
     }
@@ -335,15 +561,42 @@ double engine_try_start(engine *e, double now)
     return cost_step_time(&e->cost, &e->batch);
 }
 
+/* Requests that finish (or emit their first token) in a step are reported,
+ * and their blocks released, in admission order. */
+static void finish_one(engine *e, engine_req *er, double now)
+{
+    run_remove(e, er);
+    release_blocks(e, er);
+    er->finish_s = now;
+    e->hooks.finish(e->hooks.ctx, e->dest, er, now);
+}
+
 void engine_step_done(engine *e, double now)
 {
     SIM_ALWAYS(e->busy);
     const uint32_t bs = e->p.block_size;
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < e->n_run; i++) {
-        engine_req *er = e->run[i];
+    /* Every steady decoder computed one token. */
+    e->tick++;
+    e->s_ctx += e->n_steady;
+    /* Steady decoders finishing now, in admission order (few). */
+    for (uint32_t i = 0; i < e->n_due; i++) {
+        engine_req *er = e->due[i];
+        steady_leave(e, er);
+        SIM_ALWAYS(er->generated == er->r->output_tokens);
+        uint32_t j = i;
+        for (; j > 0 && e->due[j - 1]->seq > er->seq; j--)
+            e->due[j] = e->due[j - 1];
+        e->due[j] = er;
+    }
+    uint32_t kept = 0, d = 0;
+    const uint32_t n_due = e->n_due;
+    e->n_due = 0;
+    for (uint32_t i = 0; i < e->n_act; i++) {
+        engine_req *er = e->act[i];
+        while (d < n_due && e->due[d]->seq < er->seq)
+            finish_one(e, e->due[d++], now);
         if (er->n_sched == 0) {
-            e->run[kept++] = er;
+            e->act[kept++] = er;
             continue;
         }
         e->queued -= queued_part(er);
@@ -369,15 +622,18 @@ void engine_step_done(engine *e, double now)
             }
         }
         if (er->generated >= er->r->output_tokens) {
-            release_blocks(e, er);
-            er->finish_s = now;
-            e->hooks.finish(e->hooks.ctx, e->dest, er, now);
+            finish_one(e, er, now);
             continue;
         }
         e->queued += queued_part(er);
-        e->run[kept++] = er;
+        if (er->generated > 0 && seq_len(er) - er->computed == 1)
+            steady_join(e, er);
+        else
+            e->act[kept++] = er;
     }
-    e->n_run = kept;
+    while (d < n_due)
+        finish_one(e, e->due[d++], now);
+    e->n_act = kept;
 
     const double dur = now - e->step_start;
     e->st.steps++;
@@ -440,8 +696,11 @@ const pcache *engine_cache(const engine *e) { return e->cache; }
 void engine_foreach(engine *e, void (*fn)(void *ctx, engine_req *er), void *ctx)
 {
     /* Read each link before calling `fn`, which may free the request. */
-    for (uint32_t i = 0; i < e->n_run; i++)
-        fn(ctx, e->run[i]);
+    steady_flush(e);
+    for (engine_req *er = e->run_head, *next; er; er = next) {
+        next = er->qnext;
+        fn(ctx, er);
+    }
     for (engine_req *er = e->wait_head, *next; er; er = next) {
         next = er->qnext;
         fn(ctx, er);

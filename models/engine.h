@@ -54,7 +54,14 @@ typedef struct engine_req {
     bool rejected;        /* can never fit in this engine's pool */
     double first_token_s; /* time of the first output token, s (< 0 if none) */
     double finish_s;      /* completion time, s (< 0 if unfinished) */
-    struct engine_req *qnext, *qprev; /* waiting-queue links */
+    struct engine_req *qnext, *qprev; /* waiting- or running-list links */
+    /* Engine-private bookkeeping of running requests (engine.c). */
+    uint64_t seq;         /* admission order */
+    uint64_t tick0;       /* steady decode: engine tick at which computed
+                             and generated above were exact */
+    uint64_t ev;          /* steady decode: tick of its next event */
+    struct engine_req *wnext; /* steady decode: next in its wheel slot */
+    bool steady;          /* in steady decode (state kept lazily) */
 } engine_req;
 
 /* Callbacks from an engine to its owner. */

@@ -3,12 +3,14 @@
  *
  * The hash table maps a 64-bit block hash to a block index.  Block hashes
  * come from xxHash, so their low bits are already uniform and serve as the
- * table index directly.  Hash 0 is reserved as "empty slot" and as "no
- * parent"; a content hash that happens to be 0 is remapped to 1 by the
- * workload layer's hashing (wl_block_hash), so it is never stored here.
+ * table index directly.  Hash 0 is reserved as "unregistered block" and
+ * as "no parent"; a content hash that happens to be 0 is remapped to 1 by
+ * the workload layer's hashing (wl_block_hash), so it is never stored
+ * here.  An empty table slot holds block index PCACHE_NONE.
  */
 #include "pcache.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,28 +31,51 @@
  * flight; measured flat between 8 and 32). */
 enum { PF_DIST = 16 };
 
+/* A block is in exactly one of three states: pinned (ref > 0), cached and
+ * unpinned (ref == 0, hash != 0: on the LRU queue) or never-used / blank
+ * (ref == 0, hash == 0: on the fresh stack). */
 typedef struct block {
-    uint64_t hash;   /* content hash, 0 if unregistered */
-    uint64_t parent; /* parent block's hash, 0 for a first block */
-    uint32_t prev, next; /* LRU links (cached, unpinned) or never-used chain */
-    uint32_t ref;    /* number of requests pinning the block */
-    uint32_t in_lru; /* 1 if on the LRU list */
+    uint64_t hash;    /* content hash, 0 if unregistered */
+    uint64_t parent;  /* parent block's hash, 0 for a first block */
+    uint32_t ref;     /* number of requests pinning the block */
+    uint32_t lru_pos; /* position of its live LRU queue entry (mod 2^32) */
 } block;
 
+/* A table slot: the low 32 bits of the block's hash (its home slot is
+ * tag & mask, mask < 2^32) and the block index, PCACHE_NONE if empty.
+ * 8 bytes instead of 16: eight slots per cache line, half the table's
+ * footprint.  A tag match is confirmed against the full hash in the block,
+ * which a match visits anyway (parent check); deletion knows the block and
+ * compares indices. */
 typedef struct slot {
-    uint64_t hash;
+    uint32_t tag;
     uint32_t block;
 } slot;
+
+#define EMPTY PCACHE_NONE
 
 struct pcache {
     block *b;
     uint32_t n;
     slot *tab;
     uint64_t mask;
-    uint32_t fresh;      /* head of the never-used chain (linked via next) */
+    uint32_t *fresh;     /* stack of blank blocks (top at n_fresh - 1) */
     uint32_t n_fresh;
-    uint32_t lru_head;   /* coldest unpinned cached block */
-    uint32_t lru_tail;   /* warmest */
+    /* The LRU list as a FIFO queue of block indices with lazy deletion:
+     * releasing a cached block appends it at position lru_tail (and
+     * records the position in the block); pinning it again leaves its
+     * entry in place, now stale; eviction takes the first live entry from
+     * lru_head.  An entry at position p is live iff its block is unpinned,
+     * registered and records p.  The live entries, in queue order, are
+     * exactly the per-block LRU list cold to warm, so eviction order is
+     * unchanged; but the next victims are known in advance (an array, not
+     * a chain of links), so their blocks and table slots are prefetched
+     * many victims ahead.  Stale entries are squeezed out when the queue
+     * is full (capacity >= 2 n, so at least half of it is then stale:
+     * amortised O(1) per release). */
+    uint32_t *lru;
+    uint64_t lru_mask;
+    uint64_t lru_head, lru_tail;
     uint32_t n_lru;
     uint32_t n_pinned;
     uint32_t n_hashed;
@@ -67,21 +92,30 @@ pcache *pcache_create(uint32_t n_blocks)
     uint64_t slots = 16;
     while (slots < 2ull * n_blocks)
         slots <<= 1;
+    uint64_t qcap = 16;
+    while (qcap < 2ull * n_blocks)
+        qcap <<= 1;
     c->b = malloc(n_blocks * sizeof *c->b);
-    c->tab = calloc(slots, sizeof *c->tab);
-    if (!c->b || !c->tab) {
+    c->tab = malloc(slots * sizeof *c->tab);
+    c->fresh = malloc(n_blocks * sizeof *c->fresh);
+    c->lru = malloc(qcap * sizeof *c->lru);
+    if (!c->b || !c->tab || !c->fresh || !c->lru) {
         free(c->b);
         free(c->tab);
+        free(c->fresh);
+        free(c->lru);
         free(c);
         return NULL;
     }
+    c->lru_mask = qcap - 1;
+    memset(c->tab, 0xff, slots * sizeof *c->tab); /* every block = EMPTY */
     c->n = n_blocks;
     c->mask = slots - 1;
-    c->lru_head = c->lru_tail = PCACHE_NONE;
-    for (uint32_t i = 0; i < n_blocks; i++)
-        c->b[i] = (block){.prev = PCACHE_NONE,
-                          .next = i + 1 < n_blocks ? i + 1 : PCACHE_NONE};
-    c->fresh = 0;
+    /* Blank blocks are taken in index order 0, 1, 2, ... */
+    for (uint32_t i = 0; i < n_blocks; i++) {
+        c->b[i] = (block){0};
+        c->fresh[i] = n_blocks - 1 - i;
+    }
     c->n_fresh = n_blocks;
     return c;
 }
@@ -92,6 +126,8 @@ void pcache_destroy(pcache *c)
         return;
     free(c->b);
     free(c->tab);
+    free(c->fresh);
+    free(c->lru);
     free(c);
 }
 
@@ -104,36 +140,39 @@ uint32_t pcache_cached(const pcache *c) { return c->n_hashed; }
 
 static uint32_t tab_find(const pcache *c, uint64_t h)
 {
+    const uint32_t tag = (uint32_t)h;
     for (uint64_t i = h & c->mask;; i = (i + 1) & c->mask) {
-        if (c->tab[i].hash == h)
-            return c->tab[i].block;
-        if (c->tab[i].hash == 0)
+        const slot sl = c->tab[i];
+        if (sl.block == EMPTY)
             return PCACHE_NONE;
+        if (sl.tag == tag && c->b[sl.block].hash == h)
+            return sl.block;
     }
 }
 
 static void tab_insert(pcache *c, uint64_t h, uint32_t blk)
 {
     uint64_t i = h & c->mask;
-    while (c->tab[i].hash != 0)
+    while (c->tab[i].block != EMPTY)
         i = (i + 1) & c->mask;
-    c->tab[i] = (slot){h, blk};
+    c->tab[i] = (slot){(uint32_t)h, blk};
 }
 
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void tab_delete(pcache *c, uint64_t h)
+/* Remove block `blk`, registered under hash `h`.  Backward-shift deletion
+ * keeps probe chains intact without tombstones. */
+static void tab_delete(pcache *c, uint64_t h, uint32_t blk)
 {
     uint64_t i = h & c->mask;
-    while (c->tab[i].hash != h) {
-        SIM_ALWAYS(c->tab[i].hash != 0);
+    while (c->tab[i].block != blk) {
+        SIM_ALWAYS(c->tab[i].block != EMPTY);
         i = (i + 1) & c->mask;
     }
     uint64_t j = i;
     for (;;) {
         j = (j + 1) & c->mask;
-        if (c->tab[j].hash == 0)
+        if (c->tab[j].block == EMPTY)
             break;
-        uint64_t home = c->tab[j].hash & c->mask;
+        uint64_t home = c->tab[j].tag & c->mask;
         /* Move j back to the hole at i unless its home lies cyclically in
          * (i, j], in which case it must stay where it is. */
         int stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
@@ -142,39 +181,67 @@ static void tab_delete(pcache *c, uint64_t h)
             i = j;
         }
     }
-    c->tab[i] = (slot){0, 0};
+    c->tab[i] = (slot){0, EMPTY};
 }
 
 /* ---- LRU list ---- */
 
-static void lru_unlink(pcache *c, uint32_t i)
+static inline bool lru_live(const pcache *c, uint64_t p, uint32_t i)
 {
-    block *x = &c->b[i];
-    if (x->prev != PCACHE_NONE)
-        c->b[x->prev].next = x->next;
-    else
-        c->lru_head = x->next;
-    if (x->next != PCACHE_NONE)
-        c->b[x->next].prev = x->prev;
-    else
-        c->lru_tail = x->prev;
-    x->prev = x->next = PCACHE_NONE;
-    x->in_lru = 0;
-    c->n_lru--;
+    const block *x = &c->b[i];
+    return x->ref == 0 && x->hash != 0 && x->lru_pos == (uint32_t)p;
 }
 
-static void lru_push_warm(pcache *c, uint32_t i)
+/* Squeeze the stale entries out of the full queue, keeping the order of
+ * the live ones (and their blocks' positions up to date). */
+static void lru_compact(pcache *c)
 {
-    block *x = &c->b[i];
-    x->prev = c->lru_tail;
-    x->next = PCACHE_NONE;
-    if (c->lru_tail != PCACHE_NONE)
-        c->b[c->lru_tail].next = i;
-    else
-        c->lru_head = i;
-    c->lru_tail = i;
-    x->in_lru = 1;
+    uint64_t w = c->lru_head;
+    for (uint64_t p = c->lru_head; p != c->lru_tail; p++) {
+        const uint32_t i = c->lru[p & c->lru_mask];
+        if (lru_live(c, p, i)) {
+            c->lru[w & c->lru_mask] = i;
+            c->b[i].lru_pos = (uint32_t)w;
+            w++;
+        }
+    }
+    SIM_ALWAYS(w - c->lru_head == c->n_lru);
+    c->lru_tail = w;
+}
+
+/* Registered block i, just unpinned, becomes the warmest cached block. */
+static inline void lru_push_warm(pcache *c, uint32_t i)
+{
+    /* Block i is unpinned already but not queued yet: an old, stale entry
+     * of it must not pass for live while the queue is compacted, so its
+     * position points past the queue's end meanwhile. */
+    c->b[i].lru_pos = (uint32_t)c->lru_tail;
+    if (c->lru_tail - c->lru_head > c->lru_mask)
+        lru_compact(c);
+    const uint64_t p = c->lru_tail++;
+    c->lru[p & c->lru_mask] = i;
+    c->b[i].lru_pos = (uint32_t)p;
     c->n_lru++;
+}
+
+/* Take the coldest cached unpinned block off the queue (n_lru > 0).  The
+ * block of the entry PF_DIST ahead and the table slot of the one PF_DIST/2
+ * ahead (whose block was prefetched earlier) are prefetched: hints only,
+ * as entries may go stale before they are reached. */
+static inline uint32_t lru_pop(pcache *c)
+{
+    for (;;) {
+        const uint64_t p = c->lru_head++;
+        if (p + PF_DIST < c->lru_tail)
+            PREFETCH(&c->b[c->lru[(p + PF_DIST) & c->lru_mask]]);
+        if (p + PF_DIST / 2 < c->lru_tail)
+            PREFETCH(&c->tab[c->b[c->lru[(p + PF_DIST / 2) & c->lru_mask]].hash & c->mask]);
+        const uint32_t i = c->lru[p & c->lru_mask];
+        if (lru_live(c, p, i)) {
+            c->n_lru--;
+            return i;
+        }
+    }
 }
 
 /* ---- public operations ---- */
@@ -198,7 +265,7 @@ static uint32_t match_from(const pcache *c, const uint64_t *hashes, uint32_t i, 
             PREFETCH(&c->tab[hashes[i + PF_DIST] & mask]);
         if (i + PF_DIST / 2 < n) {
             const slot *s = &c->tab[hashes[i + PF_DIST / 2] & mask];
-            if (s->hash == hashes[i + PF_DIST / 2])
+            if (s->block != EMPTY && s->tag == (uint32_t)hashes[i + PF_DIST / 2])
                 PREFETCH(&c->b[s->block]);
         }
         uint32_t blk = tab_find(c, hashes[i]);
@@ -272,8 +339,8 @@ static inline void pin_one(pcache *c, uint32_t blk)
 {
     block *x = &c->b[blk];
     if (x->ref == 0) {
-        SIM_ALWAYS(x->in_lru);
-        lru_unlink(c, blk);
+        SIM_ALWAYS(x->hash != 0); /* on the LRU queue: its entry goes stale */
+        c->n_lru--;
         c->n_pinned++;
         c->version++;
     }
@@ -306,25 +373,17 @@ void pcache_pin_blocks(pcache *c, const uint32_t *blocks, uint32_t m)
 static inline uint32_t alloc_one(pcache *c)
 {
     uint32_t i;
-    if (c->fresh != PCACHE_NONE) {
-        i = c->fresh;
-        c->fresh = c->b[i].next;
-        c->n_fresh--;
-        if (c->fresh != PCACHE_NONE)
-            PREFETCH(&c->b[c->fresh]);
-    } else if (c->lru_head != PCACHE_NONE) {
-        i = c->lru_head;
-        lru_unlink(c, i); /* loads the next victim's block (its prev link) */
-        tab_delete(c, c->b[i].hash);
+    if (c->n_fresh) {
+        i = c->fresh[--c->n_fresh];
+    } else if (c->n_lru) {
+        i = lru_pop(c);
+        tab_delete(c, c->b[i].hash, i);
         c->n_hashed--;
         c->version++;
-        /* The next victim's table slot: its miss overlaps this one's work. */
-        if (c->lru_head != PCACHE_NONE)
-            PREFETCH(&c->tab[c->b[c->lru_head].hash & c->mask]);
     } else {
         return PCACHE_NONE;
     }
-    c->b[i] = (block){.prev = PCACHE_NONE, .next = PCACHE_NONE, .ref = 1};
+    c->b[i] = (block){.ref = 1};
     c->n_pinned++;
     return i;
 }
@@ -393,31 +452,27 @@ void pcache_release(pcache *c, const uint32_t *blocks, uint32_t n)
             lru_push_warm(c, i);
             c->version++;
         } else {
-            x->next = c->fresh;
-            x->prev = PCACHE_NONE;
-            c->fresh = i;
-            c->n_fresh++;
+            c->fresh[c->n_fresh++] = i;
         }
     }
 }
 
 void pcache_clear(pcache *c)
 {
-    while (c->lru_head != PCACHE_NONE) {
-        uint32_t i = c->lru_head;
-        lru_unlink(c, i);
-        tab_delete(c, c->b[i].hash);
+    while (c->n_lru) {
+        uint32_t i = lru_pop(c);
+        tab_delete(c, c->b[i].hash, i);
         c->n_hashed--;
         c->version++;
-        c->b[i] = (block){.prev = PCACHE_NONE, .next = c->fresh};
-        c->fresh = i;
-        c->n_fresh++;
+        c->b[i] = (block){0};
+        c->fresh[c->n_fresh++] = i;
     }
+    c->lru_head = c->lru_tail; /* only stale entries were left */
 }
 
 void pcache_check(const pcache *c)
 {
-    uint32_t pinned = 0, hashed = 0, lru = 0, fresh = 0;
+    uint32_t pinned = 0, hashed = 0, lru = 0;
     for (uint32_t i = 0; i < c->n; i++) {
         const block *x = &c->b[i];
         if (x->ref)
@@ -426,27 +481,27 @@ void pcache_check(const pcache *c)
             hashed++;
             SIM_ALWAYS(tab_find(c, x->hash) == i);
         }
-        if (x->in_lru) {
-            SIM_ALWAYS(x->ref == 0 && x->hash != 0);
+        if (x->ref == 0 && x->hash != 0) {
+            /* Cached and unpinned: its recorded position is in the queue
+             * and holds it. */
+            const uint64_t p = c->lru_head + (uint32_t)(x->lru_pos - (uint32_t)c->lru_head);
+            SIM_ALWAYS(p < c->lru_tail && c->lru[p & c->lru_mask] == i);
             lru++;
         }
     }
-    for (uint32_t i = c->fresh; i != PCACHE_NONE; i = c->b[i].next) {
-        SIM_ALWAYS(c->b[i].ref == 0 && c->b[i].hash == 0 && !c->b[i].in_lru);
-        fresh++;
+    SIM_ALWAYS(c->lru_tail - c->lru_head <= c->lru_mask + 1);
+    uint32_t live = 0;
+    for (uint64_t p = c->lru_head; p != c->lru_tail; p++)
+        live += lru_live(c, p, c->lru[p & c->lru_mask]);
+    for (uint32_t k = 0; k < c->n_fresh; k++) {
+        const block *x = &c->b[c->fresh[k]];
+        SIM_ALWAYS(x->ref == 0 && x->hash == 0);
     }
-    uint32_t walked = 0, prev = PCACHE_NONE;
-    for (uint32_t i = c->lru_head; i != PCACHE_NONE; i = c->b[i].next) {
-        SIM_ALWAYS(c->b[i].prev == prev);
-        prev = i;
-        walked++;
-    }
-    SIM_ALWAYS(prev == c->lru_tail);
     SIM_ALWAYS(pinned == c->n_pinned && hashed == c->n_hashed);
-    SIM_ALWAYS(lru == c->n_lru && walked == lru && fresh == c->n_fresh);
-    SIM_ALWAYS(pinned + lru + fresh == c->n);
+    SIM_ALWAYS(lru == c->n_lru && live == lru);
+    SIM_ALWAYS(pinned + lru + c->n_fresh == c->n);
     uint32_t in_tab = 0;
     for (uint64_t s = 0; s <= c->mask; s++)
-        in_tab += c->tab[s].hash != 0;
+        in_tab += c->tab[s].block != EMPTY;
     SIM_ALWAYS(in_tab == hashed);
 }

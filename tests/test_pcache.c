@@ -1,7 +1,9 @@
 /*
  * Prefix-cache tests: parent-checked matching, pinned blocks never evicted,
  * LRU eviction order (and tail-first release order), duplicate commits,
- * and a randomised invariant check.
+ * a randomised invariant check, and a randomised comparison of what is
+ * cached against a plain per-block LRU model (the cache keeps its LRU as
+ * a queue with lazy deletion and compaction; this pins its order).
  */
 #include "../models/pcache.h"
 #include "check.h"
@@ -149,6 +151,99 @@ static void test_random_invariants(void)
     pcache_destroy(c);
 }
 
+/* Reference model: a per-block LRU list of hashes, cold first. */
+enum { REF_U = 48, REF_POOL = 16 };
+typedef struct refmodel {
+    uint32_t ref[REF_U + 1];   /* pins per hash */
+    int cached[REF_U + 1];     /* registered */
+    uint64_t lru[REF_POOL];    /* unpinned cached hashes, cold first */
+    uint32_t n_lru, n_fresh;
+} refmodel;
+
+static void ref_lru_remove(refmodel *m, uint64_t h)
+{
+    uint32_t k = 0;
+    while (m->lru[k] != h)
+        k++;
+    for (; k + 1 < m->n_lru; k++)
+        m->lru[k] = m->lru[k + 1];
+    m->n_lru--;
+}
+
+static void test_lru_against_model(void)
+{
+    pcache *c = pcache_create(REF_POOL);
+    refmodel m = {.n_fresh = REF_POOL};
+    uint32_t held[6][6], nheld[6] = {0};
+    uint64_t hheld[6][6];
+    uint64_t s = 12345;
+    for (int it = 0; it < 200000; it++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t slotno = (uint32_t)(s >> 59) % 6;
+        if ((s >> 40) % 997 == 0) {
+            pcache_clear(c);
+            for (uint32_t k = 0; k < m.n_lru; k++)
+                m.cached[m.lru[k]] = 0;
+            m.n_fresh += m.n_lru;
+            m.n_lru = 0;
+        } else if (nheld[slotno]) {
+            /* Release: blocks go to the warm end tail first. */
+            pcache_release(c, held[slotno], nheld[slotno]);
+            for (uint32_t k = nheld[slotno]; k-- > 0;) {
+                uint64_t h = hheld[slotno][k];
+                if (--m.ref[h] == 0)
+                    m.lru[m.n_lru++] = h;
+            }
+            nheld[slotno] = 0;
+        } else {
+            /* Acquire up to 6 distinct one-block "prefixes". */
+            uint32_t want = 1 + (uint32_t)((s >> 20) % 6), n = 0;
+            for (uint32_t k = 0; k < want; k++) {
+                uint64_t h = 1 + ((s >> (3 * k + 5)) ^ (uint64_t)(k * 7919u)) % REF_U;
+                int dup = 0;
+                for (uint32_t j = 0; j < n; j++)
+                    dup |= hheld[slotno][j] == h;
+                if (dup)
+                    continue;
+                uint32_t blk, unp = 0;
+                CHECK_INT_EQ(pcache_match_blocks(c, &h, 1, &blk, &unp), (uint32_t)m.cached[h]);
+                if (m.cached[h]) {
+                    CHECK_INT_EQ(unp, m.ref[h] == 0);
+                    pcache_pin_blocks(c, &blk, 1);
+                    if (m.ref[h]++ == 0)
+                        ref_lru_remove(&m, h);
+                } else {
+                    blk = pcache_alloc(c);
+                    if (m.n_fresh == 0 && m.n_lru == 0) {
+                        CHECK_INT_EQ(blk, PCACHE_NONE);
+                        break;
+                    }
+                    CHECK(blk != PCACHE_NONE);
+                    if (m.n_fresh) {
+                        m.n_fresh--;
+                    } else { /* evict the coldest */
+                        m.cached[m.lru[0]] = 0;
+                        ref_lru_remove(&m, m.lru[0]);
+                    }
+                    CHECK_INT_EQ(pcache_commit(c, blk, h, 0), 1);
+                    m.cached[h] = 1;
+                    m.ref[h] = 1;
+                }
+                held[slotno][n] = blk;
+                hheld[slotno][n++] = h;
+            }
+            nheld[slotno] = n;
+        }
+        CHECK_INT_EQ(pcache_available(c), m.n_fresh + m.n_lru);
+        for (uint64_t h = 1; h <= REF_U; h++)
+            CHECK_INT_EQ(pcache_match(c, &h, 1, NULL), (uint32_t)m.cached[h]);
+        if (it % 101 == 0)
+            pcache_check(c);
+    }
+    pcache_check(c);
+    pcache_destroy(c);
+}
+
 int main(void)
 {
     test_parent_check();
@@ -156,6 +251,7 @@ int main(void)
     test_lru_order();
     test_duplicate_commit();
     test_random_invariants();
+    test_lru_against_model();
     puts("pcache: ok");
     return 0;
 }

@@ -41,6 +41,12 @@ typedef struct slot {
     uint32_t hist;     /* history tokens (Σ earlier inputs and outputs) */
     uint32_t *seg_len; /* 2·turn lengths: in_1, out_1, in_2, ... */
     uint32_t seg_cap;
+    /* Block hashes of the slot's last request (hn of them): the next turn
+     * of the same conversation starts with exactly those blocks, and a new
+     * conversation of the same key with its first fixed/B of them (the
+     * global and key prefix), so they are copied instead of rehashed. */
+    uint64_t *hc;
+    uint32_t hn, hcap;
 } slot;
 
 typedef struct seg {
@@ -175,8 +181,10 @@ void wl_synth_destroy(wl_synth *s)
     if (!s)
         return;
     if (s->slots)
-        for (size_t i = 0; i < s->kr.n * s->per_key; i++)
+        for (size_t i = 0; i < s->kr.n * s->per_key; i++) {
             free(s->slots[i].seg_len);
+            free(s->slots[i].hc);
+        }
     free(s->slots);
     free(s->prefix_len);
     free(s->prefix_id);
@@ -359,14 +367,36 @@ int wl_synth_next(wl_synth *s, wl_request *out)
     SIM_ALWAYS(prompt <= UINT32_MAX);
     /* Blocks: the content id of a block is the XXH3 chain of the
      * (segment id, offset, length) pieces it covers, so a block's content
-     * is a function of exactly its tokens; its hash chains the parent's. */
+     * is a function of exactly its tokens; its hash chains the parent's.
+     * The leading blocks this request shares with the slot's previous one
+     * (same conversation: all of that request's full blocks; new
+     * conversation: those inside the global and key prefix) have the same
+     * tokens, hence the same hashes: they are copied from the slot's cache
+     * and hashing resumes after them (identical values, less work). */
     const uint32_t B = s->block;
     const uint32_t nb = (uint32_t)(prompt / B);
     uint64_t *h = sim_xmalloc((nb ? nb : 1) * sizeof *h);
-    uint64_t parent = 0;
+    uint32_t reuse = sl->hn;
+    if (sl->turn == 0 && reuse > fixed / B)
+        reuse = (uint32_t)(fixed / B);
+    if (reuse > nb)
+        reuse = nb;
+    if (reuse)
+        memcpy(h, sl->hc, reuse * sizeof *h);
+    uint64_t parent = reuse ? h[reuse - 1] : 0;
     size_t si = 0;
     uint32_t off = 0;
-    for (uint32_t b = 0; b < nb; b++) {
+    for (uint64_t pos = reuse < nb ? (uint64_t)reuse * B : 0; pos;) {
+        /* Segment and offset of token `reuse·B`, as the loop below would
+         * have left them after block reuse − 1. */
+        if (pos < s->segs[si].len) {
+            off = (uint32_t)pos;
+            break;
+        }
+        pos -= s->segs[si].len;
+        si++;
+    }
+    for (uint32_t b = reuse; b < nb; b++) {
         uint64_t c = 0;
         uint32_t need = B;
         while (need) {
@@ -383,6 +413,13 @@ int wl_synth_next(wl_synth *s, wl_request *out)
         }
         parent = h[b] = wl_block_hash(parent, c);
     }
+    if (nb > sl->hcap) {
+        sl->hcap = nb > 2 * sl->hcap ? nb : 2 * sl->hcap;
+        sl->hc = sim_xrealloc(sl->hc, sl->hcap * sizeof *sl->hc);
+    }
+    if (nb > reuse)
+        memcpy(sl->hc + reuse, h + reuse, (nb - reuse) * sizeof *h);
+    sl->hn = nb;
     *out = (wl_request){
         .id = s->next_id++,
         .arrival_s = t,
