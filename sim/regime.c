@@ -186,6 +186,98 @@ static double median_slo(const exp_config *cfg)
     return m;
 }
 
+/* Run the paired flat_lb/cacheroute sweep on ev->loads into `db` and read
+ * back per-seed capacities and mid-load hit rates into *ev. */
+static int simulate(const regime_opts *o, const char *const *all, size_t n_all, const char *db,
+                    FILE *log, regime_eval *ev)
+{
+    int rc;
+    double t0;
+    char rates[256], qcap[64], slots[64], dbset[1200], slos[64], seeds[128], name[64];
+    snprintf(rates, sizeof rates, "experiment.rates=[%g, %g, %g, %g, %g, %g, %g]",
+             ev->loads[0], ev->loads[1], ev->loads[2], ev->loads[3], ev->loads[4],
+             ev->loads[5], ev->loads[6]);
+    snprintf(qcap, sizeof qcap, "router.cacheroute.q_cap=%.17g", ev->q_cap);
+    snprintf(slots, sizeof slots, "router.cacheroute.slots=%lld", (long long)ev->slots);
+    snprintf(dbset, sizeof dbset, "experiment.db=%s", db);
+    snprintf(slos, sizeof slos, "experiment.slos=[%.17g]", ev->slo_s);
+    size_t ns = o->n_seeds ? o->n_seeds : 3, used = 0;
+    used += (size_t)snprintf(seeds + used, sizeof seeds - used, "experiment.seeds=[");
+    for (size_t i = 0; i < ns && used + 8 < sizeof seeds; i++)
+        used += (size_t)snprintf(seeds + used, sizeof seeds - used, "%s%zu", i ? "," : "",
+                                 i + 1);
+    snprintf(seeds + used, sizeof seeds - used, "]");
+    snprintf(name, sizeof name, "experiment.name=regime");
+    const char *more[] = {"experiment.policies=[flat_lb, cacheroute]", rates, qcap, slots,
+                          dbset, slos, seeds, name, "experiment.sweep=[]"};
+    const size_t nm = sizeof more / sizeof *more;
+    const char **runsets = sim_xcalloc(n_all + nm, sizeof *runsets);
+    memcpy(runsets, all, n_all * sizeof *runsets);
+    memcpy(runsets + n_all, more, nm * sizeof *runsets);
+    exp_run_opts ro = {.config_path = o->config, .sets = runsets, .n_set = n_all + nm,
+                       .jobs = o->jobs ? o->jobs : 1, .quiet = true};
+    t0 = now_s();
+    rc = exp_run(&ro, log);
+    ev->sim_wall_s += now_s() - t0;
+    free(runsets);
+    if (rc)
+        return rc;
+    /* Capacities of the experiment just stored. */
+    sqlite3 *dbh = NULL;
+    if (sqlite3_open_v2(db, &dbh, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = SIM_ERROR(SIM_EDB, "%s: cannot reopen: %s", db, sqlite3_errmsg(dbh));
+        sqlite3_close(dbh);
+        return rc;
+    }
+    int64_t exp_id = 0;
+    sqlite3_stmt *q = NULL;
+    sqlite3_prepare_v2(dbh, "SELECT max(id) FROM experiments", -1, &q, NULL);
+    if (q && sqlite3_step(q) == SQLITE_ROW)
+        exp_id = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    exp_capacity_row *rows = NULL;
+    size_t nr = 0;
+    rc = exp_capacity_collect(dbh, exp_id, &rows, &nr);
+    ev->n_seeds = ns;
+    ev->cap_cr = sim_xcalloc(ns, sizeof *ev->cap_cr);
+    ev->cap_fl = sim_xcalloc(ns, sizeof *ev->cap_fl);
+    for (size_t i = 0; rc == SIM_OK && i < nr; i++) {
+        const exp_capacity *c = &rows[i].cap;
+        size_t si = (size_t)rows[i].seed - 1;
+        if (si >= ns)
+            continue;
+        exp_cap_interval iv = c->censoring == EXP_CENS_LEFT ? (exp_cap_interval){0, c->lowest_rps}
+                              : c->censoring == EXP_CENS_RIGHT
+                                  ? (exp_cap_interval){c->highest_rps, INFINITY}
+                                  : (exp_cap_interval){c->capacity_rps, c->capacity_rps};
+        if (strcmp(rows[i].policy, "cacheroute") == 0)
+            ev->cap_cr[si] = iv;
+        else
+            ev->cap_fl[si] = iv;
+    }
+    exp_capacity_rows_free(rows, nr);
+    /* Hit rates at the middle load, mean over seeds. */
+    const char *hq = "SELECT r.policy, avg(m.hit_rate) FROM runs r JOIN run_metrics m ON "
+                     "m.run_id = r.id WHERE r.experiment_id = ? AND r.rate_rps = ? GROUP BY "
+                     "r.policy";
+    if (rc == SIM_OK && sqlite3_prepare_v2(dbh, hq, -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, exp_id);
+        sqlite3_bind_double(q, 2, ev->loads[3]);
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            double h = sqlite3_column_double(q, 1);
+            if (strcmp((const char *)sqlite3_column_text(q, 0), "cacheroute") == 0)
+                ev->hit_cr = h;
+            else
+                ev->hit_fl = h;
+        }
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(dbh);
+    if (rc)
+        return rc;
+    return SIM_OK;
+}
+
 /*
  * Evaluate one workload point.  `calib` (may be NULL) supplies q_cap and W
  * measured elsewhere (the region map calibrates once at its base).
@@ -313,101 +405,43 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     }
     free(share);
 
-    /* 4. Paired simulations, unless there is nothing to recover. */
+    /* 4. Paired simulations, unless there is nothing to recover.  The grid
+     * spans 0.1-1.1 x R·q_cap; when every seed of both policies passes at
+     * the top (or fails at the bottom), the capacities are not resolved and
+     * the grid moves up (down) by 3x, at most twice. */
     const double fr[7] = {0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 1.1};
-    for (int i = 0; i < 7; i++) {
-        double x = fr[i] * ev->n_dest * ev->q_cap;
-        double mag = pow(10, floor(log10(x)) - 2); /* 3 significant digits */
-        ev->loads[i] = round(x / mag) * mag;
-    }
+    double scale = 1.0;
     bool nothing = ev->diag.affinity_hit < 0.005;
-    if (!o->fast && !nothing) {
-        char rates[256], qcap[64], slots[64], dbset[1200], slos[64], seeds[128], name[64];
-        snprintf(rates, sizeof rates, "experiment.rates=[%g, %g, %g, %g, %g, %g, %g]",
-                 ev->loads[0], ev->loads[1], ev->loads[2], ev->loads[3], ev->loads[4],
-                 ev->loads[5], ev->loads[6]);
-        snprintf(qcap, sizeof qcap, "router.cacheroute.q_cap=%.17g", ev->q_cap);
-        snprintf(slots, sizeof slots, "router.cacheroute.slots=%lld", (long long)ev->slots);
-        snprintf(dbset, sizeof dbset, "experiment.db=%s", db);
-        snprintf(slos, sizeof slos, "experiment.slos=[%.17g]", ev->slo_s);
-        size_t ns = o->n_seeds ? o->n_seeds : 3, used = 0;
-        used += (size_t)snprintf(seeds + used, sizeof seeds - used, "experiment.seeds=[");
-        for (size_t i = 0; i < ns && used + 8 < sizeof seeds; i++)
-            used += (size_t)snprintf(seeds + used, sizeof seeds - used, "%s%zu", i ? "," : "",
-                                     i + 1);
-        snprintf(seeds + used, sizeof seeds - used, "]");
-        snprintf(name, sizeof name, "experiment.name=regime");
-        const char *more[] = {"experiment.policies=[flat_lb, cacheroute]", rates, qcap, slots,
-                              dbset, slos, seeds, name, "experiment.sweep=[]"};
-        const size_t nm = sizeof more / sizeof *more;
-        const char **runsets = sim_xcalloc(n_all + nm, sizeof *runsets);
-        memcpy(runsets, all, n_all * sizeof *runsets);
-        memcpy(runsets + n_all, more, nm * sizeof *runsets);
-        exp_run_opts ro = {.config_path = o->config, .sets = runsets, .n_set = n_all + nm,
-                           .jobs = o->jobs ? o->jobs : 1, .quiet = true};
-        t0 = now_s();
-        rc = exp_run(&ro, log);
-        ev->sim_wall_s = now_s() - t0;
-        free(runsets);
-        if (rc)
-            goto out_setup;
-        /* Capacities of the experiment just stored. */
-        sqlite3 *dbh = NULL;
-        if (sqlite3_open_v2(db, &dbh, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-            rc = SIM_ERROR(SIM_EDB, "%s: cannot reopen: %s", db, sqlite3_errmsg(dbh));
-            sqlite3_close(dbh);
-            goto out_setup;
+    for (int attempt = 0; attempt < 3 && !o->fast && !nothing; attempt++) {
+        for (int i = 0; i < 7; i++) {
+            double x = fr[i] * scale * ev->n_dest * ev->q_cap;
+            double mag = pow(10, floor(log10(x)) - 2); /* 3 significant digits */
+            ev->loads[i] = round(x / mag) * mag;
         }
-        int64_t exp_id = 0;
-        sqlite3_stmt *q = NULL;
-        sqlite3_prepare_v2(dbh, "SELECT max(id) FROM experiments", -1, &q, NULL);
-        if (q && sqlite3_step(q) == SQLITE_ROW)
-            exp_id = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        exp_capacity_row *rows = NULL;
-        size_t nr = 0;
-        rc = exp_capacity_collect(dbh, exp_id, &rows, &nr);
-        ev->n_seeds = ns;
-        ev->cap_cr = sim_xcalloc(ns, sizeof *ev->cap_cr);
-        ev->cap_fl = sim_xcalloc(ns, sizeof *ev->cap_fl);
-        for (size_t i = 0; rc == SIM_OK && i < nr; i++) {
-            const exp_capacity *c = &rows[i].cap;
-            size_t si = (size_t)rows[i].seed - 1;
-            if (si >= ns)
-                continue;
-            exp_cap_interval iv = c->censoring == EXP_CENS_LEFT ? (exp_cap_interval){0, c->lowest_rps}
-                                  : c->censoring == EXP_CENS_RIGHT
-                                      ? (exp_cap_interval){c->highest_rps, INFINITY}
-                                      : (exp_cap_interval){c->capacity_rps, c->capacity_rps};
-            if (strcmp(rows[i].policy, "cacheroute") == 0)
-                ev->cap_cr[si] = iv;
-            else
-                ev->cap_fl[si] = iv;
-        }
-        exp_capacity_rows_free(rows, nr);
-        /* Hit rates at the middle load, mean over seeds. */
-        const char *hq = "SELECT r.policy, avg(m.hit_rate) FROM runs r JOIN run_metrics m ON "
-                         "m.run_id = r.id WHERE r.experiment_id = ? AND r.rate_rps = ? GROUP BY "
-                         "r.policy";
-        if (rc == SIM_OK && sqlite3_prepare_v2(dbh, hq, -1, &q, NULL) == SQLITE_OK) {
-            sqlite3_bind_int64(q, 1, exp_id);
-            sqlite3_bind_double(q, 2, ev->loads[3]);
-            while (sqlite3_step(q) == SQLITE_ROW) {
-                double h = sqlite3_column_double(q, 1);
-                if (strcmp((const char *)sqlite3_column_text(q, 0), "cacheroute") == 0)
-                    ev->hit_cr = h;
-                else
-                    ev->hit_fl = h;
-            }
-        }
-        sqlite3_finalize(q);
-        sqlite3_close(dbh);
-        if (rc)
+        if ((rc = simulate(o, all, n_all, db, log, ev)))
             goto out_setup;
+        const size_t ns = ev->n_seeds;
         ev->simulated = true;
         ev->verdict = exp_regime_verdict(ev->cap_cr, ev->cap_fl, ns, o->tie, &ev->ratio,
                                          &ev->ratio_lo, &ev->ratio_hi);
-    } else {
+        bool all_right = true, all_left = true;
+        for (size_t i = 0; i < ns; i++) {
+            all_right &= isinf(ev->cap_cr[i].hi) && isinf(ev->cap_fl[i].hi);
+            all_left &= ev->cap_cr[i].lo == 0 && ev->cap_fl[i].lo == 0;
+        }
+        if (!all_right && !all_left)
+            break;
+        if (attempt < 2) {
+            scale *= all_right ? 3.0 : 1.0 / 3.0;
+            if (log)
+                fprintf(log, "regime: capacities not resolved on the grid; moving it %s\n",
+                        all_right ? "up" : "down");
+            free(ev->cap_cr);
+            free(ev->cap_fl);
+            ev->cap_cr = ev->cap_fl = NULL;
+        }
+    }
+    if (!ev->simulated) {
         ev->verdict = EXP_TIE; /* not simulated: reported as tie/lose */
         ev->ratio = NAN;
     }
