@@ -337,6 +337,23 @@ static void reject(engine *e, engine_req *er, double now)
     e->hooks.finish(e->hooks.ctx, e->dest, er, now);
 }
 
+/* Offer `er`'s newly full blocks that have known hashes (prompt blocks,
+ * and output blocks when the workload knows the output) to the cache. */
+static void offer_full_blocks(engine *e, engine_req *er)
+{
+    uint32_t full = er->computed / e->p.block_size;
+    if (full > er->r->n_blocks)
+        full = er->r->n_blocks;
+    if (full > er->nblk)
+        full = er->nblk;
+    if (er->n_reg < full) {
+        const uint32_t j = er->n_reg;
+        pcache_commit_run(e->cache, er->blk + j, er->r->blocks + j, full - j,
+                          j ? er->r->blocks[j - 1] : 0);
+        er->n_reg = full;
+    }
+}
+
 /* ---- steady decoders ---- */
 
 /* Tick of the step whose formation finds steady `er` needing a new block
@@ -372,8 +389,7 @@ static inline uint64_t next_event(const engine *e, const engine_req *er)
  * tick.  Its prompt blocks are all offered to the cache already. */
 static void steady_join(engine *e, engine_req *er)
 {
-    SIM_ALWAYS(er->n_reg == er->r->n_blocks && er->nblk * (uint64_t)e->p.block_size >=
-                                                   er->computed);
+    SIM_ALWAYS(er->nblk * (uint64_t)e->p.block_size >= er->computed);
     er->steady = true;
     er->tick0 = e->tick;
     e->n_steady++;
@@ -392,6 +408,9 @@ static void steady_leave(engine *e, engine_req *er)
     er->steady = false;
     e->n_steady--;
     e->s_ctx -= er->computed;
+    /* Output blocks filled while steady enter the cache now, at the same
+     * simulated time as the step that filled them ended. */
+    offer_full_blocks(e, er);
 }
 
 /* Make every running request explicit and put them all in `act`, in
@@ -574,7 +593,6 @@ static void finish_one(engine *e, engine_req *er, double now)
 void engine_step_done(engine *e, double now)
 {
     SIM_ALWAYS(e->busy);
-    const uint32_t bs = e->p.block_size;
     /* Every steady decoder computed one token. */
     e->tick++;
     e->s_ctx += e->n_steady;
@@ -602,18 +620,7 @@ void engine_step_done(engine *e, double now)
         e->queued -= queued_part(er);
         er->computed += er->n_sched;
         er->n_sched = 0;
-        /* Offer newly full prompt blocks to the cache. */
-        uint32_t full = er->computed / bs;
-        if (full > er->r->n_blocks)
-            full = er->r->n_blocks;
-        if (full > er->nblk)
-            full = er->nblk;
-        if (er->n_reg < full) {
-            const uint32_t j = er->n_reg;
-            pcache_commit_run(e->cache, er->blk + j, er->r->blocks + j, full - j,
-                              j ? er->r->blocks[j - 1] : 0);
-            er->n_reg = full;
-        }
+        offer_full_blocks(e, er);
         if (er->computed == seq_len(er)) {
             er->generated++;
             if (er->generated == 1) {

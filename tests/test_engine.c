@@ -225,12 +225,48 @@ static void test_withdraw(void)
     free(eb.blk);
 }
 
+/* Generated-output blocks with known hashes enter the cache as they fill,
+ * so the next turn of a conversation (prompt = previous prompt + output +
+ * new input) hits past the previous prompt. */
+static void test_output_blocks(void)
+{
+    log_ctx l = {0};
+    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
+    engine_params p = {.block_size = 16, .max_num_batched_tokens = 1000, .max_num_seqs = 8,
+                       .prefix_caching = true};
+    cost_model cm = simple_cost();
+    engine *e = engine_create(0, 100, &p, &cm, &h);
+    /* Turn 1: 64 prompt + 40 output tokens; hashes for all 6 full blocks
+     * of the 104-token sequence (blocks 4 and 5 hold output). */
+    wl_request a = make_req(0, 104, 1, 16, 3);
+    a.prompt_tokens = 64;
+    a.output_tokens = 40;
+    engine_req ea = {.r = &a};
+    engine_submit(e, &ea, 0);
+    double t = drain(e, 0);
+    /* KV exists for 64 + 39 tokens: 6 full blocks, all registered. */
+    CHECK_INT_EQ(pcache_cached(engine_cache(e)), 6);
+    /* Turn 2: the same 104 tokens + 30 new: hits all 6 blocks (96 tokens). */
+    wl_request b = make_req(1, 134, 1, 16, 3);
+    b.output_tokens = 1;
+    engine_req eb = {.r = &b};
+    engine_submit(e, &eb, t);
+    drain(e, t);
+    CHECK_INT_EQ(eb.hit_tokens, 96);
+    engine_destroy(e);
+    wl_request_fini(&a);
+    wl_request_fini(&b);
+    free(ea.blk);
+    free(eb.blk);
+}
+
 int main(void)
 {
     test_lone_request();
     test_preemption_and_reject();
     test_queued_tokens();
     test_withdraw();
+    test_output_blocks();
     puts("engine: ok");
     return 0;
 }

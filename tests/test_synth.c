@@ -78,7 +78,7 @@ static void test_crn(void)
         prev = ra.arrival_s;
         CHECK_U64_EQ(ra.id, n);
         CHECK(ra.prompt_tokens >= 1 && ra.output_tokens >= 1);
-        CHECK_INT_EQ(ra.n_blocks, ra.prompt_tokens / 16);
+        CHECK_INT_EQ(ra.n_blocks, (ra.prompt_tokens + ra.output_tokens) / 16); /* prompt + output */
         CHECK(wl_synth_next(d, &rd));
         differ += !same_request(&ra, &rd);
         wl_request_fini(&ra);
@@ -188,9 +188,12 @@ static void test_chained_hashes(void)
 static void test_structure(void)
 {
     /* One key, one conversation slot, constant lengths, two turns:
-     * request 1 = global 32 + prefix 64 + in 48;
-     * request 2 = 32 + 64 + (48 + 20) + 48 and shares request 1's blocks;
-     * request 3 starts a new conversation: shares only global + prefix. */
+     * request 1 = global 32 + prefix 64 + in 48, then 20 output tokens;
+     * request 2 = 32 + 64 + (48 + 20) + 48 and shares request 1's blocks,
+     * including the one its output completed (block hashes cover prompt
+     * and output: 164 tokens -> 10 blocks for request 1, 232 -> 14 for
+     * request 2); request 3 starts a new conversation: shares only
+     * global + prefix. */
     wl_config c;
     load("workload:\n  type: synthetic\n  max_requests: 3\n"
          "  keys: {distribution: zipf, n: 1}\n"
@@ -210,8 +213,9 @@ static void test_structure(void)
     CHECK_INT_EQ(r[1].prompt_tokens, 212);
     CHECK_INT_EQ(r[2].prompt_tokens, 144);
     CHECK_INT_EQ(r[0].output_tokens, 20);
-    CHECK_INT_EQ(r[1].n_blocks, 13);
-    for (int i = 0; i < 9; i++)
+    CHECK_INT_EQ(r[0].n_blocks, 10);
+    CHECK_INT_EQ(r[1].n_blocks, 14);
+    for (int i = 0; i < 10; i++)
         CHECK_U64_EQ(r[1].blocks[i], r[0].blocks[i]); /* whole first request */
     for (int i = 0; i < 6; i++)
         CHECK_U64_EQ(r[2].blocks[i], r[0].blocks[i]); /* global + prefix = 96 tokens */
@@ -219,13 +223,14 @@ static void test_structure(void)
     for (int i = 0; i < 3; i++)
         wl_request_fini(&r[i]);
     wl_synth_destroy(s);
-    /* The infinite-cache hit rate of this tiny stream: 0 + 144 + 96 of 500. */
+    /* The infinite-cache hit rate of this tiny stream: 0 + 160 + 96 of 500
+     * (request 2 also hits the block request 1's output completed). */
     s = make(&c, 1, 1, 16);
     wl_stream_stats st;
     CHECK_INT_EQ(wl_stream_describe(wl_synth_source(s), 0, 16, &st), SIM_OK);
     CHECK_U64_EQ(st.requests, 3);
-    CHECK_U64_EQ(st.hit_tokens, 144 + 96);
-    CHECK_NEAR(st.inf_hit_rate, 240.0 / 500.0, 1e-15);
+    CHECK_U64_EQ(st.hit_tokens, 160 + 96);
+    CHECK_NEAR(st.inf_hit_rate, 256.0 / 500.0, 1e-15);
     wl_synth_destroy(s);
     wl_config_fini(&c);
 }

@@ -95,8 +95,11 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
             sg2 += g * g;
         }
         prev = r.arrival_s;
+        /* At most the prompt's full blocks less one token, as the engine
+         * (the request's own output blocks can never be hits). */
+        const uint32_t lim = r.prompt_tokens ? (r.prompt_tokens - 1) / block_size : 0;
         uint32_t hit = 0;
-        while (hit < r.n_blocks && set_has(&blocks, r.blocks[hit]))
+        while (hit < r.n_blocks && hit < lim && set_has(&blocks, r.blocks[hit]))
             hit++;
         for (uint32_t i = hit; i < r.n_blocks && rc == SIM_OK; i++)
             if (set_add(&blocks, r.blocks[i]) < 0)

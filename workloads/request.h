@@ -16,9 +16,15 @@ typedef struct wl_request {
     uint32_t prompt_tokens; /* input length, tokens (>= 1) */
     uint32_t output_tokens; /* output length, tokens (>= 1) */
     uint32_t n_blocks;      /* number of entries in `blocks` */
-    uint64_t *blocks;       /* chained hashes of the prompt's full blocks
-                               (engine block size); never 0.  Owned by the
-                               request, freed with wl_request_fini(). */
+    uint64_t *blocks;       /* chained hashes of the sequence's full blocks
+                               (engine block size): the prompt's, followed,
+                               when the workload knows the output's content
+                               (synthetic conversations), by the blocks
+                               reaching into the output, so generated KV
+                               enters the cache for the next turn; a trace
+                               replay gives prompt blocks only.  Never 0.
+                               Owned by the request, freed with
+                               wl_request_fini(). */
 } wl_request;
 
 /* Chained hash of a block: XXH3-64 of (parent hash, content id), with 0

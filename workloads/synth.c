@@ -363,8 +363,12 @@ int wl_synth_next(wl_synth *s, wl_request *out)
     for (uint32_t i = 0; i < 2 * sl->turn; i++)
         push_seg(s, &ns, wl_block_hash(sl->sess, i), sl->seg_len[i]);
     push_seg(s, &ns, wl_block_hash(sl->sess, 2 * sl->turn), in);
+    /* The output is known too (it is this conversation's next history
+     * segment), so its full blocks get hashes: the engine registers them
+     * as their KV is computed, and the next turn can hit them. */
+    push_seg(s, &ns, wl_block_hash(sl->sess, 2 * sl->turn + 1), outl);
     const uint64_t prompt = fixed + sl->hist + in;
-    SIM_ALWAYS(prompt <= UINT32_MAX);
+    SIM_ALWAYS(prompt + outl <= UINT32_MAX);
     /* Blocks: the content id of a block is the XXH3 chain of the
      * (segment id, offset, length) pieces it covers, so a block's content
      * is a function of exactly its tokens; its hash chains the parent's.
@@ -374,7 +378,7 @@ int wl_synth_next(wl_synth *s, wl_request *out)
      * tokens, hence the same hashes: they are copied from the slot's cache
      * and hashing resumes after them (identical values, less work). */
     const uint32_t B = s->block;
-    const uint32_t nb = (uint32_t)(prompt / B);
+    const uint32_t nb = (uint32_t)((prompt + outl) / B); /* prompt and output */
     uint64_t *h = sim_xmalloc((nb ? nb : 1) * sizeof *h);
     uint32_t reuse = sl->hn;
     if (sl->turn == 0 && reuse > fixed / B)
