@@ -62,6 +62,9 @@ typedef struct route_params {
     double cr_slots;         /* cacheroute: warm-slot budget W per
                                 destination (0 = not set: an error) */
     double interval_s;       /* control interval for on_interval, s (> 0) */
+    int cr_replan;           /* cacheroute: 1 = rebuild the plan every
+                                interval (default); 0 = keep the first plan
+                                (a stale plan, for drift studies) */
     /* ---- shared by dualmap and preble (docs/policies.md) ---- */
     double ttft_slo_s;       /* TTFT SLO, s (> 0; required by dualmap and
                                 preble).  Config default: the run's SLO

@@ -33,6 +33,7 @@ typedef struct cacheroute {
     sim_pcg32 rng;
     double interval_s;
     double last_tick_s;
+    int replan;
     /* Per-key request counts of the current interval (open addressing). */
     uint64_t *ck;
     uint32_t *cc;
@@ -101,6 +102,7 @@ static int create_variant(void *state, const route_params *p, enum plan_placemen
                           .placement = placement, .replicate = replicate,
                           .vnodes = p->sticky_vnodes};
     s->interval_s = p->interval_s;
+    s->replan = p->cr_replan;
     sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
     return counts_init(s, 1024);
 }
@@ -169,6 +171,11 @@ static void cr_interval(void *state, double now_s)
     s->last_tick_s = now_s;
     if (!(len > 0))
         return;
+    if (s->have_plan && !s->replan) { /* stale plan: keep it, forget counts */
+        memset(s->cc, 0, (s->cmask + 1) * sizeof *s->cc);
+        s->cn = 0;
+        return;
+    }
     plan_key *keys = sim_xmalloc((s->cn ? s->cn : 1) * sizeof *keys);
     size_t n = 0;
     double total = 0;

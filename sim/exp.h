@@ -59,6 +59,7 @@ typedef struct exp_config {
     int64_t sticky_vnodes;
     double chwbl_c;
     double cr_q_cap, cr_slots, cr_interval_s;
+    bool cr_replan;
     double dm_ttft_slo_s, dm_tp_s, dm_max_wait_s;
     int64_t dm_vnodes;
     double pb_window_s, pb_high_load;

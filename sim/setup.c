@@ -86,6 +86,7 @@ route_params exp_setup_route_params(const exp_setup *s, uint64_t seed)
                           .sticky_vnodes = (uint32_t)cfg->sticky_vnodes,
                           .chwbl_c = cfg->chwbl_c, .cr_q_cap = cfg->cr_q_cap,
                           .cr_slots = cfg->cr_slots, .interval_s = cfg->cr_interval_s,
+                          .cr_replan = cfg->cr_replan,
                           .ttft_slo_s = slo, .block_size = (uint32_t)cfg->block_size,
                           .batch_tokens = (uint32_t)cfg->max_num_batched_tokens,
                           .pool_blocks = s->pool_blocks, .cost = &s->cost,

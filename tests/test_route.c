@@ -19,7 +19,8 @@ static void *make(const route_type *rt, uint32_t n_dest, uint64_t seed)
     void *s = calloc(1, rt->state_size ? rt->state_size : 1);
     static cost_model cm = {.lin_s_per_token = 1e-4, .overhead_s = 1e-3};
     route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256, .chwbl_c = 1.25,
-                      .cr_q_cap = 50, .cr_slots = 4, .interval_s = 10, .ttft_slo_s = 3.5,
+                      .cr_q_cap = 50, .cr_slots = 4, .interval_s = 10, .cr_replan = 1,
+                      .ttft_slo_s = 3.5,
                       .block_size = 16, .pool_blocks = 4096, .dm_tp_s = 1e-4, .cost = &cm,
                       .batch_tokens = 8192};
     CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
@@ -203,12 +204,58 @@ static void test_chwbl(void)
     free(bad);
 }
 
+/* cacheroute re-plans from each interval's counts; with replan off the
+ * first plan stays (a stale plan) whatever the traffic does later. */
+static void test_cacheroute_replan(void)
+{
+    enum { R = 6 };
+    const route_type *rt = route_find("cacheroute");
+    uint32_t load[R] = {0};
+    uint64_t queued[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = load, .queued_tokens = queued};
+    for (int replan = 0; replan <= 1; replan++) {
+        void *s = calloc(1, rt->state_size);
+        route_params p = {.n_dest = R, .seed = 1, .sticky_vnodes = 64, .cr_q_cap = 1000,
+                          .cr_slots = 1, .interval_s = 10, .cr_replan = replan};
+        CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
+        /* Interval 1: keys 1..6 hot; interval 2: keys 7..12 hot instead.
+         * C = 6 slots, k_b = 1: each plan admits the six hot keys. */
+        wl_request r = {.prompt_tokens = 1, .output_tokens = 1};
+        for (int i = 0; i < 600; i++) {
+            r.key = 1 + (uint64_t)(i % 6);
+            rt->route(s, &r, &v);
+        }
+        rt->on_interval(s, 10);
+        uint32_t d_first = rt->route(s, &(wl_request){.key = 1}, &v);
+        for (int i = 0; i < 600; i++) {
+            r.key = 7 + (uint64_t)(i % 6);
+            rt->route(s, &r, &v);
+        }
+        rt->on_interval(s, 20);
+        route_telemetry t = {0};
+        rt->telemetry(s, &t);
+        CHECK_INT_EQ(t.n_keys, 6);
+        int old_keys = 0;
+        for (size_t i = 0; i < t.n_keys; i++)
+            old_keys += t.key[i] <= 6;
+        /* Stale: still the first six keys; fresh: the new six. */
+        CHECK_INT_EQ(old_keys, replan ? 0 : 6);
+        CHECK_INT_EQ(t.n_iv, replan ? 2 : 1);
+        if (!replan) /* key 1 keeps its table entry */
+            CHECK_INT_EQ(rt->route(s, &(wl_request){.key = 1}, &v), d_first);
+        route_telemetry_fini(&t);
+        rt->destroy(s);
+        free(s);
+    }
+}
+
 int main(void)
 {
     test_all_registered();
     test_flat_lb();
     test_sticky();
     test_chwbl();
+    test_cacheroute_replan();
     puts("route: ok");
     return 0;
 }
