@@ -73,6 +73,9 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "experiment.report_rate", .type = SIM_CFG_DOUBLE, .offset = OFF(report_rate),
      .min = 0, .max = 1e7, .def = "0", .unit = "requests/s",
      .help = "load at which tables show p99, hit rate and imbalance; 0 = the median tested load"},
+    {.path = "experiment.prune", .type = SIM_CFG_BOOL, .offset = OFF(prune), .def = "false",
+     .help = "skip a (point, policy, seed)'s loads above its first failure of the largest SLO "
+             "(capacity is unchanged; the report rate always runs)"},
     {.path = "experiment.timeline_s", .type = SIM_CFG_DOUBLE, .offset = OFF(timeline_s),
      .min = 0, .max = 1e9, .def = "60", .unit = "s",
      .help = "window of the per-run timeline (hit rate, p99 TTFT by arrival time); 0 = none"},
@@ -369,6 +372,13 @@ typedef struct task {
     char hash[17];
     int64_t resume_from; /* > 0: copy this stored run instead of simulating */
     int selected;        /* in this shard */
+    size_t prev;         /* the same series' task at the next lower load, or SIZE_MAX */
+    int prunable;        /* not at the report rate */
+    /* scheduling state (under the pool mutex) */
+    int taken;           /* a worker started it */
+    int pruned;          /* skipped: its series already failed the largest SLO */
+    int fails;           /* its SLO metric exceeds the largest SLO (or is undefined) */
+    int failed_before;   /* some lower load of its series failed */
     /* filled by the worker */
     int done;
     int rc;
@@ -387,9 +397,67 @@ typedef struct pool {
     pthread_cond_t cv;
     const volatile sig_atomic_t *stop;
     int abort;            /* stop taking new tasks */
+    int prune;            /* experiment.prune */
+    int slo_metric;       /* experiment.slo_metric of the base config */
+    double max_slo;       /* the largest SLO threshold, s */
+    unsigned in_flight;   /* tasks being simulated */
 } pool;
 
 static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
+
+/* The SLO metric of a result (the run_metrics column named by
+ * experiment.slo_metric). */
+static double slo_value(const cluster_result *r, int metric)
+{
+    switch (metric) {
+    case 0: return r->ttft_p99;
+    case 1: return r->ttft_p90;
+    case 2: return r->ttft_p50;
+    case 3: return r->e2e_p99;
+    case 4: return r->e2e_p90;
+    default: return r->tpot_p99;
+    }
+}
+
+static int resolved(const task *t)
+{
+    return t->done || t->pruned || t->resume_from > 0 || !t->selected;
+}
+
+/* Under the pool mutex: the next task a worker may start, pruning the
+ * tasks whose series already failed.  NULL if none is ready now; sets
+ * *finished when nothing is left to start at all. */
+static task *next_task(pool *pl, int *finished)
+{
+    *finished = 0;
+    while (pl->next < pl->n_tasks && (!needs_sim(&pl->tasks[pl->next]) ||
+                                      pl->tasks[pl->next].taken || pl->tasks[pl->next].pruned))
+        pl->next++;
+    if (pl->next >= pl->n_tasks) {
+        *finished = 1;
+        return NULL;
+    }
+    for (size_t k = pl->next; k < pl->n_tasks; k++) {
+        task *t = &pl->tasks[k];
+        if (!needs_sim(t) || t->taken || t->pruned)
+            continue;
+        if (!pl->prune)
+            return t;
+        const task *pv = t->prev == SIZE_MAX ? NULL : &pl->tasks[t->prev];
+        if (pv && !resolved(pv))
+            continue; /* its lower load is still running */
+        t->failed_before = pv && (pv->fails || pv->failed_before);
+        if (t->failed_before && t->prunable) {
+            /* Capacity is decided by the first failure: loads above it
+             * cannot change it (DESIGN.md §8). */
+            t->pruned = 1;
+            pthread_cond_broadcast(&pl->cv);
+            continue;
+        }
+        return t;
+    }
+    return NULL;
+}
 
 static void run_task(pool *pl, task *t)
 {
@@ -417,19 +485,34 @@ static void *worker(void *arg)
     pool *pl = arg;
     pthread_mutex_lock(&pl->mu);
     for (;;) {
-        while (pl->next < pl->n_tasks && !needs_sim(&pl->tasks[pl->next]))
-            pl->next++;
-        if (pl->next >= pl->n_tasks || pl->abort)
+        if (pl->abort)
             break;
-        task *t = &pl->tasks[pl->next++];
+        int finished;
+        task *t = next_task(pl, &finished);
+        if (finished)
+            break;
+        if (!t) {
+            if (pl->in_flight == 0)
+                break; /* nothing can unblock the rest (cannot happen) */
+            pthread_cond_wait(&pl->cv, &pl->mu);
+            continue;
+        }
+        t->taken = 1;
+        pl->in_flight++;
         pthread_mutex_unlock(&pl->mu);
         run_task(pl, t);
         pthread_mutex_lock(&pl->mu);
+        pl->in_flight--;
         t->done = 1;
-        if (t->rc)
+        if (t->rc) {
             pl->abort = 1;
+        } else {
+            double m = slo_value(&t->res, pl->slo_metric);
+            t->fails = !(m <= pl->max_slo);
+        }
         pthread_cond_broadcast(&pl->cv);
     }
+    pthread_cond_broadcast(&pl->cv);
     pthread_mutex_unlock(&pl->mu);
     return NULL;
 }
@@ -529,20 +612,47 @@ int exp_run(const exp_run_opts *o, FILE *out)
     if (rc)
         goto done;
 
-    /* The tasks, in run-index order: point, rate, seed, policy. */
+    double report_rate = base.report_rate;
+    if (!(report_rate > 0)) {
+        double *r = sim_xmalloc(base.n_rates * sizeof *r);
+        memcpy(r, base.rates, base.n_rates * sizeof *r);
+        gsl_sort(r, 1, base.n_rates);
+        report_rate = r[(base.n_rates - 1) / 2];
+        free(r);
+    }
+    if (base.prune && o->shard_n > 1) {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.prune needs every load of a series in one "
+                       "process; expected prune: false with --shard", o->config_path);
+        goto done;
+    }
+
+    /* The tasks, in run-index order: point, rate, seed, policy.  With
+     * pruning, each task waits for its series' next lower load. */
     tasks = sim_xcalloc(n_tasks ? n_tasks : 1, sizeof *tasks);
     size_t k = 0;
     for (size_t p = 0; p < np; p++) {
         const exp_config *c = &pts[p].cfg;
+        const size_t base_k = k, per_rate = c->n_seeds * c->n_policies;
+        size_t *rank = sim_xmalloc(c->n_rates * sizeof *rank);
+        gsl_sort_index(rank, c->rates, 1, c->n_rates); /* rank[j] = j-th lowest rate */
+        size_t *lower = sim_xmalloc(c->n_rates * sizeof *lower);
+        for (size_t j = 0; j < c->n_rates; j++)
+            lower[rank[j]] = j ? rank[j - 1] : SIZE_MAX;
         for (size_t ir = 0; ir < c->n_rates; ir++)
             for (size_t is = 0; is < c->n_seeds; is++)
                 for (size_t ip = 0; ip < c->n_policies; ip++, k++) {
                     task *t = &tasks[k];
                     *t = (task){.point = p, .ir = ir, .is = is, .ip = ip, .run_index = k};
                     t->selected = o->shard_n <= 1 || k % o->shard_n == o->shard_i;
+                    t->prev = lower[ir] == SIZE_MAX
+                                  ? SIZE_MAX
+                                  : base_k + lower[ir] * per_rate + is * c->n_policies + ip;
+                    t->prunable = c->rates[ir] != report_rate;
                     t->config_text = run_config_text(c, ip, ir, is);
                     hash_hex(t->config_text, t->hash);
                 }
+        free(rank);
+        free(lower);
     }
 
     if ((rc = exp_store_open(db_path, &store)))
@@ -553,8 +663,16 @@ int exp_run(const exp_run_opts *o, FILE *out)
             continue;
         n_selected++;
         if (o->resume && exp_store_find_run(store, tasks[i].hash, &tasks[i].resume_from) == SIM_OK &&
-            tasks[i].resume_from > 0)
+            tasks[i].resume_from > 0) {
             n_resumed++;
+            double m = NAN;
+            exp_store_run_metric(store, tasks[i].resume_from,
+                                 exp_slo_metric_names[base.slo_metric], &m);
+            double mx = 0;
+            for (size_t j = 0; j < base.n_slos; j++)
+                mx = fmax(mx, base.slos[j]);
+            tasks[i].fails = !(m <= mx);
+        }
     }
     cfg_text = exp_config_dump(&base);
     char hash[17];
@@ -566,14 +684,6 @@ int exp_run(const exp_run_opts *o, FILE *out)
     for (size_t i = 0, used = 0; i < base.n_slos && used + 1 < sizeof slos; i++)
         used += (size_t)snprintf(slos + used, sizeof slos - used, "%s%.17g", i ? "," : "",
                                  base.slos[i]);
-    double report_rate = base.report_rate;
-    if (!(report_rate > 0)) {
-        double *r = sim_xmalloc(base.n_rates * sizeof *r);
-        memcpy(r, base.rates, base.n_rates * sizeof *r);
-        gsl_sort(r, 1, base.n_rates);
-        report_rate = r[(base.n_rates - 1) / 2];
-        free(r);
-    }
     exp_store_meta meta = {.name = base.name, .config_path = o->config_path,
                            .config_text = cfg_text, .config_hash = hash,
                            .build = CRSIM_VERSION, .n_runs_planned = (int64_t)n_tasks,
@@ -603,7 +713,10 @@ int exp_run(const exp_run_opts *o, FILE *out)
     fflush(out);
 
     /* Workers simulate; this thread stores in run-index order. */
-    pool pl = {.pts = pts, .tasks = tasks, .n_tasks = n_tasks, .stop = o->stop};
+    pool pl = {.pts = pts, .tasks = tasks, .n_tasks = n_tasks, .stop = o->stop,
+               .prune = base.prune, .slo_metric = base.slo_metric};
+    for (size_t i = 0; i < base.n_slos; i++)
+        pl.max_slo = fmax(pl.max_slo, base.slos[i]);
     pthread_mutex_init(&pl.mu, NULL);
     pthread_cond_init(&pl.cv, NULL);
     unsigned nw = o->jobs ? o->jobs : 1;
@@ -634,10 +747,13 @@ int exp_run(const exp_run_opts *o, FILE *out)
             continue;
         }
         pthread_mutex_lock(&pl.mu);
-        while (!t->done && !(pl.abort && !t->done && pl.next <= i))
+        while (!t->done && !t->pruned && !(pl.abort && !t->taken))
             pthread_cond_wait(&pl.cv, &pl.mu);
+        const int pruned = t->pruned, done = t->done;
         pthread_mutex_unlock(&pl.mu);
-        if (!t->done)
+        if (pruned)
+            continue; /* not run: its series failed at a lower load */
+        if (!done)
             break; /* aborted before this task started */
         if (t->rc) {
             if (rc == SIM_OK)

@@ -37,6 +37,7 @@ typedef struct exp_config {
     char **sweep;             /* axes "KEY=[v1, ...]" */
     size_t n_sweep;
     int sweep_mode;           /* 0 grid, 1 zip */
+    bool prune;               /* skip loads above a series' first failure */
     /* cluster */
     int64_t destinations;
     char *hardware;

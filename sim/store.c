@@ -595,3 +595,18 @@ int exp_store_capacities(exp_store *s, int64_t exp_id)
 {
     return exp_capacity_store(s->db, exp_id);
 }
+
+int exp_store_run_metric(exp_store *s, int64_t run_id, const char *column, double *value)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM run_metrics WHERE run_id = ?", column);
+    sqlite3_stmt *st = NULL;
+    *value = NAN;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, "cannot read a stored metric");
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *value = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return SIM_OK;
+}

@@ -76,6 +76,10 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
  * (sim/capacity.h).  Returns SIM_OK or SIM_EDB. */
 int exp_store_capacities(exp_store *s, int64_t exp_id);
 
+/* The value of run_metrics column `column` (a known column name) of run
+ * `run_id` into *value (NAN when NULL).  Returns SIM_OK or SIM_EDB. */
+int exp_store_run_metric(exp_store *s, int64_t run_id, const char *column, double *value);
+
 /* The underlying connection (for report and merge code).  Owned by `s`. */
 struct sqlite3 *exp_store_db(exp_store *s);
 

@@ -175,6 +175,21 @@ cmp -s "$TMP/r1" "$TMP/rk" && echo "ok: killed (exit $killed after $done_before 
 st=$(sqlite3 "$TMP/k.db" "SELECT group_concat(status) FROM experiments")
 case "$st" in incomplete,complete|complete,complete) ;; *) fail "statuses after kill+resume: $st" ;; esac
 
+# Pruning loads above a series' first SLO failure leaves every capacity
+# unchanged, stores fewer runs, and does not depend on --jobs.
+PR="--set workload.trace=$TRACE --set experiment.rates=[0.5,1,2,4] --set experiment.seeds=[5,6] --set experiment.report_rate=1 --quiet"
+caps() { sqlite3 "$1" "SELECT policy, seed, slo_s, quote(capacity_rps), censoring FROM capacities ORDER BY policy, seed, slo_s"; }
+"$CRSIM" run "$SMALL" $PR --jobs 2 --set "experiment.db=$TMP/np.db" >/dev/null 2>&1 || fail "unpruned run"
+"$CRSIM" run "$SMALL" $PR --jobs 1 --set experiment.prune=true --set "experiment.db=$TMP/p1.db" >/dev/null 2>&1 || fail "pruned run, 1 job"
+"$CRSIM" run "$SMALL" $PR --jobs 2 --set experiment.prune=true --set "experiment.db=$TMP/p2.db" >/dev/null 2>&1 || fail "pruned run, 2 jobs"
+if [ "$(caps "$TMP/np.db")" = "$(caps "$TMP/p1.db")" ] && [ "$(rows "$TMP/p1.db")" = "$(rows "$TMP/p2.db")" ] &&
+    [ "$(sqlite3 "$TMP/p1.db" "SELECT count(*) FROM runs")" -lt "$(sqlite3 "$TMP/np.db" "SELECT count(*) FROM runs")" ]; then
+    echo "ok: pruning keeps capacities, stores fewer runs, independent of --jobs"
+else
+    fail "pruning changed capacities or depends on --jobs"
+fi
+expect_error 2 "experiment.prune needs every load" -- "$CRSIM" run "$SMALL" $PR --set experiment.prune=true --shard 0/2 --set "experiment.db=$TMP/ps.db"
+
 # crsim plan on an operator's rate file.
 printf 'key,rate\nwhale,12\nb,3\nc,2\nd,1\ne,0.5\n' >"$TMP/rates.csv"
 if "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 4 --slots 1 --out "$TMP/table.csv" >"$TMP/plan" 2>"$TMP/err"; then
