@@ -646,6 +646,7 @@ void engine_step_done(engine *e, double now)
     e->st.steps++;
     e->st.prefill_tokens += e->batch.prefill_tokens;
     e->st.decode_tokens += e->batch.decode_tokens;
+    e->st.ctx_read_tokens += e->batch.prefill_ctx + e->batch.decode_ctx;
     e->st.busy_s += dur;
     if (now >= e->win_t0) {
         e->st.win_prefill_tokens += e->batch.prefill_tokens;

@@ -84,6 +84,8 @@ typedef struct engine_stats {
     uint64_t requests;        /* requests submitted */
     uint64_t preemptions;
     uint64_t rejected;
+    uint64_t ctx_read_tokens; /* KV tokens read by attention: earlier context of
+                                 every prefill chunk plus every decode's context */
     double busy_s;            /* time spent in steps, seconds */
     /* Same counters restricted to steps ending at or after the start of the
      * measurement window (engine_mark_window). */

@@ -144,7 +144,7 @@ int exp_merge_main(int argc, char **argv)
                     "INSERT INTO main.dest_metrics SELECT i.new, dest, routed, routed_measured,"
                     " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
                     " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
-                    " rejected, kv_pool_blocks, kv_pool_tokens"
+                    " rejected, kv_pool_blocks, kv_pool_tokens, ctx_read_tokens"
                     " FROM src.dest_metrics d JOIN idmap i ON i.old = d.run_id;"
                     "INSERT INTO main.router_intervals SELECT i.new, idx, t_s, keys, admitted,"
                     " sum_k, admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k"

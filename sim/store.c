@@ -80,6 +80,7 @@ static const char schema_sql[] =
     "  busy_s REAL NOT NULL, steps INTEGER NOT NULL, preemptions INTEGER NOT NULL,\n"
     "  rejected INTEGER NOT NULL,\n"
     "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,\n"
+    "  ctx_read_tokens INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, dest));\n"
     "CREATE TABLE IF NOT EXISTS capacities(\n"
     "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
@@ -429,7 +430,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     st = NULL;
 
     if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO dest_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "INSERT INTO dest_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = db_error(s, "cannot prepare a destination row");
         goto fail;
@@ -453,6 +454,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
         sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.rejected);
         sqlite3_bind_int64(st, i++, res->pool_blocks);
         sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.ctx_read_tokens);
         if (sqlite3_step(st) != SQLITE_DONE) {
             rc = db_error(s, "cannot add destination metrics");
             goto fail;
@@ -567,7 +569,7 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
     if ((rc = exec3(s, "INSERT INTO dest_metrics SELECT ?1, dest, routed, routed_measured,"
                        " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
                        " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
-                       " rejected, kv_pool_blocks, kv_pool_tokens"
+                       " rejected, kv_pool_blocks, kv_pool_tokens, ctx_read_tokens"
                        " FROM dest_metrics WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO router_intervals SELECT ?1, idx, t_s, keys, admitted, sum_k,"

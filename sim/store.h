@@ -16,7 +16,7 @@
 #include "../models/cluster.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 2
+#define EXP_STORE_SCHEMA_VERSION 3
 
 typedef struct exp_store exp_store;
 
