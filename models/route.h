@@ -62,6 +62,12 @@ typedef struct route_params {
     double cr_slots;         /* cacheroute: warm-slot budget W per
                                 destination (0 = not set: an error) */
     double interval_s;       /* control interval for on_interval, s (> 0) */
+    const struct plan_key *cr_nominal; /* cacheroute warm start: the workload's
+                                nominal key shares (rates summing to 1), or
+                                NULL (default: the first plan waits for one
+                                interval of measured rates) */
+    size_t cr_n_nominal;
+    double cr_nominal_rate;  /* requests/s the shares are scaled to */
     int cr_replan;           /* cacheroute: 1 = rebuild the plan every
                                 interval (default); 0 = keep the first plan
                                 (a stale plan, for drift studies) */

@@ -104,7 +104,26 @@ static int create_variant(void *state, const route_params *p, enum plan_placemen
     s->interval_s = p->interval_s;
     s->replan = p->cr_replan;
     sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
-    return counts_init(s, 1024);
+    int rc = counts_init(s, 1024);
+    if (rc == SIM_OK && p->cr_nominal && p->cr_n_nominal) {
+        /* Warm start: the first plan from the workload's nominal rates
+         * (labelled in the run's config and output), so the table exists
+         * from t = 0 instead of after one measured interval. */
+        plan_key *keys = sim_xmalloc(p->cr_n_nominal * sizeof *keys);
+        for (size_t i = 0; i < p->cr_n_nominal; i++)
+            keys[i] = (plan_key){p->cr_nominal[i].key, p->cr_nominal[i].rate * p->cr_nominal_rate};
+        rc = plan_build(keys, p->cr_n_nominal, &s->pp, &s->pl);
+        free(keys);
+        if (rc == SIM_OK) {
+            s->have_plan = 1;
+            s->n_plans = 1;
+        } else {
+            plan_fini(&s->pl);
+            free(s->ck);
+            free(s->cc);
+        }
+    }
+    return rc;
 }
 
 static int cr_create(void *state, const route_params *p)

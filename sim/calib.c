@@ -396,7 +396,7 @@ static int run_point(const exp_setup *s, uint64_t seed, double load, exp_calib_p
 {
     if (!(isfinite(load) && load > 0))
         return SIM_ERROR(SIM_EINVAL, "load %g requests/s; expected a finite load > 0", load);
-    route_params rp = exp_setup_route_params(s, seed);
+    route_params rp = exp_setup_route_params(s, seed, load);
     cluster_params cp = s->cp;
     exp_stream *st = NULL;
     cluster_result res = {0};

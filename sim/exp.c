@@ -136,6 +136,9 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "router.cacheroute.replan", .type = SIM_CFG_BOOL, .offset = OFF(cr_replan),
      .def = "true",
      .help = "rebuild the plan every interval; false keeps the first plan (stale-plan studies)"},
+    {.path = "router.cacheroute.warm_start", .type = SIM_CFG_BOOL, .offset = OFF(cr_warm_start),
+     .def = "false",
+     .help = "build the first plan from the workload's nominal key rates (labelled in the output)"},
     {.path = "router.dualmap.ttft_slo_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_ttft_slo_s),
      .min = 0, .max = 1e6, .def = "0", .unit = "s",
      .help = "TTFT SLO of the SLO-aware switch and rebalancing; 0 = median of experiment.slos"},
@@ -465,7 +468,8 @@ static void run_task(pool *pl, task *t)
     const exp_config *cfg = &pt->cfg;
     const route_type *rt = route_find(cfg->policies[t->ip]);
     SIM_ALWAYS(rt != NULL); /* validated against policy_names */
-    route_params rp = exp_setup_route_params(&pt->setup, (uint64_t)cfg->seeds[t->is]);
+    route_params rp =
+        exp_setup_route_params(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir]);
     cluster_params cp = pt->setup.cp;
     cp.stop = pl->stop;
     exp_stream *st = NULL;

@@ -61,6 +61,7 @@ typedef struct exp_config {
     double chwbl_c;
     double cr_q_cap, cr_slots, cr_interval_s;
     bool cr_replan;
+    bool cr_warm_start;
     double dm_ttft_slo_s, dm_tp_s, dm_max_wait_s;
     int64_t dm_vnodes;
     double pb_window_s, pb_high_load;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../models/plan.h"
 #include "../workloads/diag.h"
 #include "../workloads/keyrates.h"
 #include "../workloads/synth.h"
@@ -118,42 +119,15 @@ static double now_s(void)
 /* Relative key shares of the workload, descending (for the conditions). */
 static int key_shares(const exp_setup *s, double **out, size_t *n)
 {
-    const exp_config *cfg = s->cfg;
-    if (s->is_trace) {
-        size_t m = s->trace->n;
-        unsigned long *k = sim_xmalloc(m * sizeof *k);
-        for (size_t i = 0; i < m; i++)
-            k[i] = wl_trace_routing_key(s->trace, i, (uint32_t)cfg->wl.key_ids);
-        gsl_sort_ulong(k, 1, m);
-        double *c = sim_xmalloc(m * sizeof *c);
-        size_t nk = 0;
-        for (size_t i = 0; i < m; i++) {
-            if (i == 0 || k[i] != k[i - 1])
-                c[nk++] = 0;
-            c[nk - 1] += 1.0 / (double)m;
-        }
-        free(k);
-        gsl_sort(c, 1, nk);
-        for (size_t i = 0; i < nk / 2; i++) { /* descending */
-            double t = c[i];
-            c[i] = c[nk - 1 - i];
-            c[nk - 1 - i] = t;
-        }
-        *out = c;
-        *n = nk;
-        return SIM_OK;
-    }
-    wl_keyrates kr = {0};
-    int rc = wl_synth_keys(&cfg->wl, &kr, NULL);
+    plan_key *k = NULL;
+    int rc = exp_setup_key_shares(s, &k, n);
     if (rc)
         return rc;
-    double tot = wl_keyrates_total(&kr);
-    double *c = sim_xmalloc((kr.n ? kr.n : 1) * sizeof *c);
-    for (size_t i = 0; i < kr.n; i++)
-        c[i] = kr.rate[i] / tot; /* already sorted descending */
+    double *c = sim_xmalloc((*n ? *n : 1) * sizeof *c);
+    for (size_t i = 0; i < *n; i++)
+        c[i] = k[i].rate;
+    free(k);
     *out = c;
-    *n = kr.n;
-    wl_keyrates_fini(&kr);
     return SIM_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../models/cost_profile.h"
+#include "../models/plan.h"
 #include "../models/spec_load.h"
 #include "../workloads/keyrates.h"
 #include "../workloads/replay.h"
@@ -45,6 +46,8 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
     if (s->is_trace &&
         (rc = wl_mooncake_load(cfg->wl.trace, (uint32_t)cfg->wl.trace_block_tokens, &s->trace)))
         goto fail;
+    if (cfg->cr_warm_start && (rc = exp_setup_key_shares(s, &s->nominal, &s->n_nominal)))
+        goto fail;
     s->cp = (cluster_params){
         .n_dest = (uint32_t)cfg->destinations,
         .deploy = s->dep,
@@ -63,15 +66,62 @@ fail:
     return rc;
 }
 
+static int cmp_share_desc(const void *a, const void *b)
+{
+    const plan_key *x = a, *y = b;
+    if (x->rate != y->rate)
+        return x->rate > y->rate ? -1 : 1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+int exp_setup_key_shares(const exp_setup *s, plan_key **out, size_t *n)
+{
+    const exp_config *cfg = s->cfg;
+    if (s->is_trace) {
+        size_t m = s->trace->n;
+        unsigned long *k = sim_xmalloc((m ? m : 1) * sizeof *k); /* 64-bit on LP64 */
+        for (size_t i = 0; i < m; i++)
+            k[i] = wl_trace_routing_key(s->trace, i, (uint32_t)cfg->wl.key_ids);
+        gsl_sort_ulong(k, 1, m);
+        plan_key *c = sim_xmalloc((m ? m : 1) * sizeof *c);
+        size_t nk = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (i == 0 || k[i] != k[i - 1])
+                c[nk++] = (plan_key){k[i], 0};
+            c[nk - 1].rate += 1.0 / (double)m;
+        }
+        free(k);
+        qsort(c, nk, sizeof *c, cmp_share_desc);
+        *out = c;
+        *n = nk;
+        return SIM_OK;
+    }
+    wl_keyrates kr = {0};
+    int rc = wl_synth_keys(&cfg->wl, &kr, NULL);
+    if (rc)
+        return rc;
+    double tot = wl_keyrates_total(&kr);
+    plan_key *c = sim_xmalloc((kr.n ? kr.n : 1) * sizeof *c);
+    for (size_t i = 0; i < kr.n; i++)
+        c[i] = (plan_key){kr.id[i], kr.rate[i] / tot}; /* already descending */
+    *out = c;
+    *n = kr.n;
+    wl_keyrates_fini(&kr);
+    return SIM_OK;
+}
+
 void exp_setup_fini(exp_setup *s)
 {
+    free(s->nominal);
+    s->nominal = NULL;
+    s->n_nominal = 0;
     wl_trace_destroy(s->trace);
     s->trace = NULL;
     spec_hw_fini(&s->hw);
     spec_model_fini(&s->model);
 }
 
-route_params exp_setup_route_params(const exp_setup *s, uint64_t seed)
+route_params exp_setup_route_params(const exp_setup *s, uint64_t seed, double rate)
 {
     const exp_config *cfg = s->cfg;
     double slo = cfg->dm_ttft_slo_s;
@@ -92,7 +142,8 @@ route_params exp_setup_route_params(const exp_setup *s, uint64_t seed)
                           .pool_blocks = s->pool_blocks, .cost = &s->cost,
                           .dm_vnodes = (uint32_t)cfg->dm_vnodes, .dm_tp_s = cfg->dm_tp_s,
                           .dm_max_wait_s = cfg->dm_max_wait_s, .pb_window_s = cfg->pb_window_s,
-                          .pb_high_load = cfg->pb_high_load};
+                          .pb_high_load = cfg->pb_high_load, .cr_nominal = s->nominal,
+                          .cr_n_nominal = s->n_nominal, .cr_nominal_rate = rate};
 }
 
 struct exp_stream {
@@ -148,6 +199,9 @@ void exp_setup_print(const exp_setup *s, FILE *out)
             cfg->weight_dtype, cfg->kv_dtype);
     fprintf(out, "cost model: %s, calibration profile %s\n",
             cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+    if (cfg->cr_warm_start)
+        fprintf(out, "cacheroute warm start: ON (first plan from the workload's nominal rates of "
+                "%zu keys, not from measured counts)\n", s->n_nominal);
     fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
             s->pool_blocks, (long long)cfg->block_size, (unsigned long long)s->pool_tokens,
             (double)s->pool_tokens * spec_kv_bytes_per_token(&s->model, s->dep.kv_dtype) / 1e9);

@@ -31,7 +31,17 @@ typedef struct exp_setup {
     cluster_params cp;       /* everything but `stop` */
     bool is_trace;           /* workload.type mooncake */
     wl_trace *trace;         /* loaded trace (shared, read-only), or NULL */
+    struct plan_key *nominal; /* with router.cacheroute.warm_start: every
+                                 routing key's share of requests (sums to 1),
+                                 descending; else NULL */
+    size_t n_nominal;
 } exp_setup;
+
+/* Every routing key of the workload with its share of requests (summing
+ * to 1), in descending share: the key-rate population of a synthetic
+ * workload, or the request counts per routing key of a trace.  *out is a
+ * new array the caller frees.  Returns SIM_OK or the workload errors. */
+int exp_setup_key_shares(const exp_setup *s, struct plan_key **out, size_t *n);
 
 /* Load specs, cost profile and trace for `cfg` and fill *s (zeroed first).
  * Returns SIM_OK or SIM_EIO/SIM_EINVAL (a spec, profile or trace error,
@@ -42,8 +52,9 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s);
 /* Free what the setup owns.  Safe on a zeroed setup and twice. */
 void exp_setup_fini(exp_setup *s);
 
-/* Router parameters of the config for run seed `seed`.  Cannot fail. */
-route_params exp_setup_route_params(const exp_setup *s, uint64_t seed);
+/* Router parameters of the config for run seed `seed` at offered load
+ * `rate` requests/s (used by a warm-started cacheroute).  Cannot fail. */
+route_params exp_setup_route_params(const exp_setup *s, uint64_t seed, double rate);
 
 /* One run's request stream: a trace replay or a synthetic generator. */
 typedef struct exp_stream exp_stream;

@@ -324,7 +324,7 @@ static double sim_hit(const exp_setup *s, const char *policy, uint64_t seed, dou
 {
     const route_type *rt = route_find(policy);
     CHECK(rt);
-    route_params rp = exp_setup_route_params(s, seed);
+    route_params rp = exp_setup_route_params(s, seed, rate);
     exp_stream *st = NULL;
     CHECK_INT_EQ(exp_stream_open(s, seed, rate, &st), SIM_OK);
     cluster_result res;
@@ -390,7 +390,7 @@ static void validate(const char *label, const char *cfg_text, const char *const 
     }
 
     /* The same with sticky's own ring as the affinity map. */
-    route_params rp = exp_setup_route_params(&s, seed);
+    route_params rp = exp_setup_route_params(&s, seed, 1.0);
     ring_ctx rc_ = {route_find("sticky"), NULL};
     rc_.state = calloc(1, rc_.rt->state_size);
     CHECK(rc_.state);

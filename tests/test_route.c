@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../models/cost.h"
+#include "../models/plan.h"
 #include "../models/route.h"
 #include "../sim/error.h"
 #include "check.h"
@@ -249,6 +250,46 @@ static void test_cacheroute_replan(void)
     }
 }
 
+/* Warm start: with the workload's nominal shares the table exists at
+ * t = 0 (before any interval), and a key too hot for one destination is
+ * already spread over k_b of them. */
+static void test_cacheroute_warm_start(void)
+{
+    enum { R = 8 };
+    const route_type *rt = route_find("cacheroute");
+    uint32_t load[R] = {0};
+    uint64_t queued[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = load, .queued_tokens = queued};
+    plan_key nominal[3] = {{42, 0.5}, {7, 0.3}, {9, 0.2}};
+    void *s = calloc(1, rt->state_size);
+    route_params p = {.n_dest = R, .seed = 1, .sticky_vnodes = 64, .cr_q_cap = 10,
+                      .cr_slots = 4, .interval_s = 60, .cr_replan = 1, .cr_nominal = nominal,
+                      .cr_n_nominal = 3, .cr_nominal_rate = 100};
+    CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
+    /* Key 42: 50 requests/s -> k_b = 5 distinct destinations; sending 5
+     * requests while none completes visits all five of them once. */
+    int seen[R] = {0};
+    for (int i = 0; i < 5; i++) {
+        uint32_t d = rt->route(s, &(wl_request){.key = 42}, &v);
+        CHECK(d < R);
+        seen[d]++;
+        load[d]++;
+    }
+    int distinct = 0;
+    for (int d = 0; d < R; d++) {
+        CHECK(seen[d] <= 1);
+        distinct += seen[d];
+    }
+    CHECK_INT_EQ(distinct, 5);
+    route_telemetry t = {0};
+    rt->telemetry(s, &t);
+    CHECK_INT_EQ(t.n_keys, 3);
+    CHECK_INT_EQ(t.kb[0], 5);
+    route_telemetry_fini(&t);
+    rt->destroy(s);
+    free(s);
+}
+
 int main(void)
 {
     test_all_registered();
@@ -256,6 +297,7 @@ int main(void)
     test_sticky();
     test_chwbl();
     test_cacheroute_replan();
+    test_cacheroute_warm_start();
     puts("route: ok");
     return 0;
 }
