@@ -107,6 +107,7 @@
 
 #include "../sim/error.h"
 #include "cost.h"
+#include "../sim/u64map.h"
 #include "route.h"
 
 #define DM_SALT1 0xd1a1a9a1c0ffee01ULL
@@ -121,15 +122,8 @@
 #define DM_LIST_MAX 256 /* waiting requests read per destination */
 #define DM_NONE UINT32_MAX
 
-/* ---- a u64 -> u32 hash map: linear probing, backward-shift deletion ---- */
-
-typedef struct u64map {
-    uint64_t *key;
-    uint32_t *val; /* DM_NONE marks an empty slot */
-    size_t mask;   /* slots - 1 (a power of two) */
-    size_t n;
-} u64map;
-
+/* splitmix64 finaliser (the router-side index key mixes block and
+ * destination). */
 static uint64_t mix64(uint64_t x)
 {
     x ^= x >> 30;
@@ -140,101 +134,6 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-static int map_init(u64map *m, size_t slots)
-{
-    m->key = malloc(slots * sizeof *m->key);
-    m->val = malloc(slots * sizeof *m->val);
-    m->mask = slots - 1;
-    m->n = 0;
-    if (!m->key || !m->val) {
-        free(m->key);
-        free(m->val);
-        m->key = NULL;
-        m->val = NULL;
-        return SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap");
-    }
-    memset(m->val, 0xff, slots * sizeof *m->val);
-    return SIM_OK;
-}
-
-static void map_fini(u64map *m)
-{
-    free(m->key);
-    free(m->val);
-    memset(m, 0, sizeof *m);
-}
-
-static void map_clear(u64map *m)
-{
-    memset(m->val, 0xff, (m->mask + 1) * sizeof *m->val);
-    m->n = 0;
-}
-
-/* Slot of `k`, or of the empty slot where it would go. */
-static size_t map_slot(const u64map *m, uint64_t k)
-{
-    size_t i = (size_t)mix64(k) & m->mask;
-    while (m->val[i] != DM_NONE && m->key[i] != k)
-        i = (i + 1) & m->mask;
-    return i;
-}
-
-static uint32_t map_get(const u64map *m, uint64_t k)
-{
-    return m->val[map_slot(m, k)];
-}
-
-static void map_grow(u64map *m)
-{
-    u64map g;
-    if (map_init(&g, 2 * (m->mask + 1)))
-        sim_panic(__FILE__, __LINE__, "out of memory growing a dualmap table");
-    for (size_t i = 0; i <= m->mask; i++)
-        if (m->val[i] != DM_NONE) {
-            size_t j = map_slot(&g, m->key[i]);
-            g.key[j] = m->key[i];
-            g.val[j] = m->val[i];
-        }
-    g.n = m->n;
-    map_fini(m);
-    *m = g;
-}
-
-/* Set k -> v (v != DM_NONE). */
-static void map_put(u64map *m, uint64_t k, uint32_t v)
-{
-    if (2 * (m->n + 1) > m->mask + 1)
-        map_grow(m);
-    size_t i = map_slot(m, k);
-    if (m->val[i] == DM_NONE) {
-        m->key[i] = k;
-        m->n++;
-    }
-    m->val[i] = v;
-}
-
-static void map_del(u64map *m, uint64_t k)
-{
-    size_t i = map_slot(m, k);
-    if (m->val[i] == DM_NONE)
-        return;
-    /* Backward shift: pull later members of the probe run into the hole. */
-    for (size_t j = i;;) {
-        j = (j + 1) & m->mask;
-        if (m->val[j] == DM_NONE)
-            break;
-        size_t h = (size_t)mix64(m->key[j]) & m->mask;
-        /* Keep j if its home h lies cyclically in (i, j]. */
-        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            m->key[i] = m->key[j];
-            m->val[i] = m->val[j];
-            i = j;
-        }
-    }
-    m->val[i] = DM_NONE;
-    m->n--;
-}
 
 /* ---- router state ---- */
 
@@ -257,18 +156,18 @@ typedef struct dualmap {
     double slo_s, tp_s, max_wait_s, backlog; /* backlog = slo / t_p, tokens */
     uint32_t block_size, pool_blocks;
     /* Prefix index: entries in per-destination LRU lists. */
-    u64map pidx;        /* mix(block, dest) -> entry */
+    sim_u64map pidx;        /* mix(block, dest) -> entry */
     uint64_t *ekey;     /* the mixed key of each entry */
     uint32_t *eprev, *enext;
     uint32_t ecap, eused; /* entries are reused only by eviction */
     uint32_t *lru_head, *lru_tail, *lru_n; /* per destination */
     /* In-flight requests. */
-    u64map reqs; /* request id -> slot */
+    sim_u64map reqs; /* request id -> slot */
     dm_req *rq;
     uint32_t rq_cap, rq_free; /* free list threaded through rq[].dest */
     /* Adaptive depth. */
-    u64map expand; /* key at depth d -> d + 1 */
-    u64map count;  /* key -> requests in the window that passed through it */
+    sim_u64map expand; /* key at depth d -> d + 1 */
+    sim_u64map count;  /* key -> requests in the window that passed through it */
     dm_obs win[DM_WINDOW];
     uint32_t win_pos, win_n;
     /* Scratch for queue reads. */
@@ -313,7 +212,7 @@ static void lru_push_front(dualmap *s, uint32_t d, uint32_t e)
 static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
 {
     uint64_t k = pidx_key(block, d);
-    uint32_t e = map_get(&s->pidx, k);
+    uint32_t e = sim_u64map_get(&s->pidx, k);
     if (e != DM_NONE) {
         lru_unlink(s, d, e);
         lru_push_front(s, d, e);
@@ -322,7 +221,7 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
     if (s->lru_n[d] >= s->pool_blocks) { /* evict d's least recent block */
         e = s->lru_tail[d];
         lru_unlink(s, d, e);
-        map_del(&s->pidx, s->ekey[e]);
+        sim_u64map_del(&s->pidx, s->ekey[e]);
         s->lru_n[d]--;
     } else {
         if (s->eused == s->ecap) {
@@ -335,7 +234,7 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
         e = s->eused++;
     }
     s->ekey[e] = k;
-    map_put(&s->pidx, k, e);
+    sim_u64map_put(&s->pidx, k, e);
     lru_push_front(s, d, e);
     s->lru_n[d]++;
 }
@@ -351,7 +250,7 @@ static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
 static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t d)
 {
     uint32_t m = 0;
-    while (m < r->n_blocks && map_get(&s->pidx, pidx_key(r->blocks[m], d)) != DM_NONE)
+    while (m < r->n_blocks && sim_u64map_get(&s->pidx, pidx_key(r->blocks[m], d)) != DM_NONE)
         m++;
     uint64_t hit = (uint64_t)m * s->block_size;
     return hit >= r->prompt_tokens ? 0 : r->prompt_tokens - (uint32_t)hit;
@@ -361,13 +260,13 @@ static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t
 
 static dm_req *req_find(dualmap *s, uint64_t id)
 {
-    uint32_t i = map_get(&s->reqs, id);
+    uint32_t i = sim_u64map_get(&s->reqs, id);
     return i == DM_NONE ? NULL : &s->rq[i];
 }
 
 static void req_add(dualmap *s, uint64_t id, dm_req q)
 {
-    uint32_t i = map_get(&s->reqs, id);
+    uint32_t i = sim_u64map_get(&s->reqs, id);
     if (i == DM_NONE) {
         if (s->rq_free == DM_NONE) {
             uint32_t cap = s->rq_cap ? 2 * s->rq_cap : 256;
@@ -380,17 +279,17 @@ static void req_add(dualmap *s, uint64_t id, dm_req q)
         }
         i = s->rq_free;
         s->rq_free = s->rq[i].dest;
-        map_put(&s->reqs, id, i);
+        sim_u64map_put(&s->reqs, id, i);
     }
     s->rq[i] = q;
 }
 
 static void req_del(dualmap *s, uint64_t id)
 {
-    uint32_t i = map_get(&s->reqs, id);
+    uint32_t i = sim_u64map_get(&s->reqs, id);
     if (i == DM_NONE)
         return;
-    map_del(&s->reqs, id);
+    sim_u64map_del(&s->reqs, id);
     s->rq[i].dest = s->rq_free;
     s->rq_free = i;
 }
@@ -401,7 +300,7 @@ static uint32_t depth_of(const dualmap *s, const wl_request *r)
 {
     uint32_t d = 1;
     for (;;) {
-        uint32_t nd = map_get(&s->expand, r->blocks[d - 1]);
+        uint32_t nd = sim_u64map_get(&s->expand, r->blocks[d - 1]);
         if (nd == DM_NONE || nd <= d)
             return d;
         if (nd >= r->n_blocks)
@@ -412,19 +311,19 @@ static uint32_t depth_of(const dualmap *s, const wl_request *r)
 
 static double share(const dualmap *s, uint64_t key)
 {
-    uint32_t c = map_get(&s->count, key);
+    uint32_t c = sim_u64map_get(&s->count, key);
     return c == DM_NONE ? 0.0 : (double)c / (double)s->win_n;
 }
 
 static void count_add(dualmap *s, uint64_t key, int delta)
 {
-    uint32_t c = map_get(&s->count, key);
+    uint32_t c = sim_u64map_get(&s->count, key);
     if (c == DM_NONE)
         c = 0;
     if (delta < 0 && c <= 1)
-        map_del(&s->count, key);
+        sim_u64map_del(&s->count, key);
     else
-        map_put(&s->count, key, delta < 0 ? c - 1 : c + 1);
+        sim_u64map_put(&s->count, key, delta < 0 ? c - 1 : c + 1);
 }
 
 /* Observe r resolved at depth d; expand or shrink the table. */
@@ -451,11 +350,11 @@ static void observe(dualmap *s, const wl_request *r, uint32_t d)
         return;
     if (d < r->n_blocks && share(s, r->blocks[d - 1]) >= DM_HOT_SHARE) {
         if (s->expand.n >= DM_EXPAND_MAX)
-            map_clear(&s->expand);
-        map_put(&s->expand, r->blocks[d - 1], d + 1);
+            sim_u64map_clear(&s->expand);
+        sim_u64map_put(&s->expand, r->blocks[d - 1], d + 1);
     }
     if (d > 1 && share(s, r->blocks[d - 2]) < DM_COLD_SHARE)
-        map_del(&s->expand, r->blocks[d - 2]);
+        sim_u64map_del(&s->expand, r->blocks[d - 2]);
 }
 
 /* ---- load estimates ---- */
@@ -623,13 +522,13 @@ static int dm_create(void *state, const route_params *p)
     if (!rc)
         rc = route__ring_init(&s->ring2, p->n_dest, vn, DM_SALT2);
     if (!rc)
-        rc = map_init(&s->pidx, 64);
+        rc = sim_u64map_init(&s->pidx, 64);
     if (!rc)
-        rc = map_init(&s->reqs, 64);
+        rc = sim_u64map_init(&s->reqs, 64);
     if (!rc)
-        rc = map_init(&s->expand, 64);
+        rc = sim_u64map_init(&s->expand, 64);
     if (!rc)
-        rc = map_init(&s->count, 64);
+        rc = sim_u64map_init(&s->count, 64);
     if (!rc) {
         s->lru_head = malloc(p->n_dest * sizeof *s->lru_head);
         s->lru_tail = malloc(p->n_dest * sizeof *s->lru_tail);
@@ -726,10 +625,10 @@ static void dm_destroy(void *state)
     dualmap *s = state;
     route__ring_fini(&s->ring1);
     route__ring_fini(&s->ring2);
-    map_fini(&s->pidx);
-    map_fini(&s->reqs);
-    map_fini(&s->expand);
-    map_fini(&s->count);
+    sim_u64map_fini(&s->pidx);
+    sim_u64map_fini(&s->reqs);
+    sim_u64map_fini(&s->expand);
+    sim_u64map_fini(&s->count);
     free(s->ekey);
     free(s->eprev);
     free(s->enext);

@@ -109,6 +109,7 @@
 
 #include "../sim/error.h"
 #include "cost.h"
+#include "../sim/u64map.h"
 #include "route.h"
 
 #define PB_NONE UINT32_MAX
@@ -119,110 +120,6 @@
 #define PB_REBALANCE_EVERY_S 1.0 /* minimum simulated time between passes */
 #define PB_OVERLOAD_RATIO 2.0
 
-/* ---- a u64 -> u32 hash map: linear probing, backward-shift deletion ---- */
-
-typedef struct u64map {
-    uint64_t *key;
-    uint32_t *val; /* PB_NONE marks an empty slot */
-    size_t mask;
-    size_t n;
-} u64map;
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-static int map_init(u64map *m, size_t slots)
-{
-    m->key = malloc(slots * sizeof *m->key);
-    m->val = malloc(slots * sizeof *m->val);
-    m->mask = slots - 1;
-    m->n = 0;
-    if (!m->key || !m->val) {
-        free(m->key);
-        free(m->val);
-        m->key = NULL;
-        m->val = NULL;
-        return SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
-    }
-    memset(m->val, 0xff, slots * sizeof *m->val);
-    return SIM_OK;
-}
-
-static void map_fini(u64map *m)
-{
-    free(m->key);
-    free(m->val);
-    memset(m, 0, sizeof *m);
-}
-
-static size_t map_slot(const u64map *m, uint64_t k)
-{
-    size_t i = (size_t)mix64(k) & m->mask;
-    while (m->val[i] != PB_NONE && m->key[i] != k)
-        i = (i + 1) & m->mask;
-    return i;
-}
-
-static uint32_t map_get(const u64map *m, uint64_t k)
-{
-    return m->val[map_slot(m, k)];
-}
-
-static void map_grow(u64map *m)
-{
-    u64map g;
-    if (map_init(&g, 2 * (m->mask + 1)))
-        sim_panic(__FILE__, __LINE__, "out of memory growing the preble tree");
-    for (size_t i = 0; i <= m->mask; i++)
-        if (m->val[i] != PB_NONE) {
-            size_t j = map_slot(&g, m->key[i]);
-            g.key[j] = m->key[i];
-            g.val[j] = m->val[i];
-        }
-    g.n = m->n;
-    map_fini(m);
-    *m = g;
-}
-
-static void map_put(u64map *m, uint64_t k, uint32_t v)
-{
-    if (2 * (m->n + 1) > m->mask + 1)
-        map_grow(m);
-    size_t i = map_slot(m, k);
-    if (m->val[i] == PB_NONE) {
-        m->key[i] = k;
-        m->n++;
-    }
-    m->val[i] = v;
-}
-
-static void map_del(u64map *m, uint64_t k)
-{
-    size_t i = map_slot(m, k);
-    if (m->val[i] == PB_NONE)
-        return;
-    for (size_t j = i;;) {
-        j = (j + 1) & m->mask;
-        if (m->val[j] == PB_NONE)
-            break;
-        size_t h = (size_t)mix64(m->key[j]) & m->mask;
-        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            m->key[i] = m->key[j];
-            m->val[i] = m->val[j];
-            i = j;
-        }
-    }
-    m->val[i] = PB_NONE;
-    m->n--;
-}
 
 /* ---- state ---- */
 
@@ -257,7 +154,7 @@ typedef struct preble {
     uint64_t *alloc; /* words per node */
     uint32_t n_cap, n_used, n_free;
     uint32_t lru_head, lru_tail;
-    u64map map;
+    sim_u64map map;
     /* History window (FIFO ring). */
     pentry *win;
     size_t w_cap, w_head, w_n;
@@ -429,7 +326,7 @@ static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
     s->nd[parent].child = n;
     s->nd[parent].nchild++;
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
-    map_put(&s->map, hash, n);
+    sim_u64map_put(&s->map, hash, n);
     lru_front(s, n);
     return n;
 }
@@ -447,7 +344,7 @@ static void node_free(preble *s, uint32_t n)
         s->nd[x->next].prev = x->prev;
     s->nd[x->parent].nchild--;
     lru_unlink(s, n);
-    map_del(&s->map, x->hash);
+    sim_u64map_del(&s->map, x->hash);
     x->next = s->n_free;
     s->n_free = n;
 }
@@ -661,7 +558,7 @@ static int pb_create(void *state, const route_params *p)
     if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
-        rc = map_init(&s->map, 64);
+        rc = sim_u64map_init(&s->map, 64);
     if (rc) {
         pb_destroy(s);
         return rc;
@@ -706,7 +603,7 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     }
     uint32_t m = 0;
     while (m < r->n_blocks) {
-        uint32_t x = map_get(&s->map, r->blocks[m]);
+        uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
         if (x == PB_NONE)
             break;
         s->path[m++] = x;
@@ -773,7 +670,7 @@ static void pb_interval(void *state, double now_s)
 static void pb_destroy(void *state)
 {
     preble *s = state;
-    map_fini(&s->map);
+    sim_u64map_fini(&s->map);
     free(s->nd);
     free(s->alloc);
     free(s->win);
