@@ -247,7 +247,8 @@ static void cr_telemetry(void *state, route_telemetry *out)
     cacheroute *s = state;
     out->n_iv = s->n_iv;
     out->iv = sim_xmalloc((s->n_iv ? s->n_iv : 1) * sizeof *out->iv);
-    memcpy(out->iv, s->iv, s->n_iv * sizeof *out->iv);
+    if (s->n_iv) /* s->iv is NULL before the first re-plan */
+        memcpy(out->iv, s->iv, s->n_iv * sizeof *out->iv);
     const plan *pl = &s->pl;
     size_t n = s->have_plan ? pl->n_admitted : 0;
     out->n_keys = n;
