@@ -40,7 +40,7 @@ static void usage(FILE *f)
           "        print a table and store all runs and SLO capacities in SQLite\n"
           "        (experiment.db, default results/<experiment.name>.db).  --set overrides\n"
           "        any key, e.g. --set experiment.rates=[10,20] --set cluster.destinations=8;\n"
-          "        --shard I/N runs only runs with index %% N == I (0 <= I < N), for job\n"
+          "        --shard I/N runs only runs with index % N == I (0 <= I < N), for job\n"
           "        arrays; --resume reuses runs stored with the same config hash\n"
           "  report DB [--experiment ID] [--format text|markdown|csv] [--rate R] [--out FILE]\n"
           "        paper-style tables: KV hit, SLO capacity per threshold (censoring\n"
@@ -63,7 +63,7 @@ static void usage(FILE *f)
           "  workload describe CONFIG [--set KEY=VALUE]... [--rate R] [--seed S]\n"
           "        [--requests N] [--block-size B]\n"
           "        statistics of a workload (a preset in workloads/specs/ or any config):\n"
-          "        keys, Gini, top 1/4/10 %% shares, largest share; and of its request\n"
+          "        keys, Gini, top 1/4/10 % shares, largest share; and of its request\n"
           "        stream at rate R (default 10/s, first N = 100000 requests): rate,\n"
           "        inter-arrival CV, lengths, infinite-cache hit rate\n"
           "  help config      list every config key with type, default, range, unit\n"
@@ -71,7 +71,7 @@ static void usage(FILE *f)
           "  version          print the build version\n"
           "\n"
           "exit status: 0 ok, 2 bad input, 1 other error, 130 interrupted\n"
-          "docs: README.md, docs/config.md, docs/results-schema.md\n",
+          "docs: README.md, docs/config.md, docs/harness.md, docs/results-schema.md\n",
           f);
 }
 
