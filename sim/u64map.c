@@ -19,33 +19,32 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
+static void empty_all(sim_u64map_slot *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        s[i].val = SIM_U64MAP_NONE;
+}
+
 int sim_u64map_init(sim_u64map *m, size_t slots)
 {
-    m->key = malloc(slots * sizeof *m->key);
-    m->val = malloc(slots * sizeof *m->val);
+    m->slot = malloc(slots * sizeof *m->slot);
     m->mask = slots - 1;
     m->n = 0;
-    if (!m->key || !m->val) {
-        free(m->key);
-        free(m->val);
-        m->key = NULL;
-        m->val = NULL;
+    if (!m->slot)
         return SIM_ERROR(SIM_ENOMEM, "out of memory creating a router index");
-    }
-    memset(m->val, 0xff, slots * sizeof *m->val);
+    empty_all(m->slot, slots);
     return SIM_OK;
 }
 
 void sim_u64map_fini(sim_u64map *m)
 {
-    free(m->key);
-    free(m->val);
+    free(m->slot);
     memset(m, 0, sizeof *m);
 }
 
 void sim_u64map_clear(sim_u64map *m)
 {
-    memset(m->val, 0xff, (m->mask + 1) * sizeof *m->val);
+    empty_all(m->slot, m->mask + 1);
     m->n = 0;
 }
 
@@ -53,14 +52,14 @@ void sim_u64map_clear(sim_u64map *m)
 static size_t slot_of(const sim_u64map *m, uint64_t k)
 {
     size_t i = (size_t)mix64(k) & m->mask;
-    while (m->val[i] != SIM_U64MAP_NONE && m->key[i] != k)
+    while (m->slot[i].val != SIM_U64MAP_NONE && m->slot[i].key != k)
         i = (i + 1) & m->mask;
     return i;
 }
 
 uint32_t sim_u64map_get(const sim_u64map *m, uint64_t k)
 {
-    return m->val[slot_of(m, k)];
+    return m->slot[slot_of(m, k)].val;
 }
 
 static void grow(sim_u64map *m)
@@ -69,11 +68,8 @@ static void grow(sim_u64map *m)
     if (sim_u64map_init(&g, 2 * (m->mask + 1)))
         sim_panic(__FILE__, __LINE__, "out of memory growing a router index");
     for (size_t i = 0; i <= m->mask; i++)
-        if (m->val[i] != SIM_U64MAP_NONE) {
-            size_t j = slot_of(&g, m->key[i]);
-            g.key[j] = m->key[i];
-            g.val[j] = m->val[i];
-        }
+        if (m->slot[i].val != SIM_U64MAP_NONE)
+            g.slot[slot_of(&g, m->slot[i].key)] = m->slot[i];
     g.n = m->n;
     sim_u64map_fini(m);
     *m = g;
@@ -84,32 +80,31 @@ void sim_u64map_put(sim_u64map *m, uint64_t k, uint32_t v)
     if (2 * (m->n + 1) > m->mask + 1)
         grow(m);
     size_t i = slot_of(m, k);
-    if (m->val[i] == SIM_U64MAP_NONE) {
-        m->key[i] = k;
+    if (m->slot[i].val == SIM_U64MAP_NONE) {
+        m->slot[i].key = k;
         m->n++;
     }
-    m->val[i] = v;
+    m->slot[i].val = v;
 }
 
 void sim_u64map_del(sim_u64map *m, uint64_t k)
 {
     size_t i = slot_of(m, k);
-    if (m->val[i] == SIM_U64MAP_NONE)
+    if (m->slot[i].val == SIM_U64MAP_NONE)
         return;
     /* Backward shift: pull later members of the probe run into the hole. */
     for (size_t j = i;;) {
         j = (j + 1) & m->mask;
-        if (m->val[j] == SIM_U64MAP_NONE)
+        if (m->slot[j].val == SIM_U64MAP_NONE)
             break;
-        size_t h = (size_t)mix64(m->key[j]) & m->mask;
+        size_t h = (size_t)mix64(m->slot[j].key) & m->mask;
         /* Keep j if its home h lies cyclically in (i, j]. */
         int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
         if (!stays) {
-            m->key[i] = m->key[j];
-            m->val[i] = m->val[j];
+            m->slot[i] = m->slot[j];
             i = j;
         }
     }
-    m->val[i] = SIM_U64MAP_NONE;
+    m->slot[i].val = SIM_U64MAP_NONE;
     m->n--;
 }

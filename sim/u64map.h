@@ -14,9 +14,15 @@
 /* The value that marks "absent" (never store it). */
 #define SIM_U64MAP_NONE UINT32_MAX
 
+/* One slot: key and value side by side, so a probe touches one cache
+ * line instead of two. */
+typedef struct sim_u64map_slot {
+    uint64_t key;
+    uint32_t val; /* SIM_U64MAP_NONE marks an empty slot */
+} sim_u64map_slot;
+
 typedef struct sim_u64map {
-    uint64_t *key;
-    uint32_t *val; /* SIM_U64MAP_NONE marks an empty slot */
+    sim_u64map_slot *slot;
     size_t mask;   /* slots - 1 (a power of two) */
     size_t n;      /* entries */
 } sim_u64map;
