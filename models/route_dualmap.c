@@ -242,16 +242,24 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
 /* Send r's blocks to d in the index, last block first. */
 static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
 {
-    for (uint32_t j = r->n_blocks; j-- > 0;)
+    for (uint32_t j = r->n_blocks; j-- > 0;) {
+        if (j >= 8)
+            sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j - 8], d));
         pidx_touch(s, r->blocks[j], d);
+    }
 }
 
 /* Predicted uncached prompt tokens of r at d. */
 static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t d)
 {
     uint32_t m = 0;
-    while (m < r->n_blocks && sim_u64map_get(&s->pidx, pidx_key(r->blocks[m], d)) != DM_NONE)
+    for (uint32_t j = 0; j < 8 && j < r->n_blocks; j++)
+        sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j], d));
+    while (m < r->n_blocks && sim_u64map_get(&s->pidx, pidx_key(r->blocks[m], d)) != DM_NONE) {
+        if (m + 8 < r->n_blocks)
+            sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[m + 8], d));
         m++;
+    }
     uint64_t hit = (uint64_t)m * s->block_size;
     return hit >= r->prompt_tokens ? 0 : r->prompt_tokens - (uint32_t)hit;
 }

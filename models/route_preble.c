@@ -602,7 +602,11 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
         s->path_cap = r->n_blocks;
     }
     uint32_t m = 0;
+    for (uint32_t j = 0; j < 8 && j < r->n_blocks; j++)
+        sim_u64map_prefetch(&s->map, r->blocks[j]);
     while (m < r->n_blocks) {
+        if (m + 8 < r->n_blocks) /* the tree is large: hide the probe's miss */
+            sim_u64map_prefetch(&s->map, r->blocks[m + 8]);
         uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
         if (x == PB_NONE)
             break;

@@ -108,3 +108,13 @@ void sim_u64map_del(sim_u64map *m, uint64_t k)
     m->slot[i].val = SIM_U64MAP_NONE;
     m->n--;
 }
+
+void sim_u64map_prefetch(const sim_u64map *m, uint64_t k)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(&m->slot[(size_t)mix64(k) & m->mask]);
+#else
+    (void)m;
+    (void)k;
+#endif
+}

@@ -47,4 +47,9 @@ void sim_u64map_put(sim_u64map *m, uint64_t k, uint32_t v);
 /* Remove `k` if present.  O(1) expected. */
 void sim_u64map_del(sim_u64map *m, uint64_t k);
 
+/* Ask the CPU to fetch the home slot of `k` ahead of a lookup (a hint for
+ * loops over many keys; large maps miss the cache on every probe).  No
+ * effect on the map.  Cannot fail. */
+void sim_u64map_prefetch(const sim_u64map *m, uint64_t k);
+
 #endif
