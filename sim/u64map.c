@@ -8,16 +8,7 @@
 
 #include "error.h"
 
-/* splitmix64 finaliser: keys may be small integers or hashes. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
+#define mix64 sim_u64map_mix
 
 static void empty_all(sim_u64map_slot *s, size_t n)
 {
@@ -107,14 +98,4 @@ void sim_u64map_del(sim_u64map *m, uint64_t k)
     }
     m->slot[i].val = SIM_U64MAP_NONE;
     m->n--;
-}
-
-void sim_u64map_prefetch(const sim_u64map *m, uint64_t k)
-{
-#if defined(__GNUC__)
-    __builtin_prefetch(&m->slot[(size_t)mix64(k) & m->mask]);
-#else
-    (void)m;
-    (void)k;
-#endif
 }

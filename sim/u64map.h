@@ -47,9 +47,30 @@ void sim_u64map_put(sim_u64map *m, uint64_t k, uint32_t v);
 /* Remove `k` if present.  O(1) expected. */
 void sim_u64map_del(sim_u64map *m, uint64_t k);
 
+/* The slot hash: a splitmix64 finaliser (keys may be small integers or
+ * hashes).  Cannot fail. */
+static inline uint64_t sim_u64map_mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
 /* Ask the CPU to fetch the home slot of `k` ahead of a lookup (a hint for
  * loops over many keys; large maps miss the cache on every probe).  No
- * effect on the map.  Cannot fail. */
-void sim_u64map_prefetch(const sim_u64map *m, uint64_t k);
+ * effect on the map.  Inline so that loops issue it without a call.
+ * Cannot fail. */
+static inline void sim_u64map_prefetch(const sim_u64map *m, uint64_t k)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(&m->slot[(size_t)sim_u64map_mix(k) & m->mask]);
+#else
+    (void)m;
+    (void)k;
+#endif
+}
 
 #endif
