@@ -65,14 +65,29 @@ static double drain(engine *e, double t)
     return t;
 }
 
+
+/* An engine with the simple cost model and the logging hooks. */
+static engine *new_engine(log_ctx *l, uint32_t n_blocks, uint32_t budget, uint32_t max_seqs,
+                          bool caching)
+{
+    engine_hooks h = {.ctx = l, .first_token = hk_first, .finish = hk_finish};
+    engine_params p = {.block_size = 16, .max_num_batched_tokens = budget,
+                       .max_num_seqs = max_seqs, .prefix_caching = caching};
+    cost_model cm = simple_cost();
+    return engine_create(0, n_blocks, &p, &cm, &h);
+}
+
+/* Free a test request and the engine-side block list it kept. */
+static void free_req(wl_request *r, engine_req *er)
+{
+    wl_request_fini(r);
+    free(er->blk);
+}
+
 static void test_lone_request(void)
 {
     log_ctx l = {0};
-    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
-    engine_params p = {.block_size = 16, .max_num_batched_tokens = 100, .max_num_seqs = 8,
-                       .prefix_caching = true};
-    cost_model cm = simple_cost();
-    engine *e = engine_create(0, 1000, &p, &cm, &h);
+    engine *e = new_engine(&l, 1000, 100, 8, true);
     wl_request r = make_req(0, 250, 4, 16, 1);
     engine_req er = {.r = &r};
     engine_submit(e, &er, 0.0);
@@ -116,26 +131,20 @@ static void test_lone_request(void)
     CHECK_INT_EQ(engine_inflight(e), 0);
     pcache_check(engine_cache(e));
     engine_destroy(e);
-    for (int i = 0; i < 4; i++) {
-        wl_request *rr[] = {&r, &r2, &r3, &r4};
-        wl_request_fini(rr[i]);
-        engine_req *ee[] = {&er, &er2, &er3, &er4};
-        free(ee[i]->blk);
-    }
+    free_req(&r, &er);
+    free_req(&r2, &er2);
+    free_req(&r3, &er3);
+    free_req(&r4, &er4);
 }
 
 static void test_preemption_and_reject(void)
 {
     log_ctx l = {0};
-    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
-    engine_params p = {.block_size = 16, .max_num_batched_tokens = 1000, .max_num_seqs = 8,
-                       .prefix_caching = false};
-    cost_model cm = simple_cost();
     /* 10 blocks = 160 tokens.  Two requests of 64 prompt + 60 output
      * tokens each need up to 8 blocks each: they fit together at the start
      * (4 + 4 blocks) but not at the end, so the later one is preempted and
      * recomputed after the first finishes. */
-    engine *e = engine_create(0, 10, &p, &cm, &h);
+    engine *e = new_engine(&l, 10, 1000, 8, false);
     wl_request a = make_req(0, 64, 60, 16, 1), b = make_req(1, 64, 60, 16, 2);
     wl_request big = make_req(2, 150, 20, 16, 3); /* needs 11 blocks > 10 */
     engine_req ea = {.r = &a}, eb = {.r = &b}, ebig = {.r = &big};
@@ -157,22 +166,15 @@ static void test_preemption_and_reject(void)
     CHECK_INT_EQ(pcache_pinned(engine_cache(e)), 0);
     pcache_check(engine_cache(e));
     engine_destroy(e);
-    wl_request_fini(&a);
-    wl_request_fini(&b);
-    wl_request_fini(&big);
-    free(ea.blk);
-    free(eb.blk);
-    free(ebig.blk);
+    free_req(&a, &ea);
+    free_req(&b, &eb);
+    free_req(&big, &ebig);
 }
 
 static void test_queued_tokens(void)
 {
     log_ctx l = {0};
-    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
-    engine_params p = {.block_size = 16, .max_num_batched_tokens = 64, .max_num_seqs = 1,
-                       .prefix_caching = true};
-    cost_model cm = simple_cost();
-    engine *e = engine_create(0, 100, &p, &cm, &h);
+    engine *e = new_engine(&l, 100, 64, 1, true);
     wl_request a = make_req(0, 100, 2, 16, 1), b = make_req(1, 50, 2, 16, 2);
     engine_req ea = {.r = &a}, eb = {.r = &b};
     engine_submit(e, &ea, 0);
@@ -185,10 +187,8 @@ static void test_queued_tokens(void)
     CHECK_INT_EQ(engine_queued_tokens(e), 0);
     CHECK_INT_EQ(l.finishes, 2);
     engine_destroy(e);
-    wl_request_fini(&a);
-    wl_request_fini(&b);
-    free(ea.blk);
-    free(eb.blk);
+    free_req(&a, &ea);
+    free_req(&b, &eb);
 }
 
 /* Withdrawing never-started requests (for routers that rebalance queued
@@ -196,11 +196,7 @@ static void test_queued_tokens(void)
 static void test_withdraw(void)
 {
     log_ctx l = {0};
-    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
-    engine_params p = {.block_size = 16, .max_num_batched_tokens = 64, .max_num_seqs = 1,
-                       .prefix_caching = true};
-    cost_model cm = simple_cost();
-    engine *e = engine_create(0, 100, &p, &cm, &h);
+    engine *e = new_engine(&l, 100, 64, 1, true);
     wl_request a = make_req(0, 100, 2, 16, 1), b = make_req(1, 50, 2, 16, 2);
     engine_req ea = {.r = &a}, eb = {.r = &b};
     engine_submit(e, &ea, 0);
@@ -219,10 +215,8 @@ static void test_withdraw(void)
     CHECK_INT_EQ(l.finishes, 1);
     CHECK_INT_EQ(engine_get_stats(e)->requests, 1);
     engine_destroy(e);
-    wl_request_fini(&a);
-    wl_request_fini(&b);
-    free(ea.blk);
-    free(eb.blk);
+    free_req(&a, &ea);
+    free_req(&b, &eb);
 }
 
 /* Generated-output blocks with known hashes enter the cache as they fill,
@@ -231,11 +225,7 @@ static void test_withdraw(void)
 static void test_output_blocks(void)
 {
     log_ctx l = {0};
-    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
-    engine_params p = {.block_size = 16, .max_num_batched_tokens = 1000, .max_num_seqs = 8,
-                       .prefix_caching = true};
-    cost_model cm = simple_cost();
-    engine *e = engine_create(0, 100, &p, &cm, &h);
+    engine *e = new_engine(&l, 100, 1000, 8, true);
     /* Turn 1: 64 prompt + 40 output tokens; hashes for all 6 full blocks
      * of the 104-token sequence (blocks 4 and 5 hold output). */
     wl_request a = make_req(0, 104, 1, 16, 3);
@@ -254,10 +244,8 @@ static void test_output_blocks(void)
     drain(e, t);
     CHECK_INT_EQ(eb.hit_tokens, 96);
     engine_destroy(e);
-    wl_request_fini(&a);
-    wl_request_fini(&b);
-    free(ea.blk);
-    free(eb.blk);
+    free_req(&a, &ea);
+    free_req(&b, &eb);
 }
 
 int main(void)
