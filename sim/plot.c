@@ -427,13 +427,8 @@ int exp_plot_main(int argc, char **argv)
     if (rc)
         return exp__exit_status(rc);
 
-    sqlite3 *db = NULL;
     exp__report *r = NULL;
-    rc = exp__report_open(path, &db);
-    if (rc == SIM_OK)
-        rc = exp__report_load(db, id, rate, &r);
-    sqlite3_close(db);
-    if (rc)
+    if ((rc = exp__report_read(path, id, rate, &r)))
         return exp__exit_status(rc);
     exp__report_warn(r);
 

@@ -992,13 +992,8 @@ int exp_report_main(int argc, char **argv)
     if (rc)
         return exp__exit_status(rc);
 
-    sqlite3 *db = NULL;
     exp__report *r = NULL;
-    rc = exp__report_open(path, &db);
-    if (rc == SIM_OK)
-        rc = exp__report_load(db, id, rate, &r);
-    sqlite3_close(db);
-    if (rc)
+    if ((rc = exp__report_read(path, id, rate, &r)))
         return exp__exit_status(rc);
 
     FILE *out = stdout;
@@ -1020,4 +1015,14 @@ int exp_report_main(int argc, char **argv)
     }
     exp__report_free(r);
     return exp__exit_status(rc);
+}
+
+int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out)
+{
+    sqlite3 *db = NULL;
+    int rc = exp__report_open(path, &db);
+    if (rc == SIM_OK)
+        rc = exp__report_load(db, id, rate_rps, out);
+    sqlite3_close(db);
+    return rc;
 }

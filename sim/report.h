@@ -98,6 +98,10 @@ int exp__report_open(const char *path, sqlite3 **db);
  * untested --rate or invalid SLO settings; SIM_EDB on SQLite errors. */
 int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out);
 
+/* exp__report_open + exp__report_load of the database at `path`, closing
+ * it again: the one call report and plot make.  Same returns. */
+int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out);
+
 /* Free a report.  Accepts NULL. */
 void exp__report_free(exp__report *r);
 
