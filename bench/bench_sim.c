@@ -15,6 +15,12 @@
  *   bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]
  *       The Mooncake conversation trace on the same cluster, time-scaled to
  *       RATE requests/s (default 20), router POLICY (default flat_lb).
+ *   bench_sim experiment CONFIG.yaml RATE POLICY [SEED]
+ *       One run of an experiment config exactly as `crsim run` sets it up
+ *       (cluster, engine, router parameters, warm-up, drain and workload of
+ *       the file; seed default 1), without the result store: e.g.
+ *       experiments/flagship.yaml 100 cacheroute is the flagship
+ *       experiment's run at 100 requests/s.
  *
  * The generation cost of the request stream is measured separately (the
  * same stream, generated and freed without simulating) and reported both
@@ -31,6 +37,8 @@
 #include "../models/cost_profile.h"
 #include "../models/spec_load.h"
 #include "../sim/error.h"
+#include "../sim/exp.h"
+#include "../sim/setup.h"
 #include "../workloads/mooncake.h"
 #include "../workloads/replay.h"
 #include "../workloads/synth.h"
@@ -84,11 +92,88 @@ static void close_stream(scenario *s)
     s->replay = NULL;
 }
 
+static void report(const char *name, const char *policy, double rate, uint64_t gen,
+                   uint64_t blocks, double t_gen, double t_run, const cluster_result *res)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double n = (double)res->n_arrived;
+    printf("%s: %s at %.0f requests/s: %llu requests (%.0f blocks each), %llu events, "
+           "%llu steps\n", name, policy, rate, (unsigned long long)res->n_arrived,
+           (double)blocks / (double)gen, (unsigned long long)res->events,
+           (unsigned long long)res->steps);
+    printf("%s: wall %.3f s = %.2f us/request (%.0f requests/s); stream generation alone "
+           "%.2f us/request; simulation %.2f us/request\n", name, t_run, 1e6 * t_run / n,
+           n / t_run, 1e6 * t_gen / (double)gen, 1e6 * (t_run - t_gen) / n);
+    printf("%s: peak RSS %.1f MB\n", name, (double)ru.ru_maxrss / 1024.0);
+    printf("%s: fingerprint completed=%llu unfinished=%llu rejected=%llu hit_tokens=%llu "
+           "preemptions=%llu ttft_p99=%.17g e2e_p99=%.17g end=%.17g\n", name,
+           (unsigned long long)res->n_completed, (unsigned long long)res->n_unfinished,
+           (unsigned long long)res->n_rejected, (unsigned long long)res->hit_tokens,
+           (unsigned long long)res->preemptions, res->ttft_p99, res->e2e_p99, res->sim_end_s);
+}
+
+/* bench_sim experiment CONFIG RATE POLICY [SEED]: one run as crsim run. */
+static int bench_experiment(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED]\n");
+        return 2;
+    }
+    exp_config cfg;
+    exp_setup su;
+    if (exp_config_load(argv[2], NULL, 0, &cfg))
+        die(argv[2]);
+    if (exp_setup_init(&cfg, &su))
+        die(argv[2]);
+    const double rate = atof(argv[3]);
+    const char *policy = argv[4];
+    const uint64_t seed = argc > 5 ? strtoull(argv[5], NULL, 10) : 1;
+    const route_type *rt = route_find(policy);
+    if (!rt || !(rate > 0)) {
+        fprintf(stderr, "bench_sim: bad policy or rate\n");
+        return 2;
+    }
+    /* Generation alone: the same stream, produced and freed. */
+    exp_stream *st;
+    if (exp_stream_open(&su, seed, rate, &st))
+        die("stream");
+    wl_source src = exp_stream_source(st);
+    double t0 = now();
+    wl_request r;
+    uint64_t gen = 0, blocks = 0;
+    while (src.next(src.state, &r)) {
+        gen++;
+        blocks += r.n_blocks;
+        wl_request_fini(&r);
+    }
+    double t_gen = now() - t0;
+    exp_stream_close(st);
+
+    route_params rp = exp_setup_route_params(&su, seed, rate);
+    cluster_result res;
+    if (exp_stream_open(&su, seed, rate, &st))
+        die("stream");
+    t0 = now();
+    if (cluster_run(&su.cp, rt, &rp, exp_stream_source(st), &res))
+        die("cluster_run");
+    double t_run = now() - t0;
+    exp_stream_close(st);
+    report("experiment", policy, rate, gen, blocks, t_gen, t_run, &res);
+    cluster_result_fini(&res);
+    exp_setup_fini(&su);
+    exp_config_fini(&cfg);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "experiment"))
+        return bench_experiment(argc, argv);
     if (argc < 3 || (strcmp(argv[1], "flagship") && strcmp(argv[1], "mooncake"))) {
         fprintf(stderr, "usage: bench_sim flagship PRESET.yaml [DURATION_S] [RATE] [POLICY]\n"
-                        "       bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]\n");
+                        "       bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]\n"
+                        "       bench_sim experiment CONFIG.yaml RATE POLICY [SEED]\n");
         return 2;
     }
     scenario s = {.name = argv[1]};
@@ -158,22 +243,7 @@ int main(int argc, char **argv)
     double t_run = now() - t0;
     close_stream(&s);
 
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double n = (double)res.n_arrived;
-    printf("%s: %s at %.0f requests/s: %llu requests (%.0f blocks each), %llu events, "
-           "%llu steps\n", s.name, policy, s.rate, (unsigned long long)res.n_arrived,
-           (double)blocks / (double)gen, (unsigned long long)res.events,
-           (unsigned long long)res.steps);
-    printf("%s: wall %.3f s = %.2f us/request (%.0f requests/s); stream generation alone "
-           "%.2f us/request; simulation %.2f us/request\n", s.name, t_run, 1e6 * t_run / n,
-           n / t_run, 1e6 * t_gen / (double)gen, 1e6 * (t_run - t_gen) / n);
-    printf("%s: peak RSS %.1f MB\n", s.name, (double)ru.ru_maxrss / 1024.0);
-    printf("%s: fingerprint completed=%llu unfinished=%llu rejected=%llu hit_tokens=%llu "
-           "preemptions=%llu ttft_p99=%.17g e2e_p99=%.17g end=%.17g\n", s.name,
-           (unsigned long long)res.n_completed, (unsigned long long)res.n_unfinished,
-           (unsigned long long)res.n_rejected, (unsigned long long)res.hit_tokens,
-           (unsigned long long)res.preemptions, res.ttft_p99, res.e2e_p99, res.sim_end_s);
+    report(s.name, policy, s.rate, gen, blocks, t_gen, t_run, &res);
     cluster_result_fini(&res);
     if (s.trace)
         wl_trace_destroy(s.trace);

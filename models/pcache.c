@@ -248,33 +248,51 @@ static inline uint32_t lru_pop(pcache *c)
 
 uint64_t pcache_version(const pcache *c) { return c->version; }
 
-/* Continue a match at block i (whose parent hash is `parent`) by table
- * lookups, adding to *unpinned and writing block indices to `out` if not
- * NULL.  Two-stage software pipeline: the slot of block i + PF_DIST is
- * prefetched, and the block of i + PF_DIST/2 once its slot (prefetched
- * earlier) shows it; the probe itself stays exact, the prefetches are only
- * hints (a slot read early may be stale by the time it is used: harmless). */
+/* Continue a match at block i (whose parent hash is `parent`, held by
+ * block `prev`, PCACHE_NONE if unknown), adding to *unpinned and writing
+ * block indices to `out` if not NULL.  Block i is first looked for at
+ * index prev + 1, where pcache_alloc_run() tends to put the next block of
+ * a sequence: a registered hash is held by exactly one block, so "block g
+ * holds hashes[i]" is the same as "a lookup of hashes[i] returns g", and
+ * the guess is exact when it holds; otherwise the table is probed.  While
+ * guesses fail, the table slot of block i + PF_DIST is prefetched, and the
+ * block of i + PF_DIST/2 once its slot (prefetched earlier) shows it: only
+ * hints (a slot read early may be stale by the time it is used). */
 static uint32_t match_from(const pcache *c, const uint64_t *hashes, uint32_t i, uint32_t n,
-                           uint64_t parent, uint32_t *out, uint32_t *unpinned)
+                           uint64_t parent, uint32_t prev, uint32_t *out, uint32_t *unpinned)
 {
     const uint64_t mask = c->mask;
-    for (uint32_t k = i; k < n && k < i + PF_DIST; k++)
-        PREFETCH(&c->tab[hashes[k] & mask]);
+    bool guessing = true; /* so that the first probe starts the pipeline */
     for (; i < n; i++) {
-        if (i + PF_DIST < n)
-            PREFETCH(&c->tab[hashes[i + PF_DIST] & mask]);
-        if (i + PF_DIST / 2 < n) {
-            const slot *s = &c->tab[hashes[i + PF_DIST / 2] & mask];
-            if (s->block != EMPTY && s->tag == (uint32_t)hashes[i + PF_DIST / 2])
-                PREFETCH(&c->b[s->block]);
+        uint32_t blk = prev + 1;
+        if (blk < c->n && c->b[blk].hash == hashes[i]) {
+            guessing = true;
+        } else {
+            if (guessing) {
+                /* (Re)start the prefetch pipeline. */
+                for (uint32_t k = i + 1; k < n && k <= i + PF_DIST; k++)
+                    PREFETCH(&c->tab[hashes[k] & mask]);
+                guessing = false;
+            } else {
+                if (i + PF_DIST < n)
+                    PREFETCH(&c->tab[hashes[i + PF_DIST] & mask]);
+                if (i + PF_DIST / 2 < n) {
+                    const slot *s = &c->tab[hashes[i + PF_DIST / 2] & mask];
+                    if (s->block != EMPTY && s->tag == (uint32_t)hashes[i + PF_DIST / 2])
+                        PREFETCH(&c->b[s->block]);
+                }
+            }
+            blk = tab_find(c, hashes[i]);
+            if (blk == PCACHE_NONE)
+                break;
         }
-        uint32_t blk = tab_find(c, hashes[i]);
-        if (blk == PCACHE_NONE || c->b[blk].parent != parent)
+        if (c->b[blk].parent != parent)
             break;
         *unpinned += c->b[blk].ref == 0;
         if (out)
             out[i] = blk;
         parent = hashes[i];
+        prev = blk;
     }
     return i;
 }
@@ -283,7 +301,7 @@ uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned)
 {
     uint32_t unpinned = 0;
-    uint32_t m = match_from(c, hashes, 0, n, 0, NULL, &unpinned);
+    uint32_t m = match_from(c, hashes, 0, n, 0, PCACHE_NONE, NULL, &unpinned);
     if (n_unpinned)
         *n_unpinned = unpinned;
     return m;
@@ -293,7 +311,7 @@ uint32_t pcache_match_blocks(const pcache *c, const uint64_t *hashes, uint32_t n
                              uint32_t *blocks, uint32_t *n_unpinned)
 {
     uint32_t unpinned = 0;
-    uint32_t m = match_from(c, hashes, 0, n, 0, blocks, &unpinned);
+    uint32_t m = match_from(c, hashes, 0, n, 0, PCACHE_NONE, blocks, &unpinned);
     if (n_unpinned)
         *n_unpinned = unpinned;
     return m;
@@ -329,7 +347,8 @@ uint32_t pcache_rematch(const pcache *c, const uint64_t *hashes, uint32_t n, uin
         unpinned += x->ref == 0;
         parent = hashes[i];
     }
-    uint32_t m = match_from(c, hashes, i, n, parent, blocks, &unpinned);
+    uint32_t m = match_from(c, hashes, i, n, parent, i ? blocks[i - 1] : PCACHE_NONE, blocks,
+                            &unpinned);
     if (n_unpinned)
         *n_unpinned = unpinned;
     return m;
@@ -390,12 +409,42 @@ static inline uint32_t alloc_one(pcache *c)
 
 uint32_t pcache_alloc(pcache *c) { return alloc_one(c); }
 
+/* Evict the coldest cached block to the blank stack. */
+static inline void evict_one(pcache *c)
+{
+    const uint32_t i = lru_pop(c);
+    tab_delete(c, c->b[i].hash, i);
+    c->n_hashed--;
+    c->version++;
+    c->b[i] = (block){0};
+    c->fresh[c->n_fresh++] = i;
+}
+
 uint32_t pcache_alloc_run(pcache *c, uint32_t *out, uint32_t n)
 {
-    for (uint32_t k = 0; k < n; k++)
-        if ((out[k] = alloc_one(c)) == PCACHE_NONE)
-            return k;
-    return n;
+    /* Which blocks a run takes is semantic only through which cached
+     * hashes it evicts: the blank ones first, then the coldest.  Which
+     * block *indices* hold the new content is free, so the victims go to
+     * the blank stack first and the run is popped from it: a run of
+     * blocks released together (tail first) and evicted together comes
+     * back in ascending index order, so the blocks of one sequence tend to
+     * sit at consecutive indices, and walking a sequence's blocks
+     * (match, pin, release) reads memory in order instead of at random.
+     * pcache_match() guesses the next block of a chain at the next index
+     * for the same reason. */
+    const uint32_t avail = c->n_fresh + c->n_lru;
+    const uint32_t take = n < avail ? n : avail;
+    while (c->n_fresh < take)
+        evict_one(c);
+    for (uint32_t k = 0; k < take; k++) {
+        const uint32_t i = c->fresh[--c->n_fresh];
+        c->b[i] = (block){.ref = 1};
+        out[k] = i;
+    }
+    c->n_pinned += take;
+    if (take < n)
+        out[take] = PCACHE_NONE;
+    return take;
 }
 
 static inline int commit_one(pcache *c, uint32_t b, uint64_t hash, uint64_t parent)

@@ -126,10 +126,15 @@ void pcache_pin_blocks(pcache *c, const uint32_t *blocks, uint32_t m);
 uint32_t pcache_alloc(pcache *c);
 
 /*
- * Allocate up to `n` blocks into `out[0..n)`, exactly as n calls of
- * pcache_alloc() would (same blocks, same order), stopping at the first
- * failure.  Returns how many were allocated (< n only if every block is
- * pinned).  Cannot fail otherwise.
+ * Allocate up to `n` blocks into `out[0..n)` with the same effect on the
+ * cache's contents as n calls of pcache_alloc() (never-used blocks first,
+ * then the same cached blocks evicted in the same order), stopping when
+ * every block is pinned; out[k] = PCACHE_NONE after the last one taken if
+ * fewer than n.  The indices handed out may differ from those n single
+ * calls would return: a run of blocks evicted together is handed out in
+ * ascending index order, so a sequence's blocks tend to be adjacent in
+ * memory (docs/performance.md).  Returns how many were allocated (< n only
+ * if every block is pinned).  Cannot fail otherwise.
  */
 uint32_t pcache_alloc_run(pcache *c, uint32_t *out, uint32_t n);
 
