@@ -121,6 +121,11 @@
 #define DM_EXPAND_MAX (1u << 16)
 #define DM_LIST_MAX 256 /* waiting requests read per destination */
 #define DM_NONE UINT32_MAX
+#if defined(__GNUC__) || defined(__clang__)
+#define DM_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define DM_PREFETCH(p) ((void)(p))
+#endif
 
 /* splitmix64 finaliser (the router-side index key mixes block and
  * destination). */
@@ -143,6 +148,30 @@ typedef struct dm_req {
     uint32_t uncached; /* predicted uncached tokens at dest */
 } dm_req;
 
+/* An entry of the prefix index: a (block, destination) pair.  An entry
+ * stays with one destination for its life (it is reused only by that
+ * destination's evictions). */
+typedef struct dm_entry {
+    uint64_t key; /* mix(block, dest) */
+    uint32_t pos; /* position of its live LRU-queue entry (mod 2^32) */
+} dm_entry;
+
+/* One destination's LRU order as a FIFO queue of entry indices with lazy
+ * deletion (the same exact scheme as the engine's prefix cache,
+ * models/pcache.c): a touch appends the entry and records the position;
+ * earlier queue entries of it go stale; eviction takes the first live
+ * entry (the one whose entry records that position).  The live entries in
+ * queue order are the least- to most-recently-touched blocks, exactly the
+ * move-to-front list this replaces, without the two random writes per
+ * touch of unlinking, and the next victims are known ahead, so their
+ * entries and map slots are prefetched. */
+typedef struct dm_lru {
+    uint32_t *q;
+    uint64_t mask;       /* capacity - 1 (a power of two), or 0 before first use */
+    uint64_t head, tail; /* positions (monotone) */
+    uint32_t n;          /* live entries */
+} dm_lru;
+
 /* One window entry of the hot-prefix detector: the keys of depths 1..d. */
 typedef struct dm_obs {
     uint64_t *keys;
@@ -155,12 +184,11 @@ typedef struct dualmap {
     sim_pcg32 rng;
     double slo_s, tp_s, max_wait_s, backlog; /* backlog = slo / t_p, tokens */
     uint32_t block_size, pool_blocks;
-    /* Prefix index: entries in per-destination LRU lists. */
+    /* Prefix index: entries in per-destination LRU orders. */
     sim_u64map pidx;        /* mix(block, dest) -> entry */
-    uint64_t *ekey;     /* the mixed key of each entry */
-    uint32_t *eprev, *enext;
+    dm_entry *ent;
     uint32_t ecap, eused; /* entries are reused only by eviction */
-    uint32_t *lru_head, *lru_tail, *lru_n; /* per destination */
+    dm_lru *lru;          /* per destination */
     /* In-flight requests. */
     sim_u64map reqs; /* request id -> slot */
     dm_req *rq;
@@ -185,58 +213,96 @@ static uint64_t pidx_key(uint64_t block, uint32_t dest)
     return mix64(block ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)dest + 1)));
 }
 
-static void lru_unlink(dualmap *s, uint32_t d, uint32_t e)
+/* Squeeze stale entries out of d's full queue, or double it if at least
+ * half of it is live (amortised O(1) per touch). */
+static void lru_make_room(dualmap *s, dm_lru *l)
 {
-    if (s->eprev[e] != DM_NONE)
-        s->enext[s->eprev[e]] = s->enext[e];
-    else
-        s->lru_head[d] = s->enext[e];
-    if (s->enext[e] != DM_NONE)
-        s->eprev[s->enext[e]] = s->eprev[e];
-    else
-        s->lru_tail[d] = s->eprev[e];
+    const uint64_t cap = l->mask + 1;
+    if (l->mask == 0 || 2 * (uint64_t)l->n >= cap) {
+        const uint64_t ncap = l->mask ? 2 * cap : 1024;
+        uint32_t *q = sim_xmalloc(ncap * sizeof *q);
+        uint64_t w = 0;
+        for (uint64_t p = l->head; p != l->tail; p++) {
+            const uint32_t e = l->q[p & l->mask];
+            if (s->ent[e].pos == (uint32_t)p) {
+                q[w] = e;
+                s->ent[e].pos = (uint32_t)w;
+                w++;
+            }
+        }
+        free(l->q);
+        l->q = q;
+        l->mask = ncap - 1;
+        l->head = 0;
+        l->tail = w;
+        return;
+    }
+    uint64_t w = l->head;
+    for (uint64_t p = l->head; p != l->tail; p++) {
+        const uint32_t e = l->q[p & l->mask];
+        if (s->ent[e].pos == (uint32_t)p) {
+            l->q[w & l->mask] = e;
+            s->ent[e].pos = (uint32_t)w;
+            w++;
+        }
+    }
+    l->tail = w;
 }
 
-static void lru_push_front(dualmap *s, uint32_t d, uint32_t e)
+/* Make entry e the most recently touched of d (e is live or new). */
+static inline void lru_touch(dualmap *s, dm_lru *l, uint32_t e)
 {
-    s->eprev[e] = DM_NONE;
-    s->enext[e] = s->lru_head[d];
-    if (s->lru_head[d] != DM_NONE)
-        s->eprev[s->lru_head[d]] = e;
-    else
-        s->lru_tail[d] = e;
-    s->lru_head[d] = e;
+    /* Until it is queued, e's old position must not match a stale entry
+     * that compaction would keep: point it past the queue's end. */
+    s->ent[e].pos = (uint32_t)l->tail;
+    if (l->mask == 0 || l->tail - l->head > l->mask)
+        lru_make_room(s, l);
+    const uint64_t p = l->tail++;
+    l->q[p & l->mask] = e;
+    s->ent[e].pos = (uint32_t)p;
+}
+
+/* Take d's least recently touched live entry off its queue (l->n > 0). */
+static inline uint32_t lru_pop(dualmap *s, dm_lru *l)
+{
+    for (;;) {
+        const uint64_t p = l->head++;
+        if (p + 16 < l->tail)
+            DM_PREFETCH(&s->ent[l->q[(p + 16) & l->mask]]);
+        if (p + 8 < l->tail)
+            sim_u64map_prefetch(&s->pidx, s->ent[l->q[(p + 8) & l->mask]].key);
+        const uint32_t e = l->q[p & l->mask];
+        if (s->ent[e].pos == (uint32_t)p)
+            return e;
+    }
 }
 
 /* Record that `block` was sent to `d` (most recent). */
 static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
 {
     uint64_t k = pidx_key(block, d);
+    dm_lru *l = &s->lru[d];
     uint32_t e = sim_u64map_get(&s->pidx, k);
     if (e != DM_NONE) {
-        lru_unlink(s, d, e);
-        lru_push_front(s, d, e);
+        lru_touch(s, l, e);
         return;
     }
-    if (s->lru_n[d] >= s->pool_blocks) { /* evict d's least recent block */
-        e = s->lru_tail[d];
-        lru_unlink(s, d, e);
-        sim_u64map_del(&s->pidx, s->ekey[e]);
-        s->lru_n[d]--;
+    if (l->n >= s->pool_blocks) { /* evict d's least recent block */
+        e = lru_pop(s, l);
+        sim_u64map_del(&s->pidx, s->ent[e].key);
+        l->n--;
     } else {
         if (s->eused == s->ecap) {
             uint32_t cap = s->ecap ? 2 * s->ecap : 1024;
-            s->ekey = sim_xrealloc(s->ekey, cap * sizeof *s->ekey);
-            s->eprev = sim_xrealloc(s->eprev, cap * sizeof *s->eprev);
-            s->enext = sim_xrealloc(s->enext, cap * sizeof *s->enext);
+            s->ent = sim_xrealloc(s->ent, cap * sizeof *s->ent);
             s->ecap = cap;
         }
         e = s->eused++;
     }
-    s->ekey[e] = k;
+    s->ent[e].key = k;
     sim_u64map_put(&s->pidx, k, e);
-    lru_push_front(s, d, e);
-    s->lru_n[d]++;
+    lru_touch(s, l, e);
+    l->n++;
 }
 
 /* Send r's blocks to d in the index, last block first. */
@@ -538,14 +604,12 @@ static int dm_create(void *state, const route_params *p)
     if (!rc)
         rc = sim_u64map_init(&s->count, 64);
     if (!rc) {
-        s->lru_head = malloc(p->n_dest * sizeof *s->lru_head);
-        s->lru_tail = malloc(p->n_dest * sizeof *s->lru_tail);
-        s->lru_n = calloc(p->n_dest, sizeof *s->lru_n);
+        s->lru = calloc(p->n_dest, sizeof *s->lru);
         s->stamp = calloc(p->n_dest, sizeof *s->stamp);
         s->pend_cache = calloc(p->n_dest, sizeof *s->pend_cache);
         s->run_cache = calloc(p->n_dest, sizeof *s->run_cache);
         s->list = malloc(DM_LIST_MAX * sizeof *s->list);
-        if (!s->lru_head || !s->lru_tail || !s->lru_n || !s->stamp || !s->pend_cache ||
+        if (!s->lru || !s->stamp || !s->pend_cache ||
             !s->run_cache || !s->list)
             rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap");
     }
@@ -553,8 +617,6 @@ static int dm_create(void *state, const route_params *p)
         dm_destroy(s);
         return rc;
     }
-    memset(s->lru_head, 0xff, p->n_dest * sizeof *s->lru_head);
-    memset(s->lru_tail, 0xff, p->n_dest * sizeof *s->lru_tail);
     return SIM_OK;
 }
 
@@ -637,12 +699,11 @@ static void dm_destroy(void *state)
     sim_u64map_fini(&s->reqs);
     sim_u64map_fini(&s->expand);
     sim_u64map_fini(&s->count);
-    free(s->ekey);
-    free(s->eprev);
-    free(s->enext);
-    free(s->lru_head);
-    free(s->lru_tail);
-    free(s->lru_n);
+    free(s->ent);
+    if (s->lru)
+        for (uint32_t d = 0; d < s->n_dest; d++)
+            free(s->lru[d].q);
+    free(s->lru);
     free(s->rq);
     for (uint32_t i = 0; i < DM_WINDOW; i++)
         free(s->win[i].keys);

@@ -119,6 +119,11 @@
 #define PB_MIN_PER_DEST 50      /* placements per destination before rebalancing */
 #define PB_REBALANCE_EVERY_S 1.0 /* minimum simulated time between passes */
 #define PB_OVERLOAD_RATIO 2.0
+#if defined(__GNUC__) || defined(__clang__)
+#define PB_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PB_PREFETCH(p) ((void)(p))
+#endif
 
 
 /* ---- state ---- */
@@ -126,7 +131,7 @@
 typedef struct pnode {
     uint64_t hash;
     uint32_t parent, child, next, prev; /* tree: first child, siblings */
-    uint32_t lprev, lnext;              /* LRU list (front = most recent) */
+    uint32_t lpos;                      /* position of its live LRU-queue entry */
     uint32_t nchild;
     uint32_t win_count;  /* window requests with this important node */
     uint32_t alloc_n;    /* |alloc(n)| */
@@ -153,7 +158,16 @@ typedef struct preble {
     pnode *nd;
     uint64_t *alloc; /* words per node */
     uint32_t n_cap, n_used, n_free;
-    uint32_t lru_head, lru_tail;
+    /* LRU order of the tree's nodes (for pruning) as a FIFO queue of node
+     * indices with lazy deletion: a touch appends the node and records the
+     * position in it, leaving its earlier entries stale; the live entries
+     * (those whose node records their position), in queue order, are the
+     * nodes least to most recently touched: exactly the move-to-front list
+     * this replaces, without its two random writes per touch, and the next
+     * nodes to prune are known ahead (prefetched).  Grows by doubling;
+     * stale entries are squeezed out when it is full. */
+    uint32_t *lq;
+    uint64_t lq_mask, lq_head, lq_tail;
     sim_u64map map;
     /* History window (FIFO ring). */
     pentry *win;
@@ -277,29 +291,42 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
 
 /* ---- tree maintenance ---- */
 
-static void lru_unlink(preble *s, uint32_t n)
+/* Squeeze the stale entries out of the full queue; double it if it stays
+ * more than half full (amortised O(1) per touch). */
+static void lq_make_room(preble *s)
 {
-    pnode *x = &s->nd[n];
-    if (x->lprev != PB_NONE)
-        s->nd[x->lprev].lnext = x->lnext;
-    else
-        s->lru_head = x->lnext;
-    if (x->lnext != PB_NONE)
-        s->nd[x->lnext].lprev = x->lprev;
-    else
-        s->lru_tail = x->lprev;
+    uint64_t w = s->lq_head;
+    for (uint64_t p = s->lq_head; p != s->lq_tail; p++) {
+        const uint32_t n = s->lq[p & s->lq_mask];
+        if (s->nd[n].lpos == (uint32_t)p) {
+            s->lq[w & s->lq_mask] = n;
+            s->nd[n].lpos = (uint32_t)w;
+            w++;
+        }
+    }
+    s->lq_tail = w;
+    const uint64_t cap = s->lq_mask + 1;
+    if (2 * (w - s->lq_head) > cap) {
+        uint32_t *q = sim_xmalloc(2 * cap * sizeof *q);
+        for (uint64_t p = s->lq_head; p != s->lq_tail; p++)
+            q[p & (2 * cap - 1)] = s->lq[p & s->lq_mask];
+        free(s->lq);
+        s->lq = q;
+        s->lq_mask = 2 * cap - 1;
+    }
 }
 
-static void lru_front(preble *s, uint32_t n)
+/* Node n becomes the most recently touched. */
+static inline void lru_touch(preble *s, uint32_t n)
 {
-    pnode *x = &s->nd[n];
-    x->lprev = PB_NONE;
-    x->lnext = s->lru_head;
-    if (s->lru_head != PB_NONE)
-        s->nd[s->lru_head].lprev = n;
-    else
-        s->lru_tail = n;
-    s->lru_head = n;
+    /* Until it is queued, n's old position must not match a stale entry
+     * that compaction would keep: point it past the queue's end. */
+    s->nd[n].lpos = (uint32_t)s->lq_tail;
+    if (s->lq_tail - s->lq_head > s->lq_mask)
+        lq_make_room(s);
+    const uint64_t p = s->lq_tail++;
+    s->lq[p & s->lq_mask] = n;
+    s->nd[n].lpos = (uint32_t)p;
 }
 
 static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
@@ -319,19 +346,19 @@ static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
     }
     pnode *x = &s->nd[n];
     *x = (pnode){.hash = hash, .parent = parent, .child = PB_NONE,
-                 .next = s->nd[parent].child, .prev = PB_NONE, .lprev = PB_NONE,
-                 .lnext = PB_NONE, .active_pos = PB_NONE};
+                 .next = s->nd[parent].child, .prev = PB_NONE, .active_pos = PB_NONE};
     if (x->next != PB_NONE)
         s->nd[x->next].prev = n;
     s->nd[parent].child = n;
     s->nd[parent].nchild++;
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
     sim_u64map_put(&s->map, hash, n);
-    lru_front(s, n);
+    lru_touch(s, n);
     return n;
 }
 
-/* Remove leaf n (no children, no window requests). */
+/* Remove leaf n (no children, no window requests), whose live LRU-queue
+ * entry has just been taken off the queue. */
 static void node_free(preble *s, uint32_t n)
 {
     pnode *x = &s->nd[n];
@@ -343,7 +370,6 @@ static void node_free(preble *s, uint32_t n)
     if (x->next != PB_NONE)
         s->nd[x->next].prev = x->prev;
     s->nd[x->parent].nchild--;
-    lru_unlink(s, n);
     sim_u64map_del(&s->map, x->hash);
     x->next = s->n_free;
     s->n_free = n;
@@ -391,8 +417,22 @@ static void expire(preble *s, double now)
         s->w_head = (s->w_head + 1) % s->w_cap;
         s->w_n--;
     }
-    while (s->lru_tail != PB_NONE && s->nd[s->lru_tail].last_seen < cutoff)
-        node_free(s, s->lru_tail);
+    while (s->lq_head != s->lq_tail) {
+        const uint64_t p = s->lq_head;
+        if (p + 16 < s->lq_tail)
+            PB_PREFETCH(&s->nd[s->lq[(p + 16) & s->lq_mask]]);
+        if (p + 8 < s->lq_tail)
+            sim_u64map_prefetch(&s->map, s->nd[s->lq[(p + 8) & s->lq_mask]].hash);
+        const uint32_t n = s->lq[p & s->lq_mask];
+        if (s->nd[n].lpos == (uint32_t)p) { /* live: the least recently touched node */
+            if (!(s->nd[n].last_seen < cutoff))
+                break;
+            s->lq_head++;
+            node_free(s, n);
+        } else {
+            s->lq_head++; /* stale */
+        }
+    }
 }
 
 static void window_push(preble *s, pentry e)
@@ -544,7 +584,8 @@ static int pb_create(void *state, const route_params *p)
         uint32_t ct = p->batch_tokens ? p->batch_tokens : 2048;
         s->tp_s = prefill_time(s, ct, 0) / ct;
     }
-    s->lru_head = s->lru_tail = PB_NONE;
+    s->lq_mask = 1023;
+    s->lq = malloc((s->lq_mask + 1) * sizeof *s->lq);
     s->n_free = PB_NONE;
     s->last_rebalance_s = -INFINITY;
     s->n_cap = 1024;
@@ -555,7 +596,7 @@ static int pb_create(void *state, const route_params *p)
     s->load = calloc(p->n_dest, sizeof *s->load);
     s->dropped = calloc(p->n_dest, 1);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
+    if (!s->nd || !s->lq || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
         rc = sim_u64map_init(&s->map, 64);
@@ -565,8 +606,7 @@ static int pb_create(void *state, const route_params *p)
     }
     /* Root sentinel. */
     s->nd[0] = (pnode){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
-                       .prev = PB_NONE, .lprev = PB_NONE, .lnext = PB_NONE,
-                       .active_pos = PB_NONE};
+                       .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE};
     s->n_used = 1;
     return SIM_OK;
 }
@@ -634,13 +674,15 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
                 g = d;
     }
     /* Insert the new tail, touch the path leaf to root, join alloc. */
-    for (uint32_t j = m; j < r->n_blocks; j++)
+    for (uint32_t j = m; j < r->n_blocks; j++) {
+        if (j + 8 < r->n_blocks) /* hide the insertion's miss */
+            sim_u64map_prefetch(&s->map, r->blocks[j + 8]);
         s->path[j] = node_new(s, r->blocks[j], j ? s->path[j - 1] : 0);
+    }
     for (uint32_t j = r->n_blocks; j-- > 0;) {
         uint32_t x = s->path[j];
         s->nd[x].last_seen = now;
-        lru_unlink(s, x);
-        lru_front(s, x);
+        lru_touch(s, x);
         alloc_add(s, x, g);
     }
     uint32_t imp = r->n_blocks ? s->path[important(s, m, r->n_blocks)] : PB_NONE;
@@ -676,6 +718,7 @@ static void pb_destroy(void *state)
     preble *s = state;
     sim_u64map_fini(&s->map);
     free(s->nd);
+    free(s->lq);
     free(s->alloc);
     free(s->win);
     free(s->active);

@@ -46,6 +46,14 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
     if (s->is_trace &&
         (rc = wl_mooncake_load(cfg->wl.trace, (uint32_t)cfg->wl.trace_block_tokens, &s->trace)))
         goto fail;
+    /* The key population depends on the workload seed only: build it once
+     * for every run of this config.  A config it cannot be built from is
+     * left to exp_stream_open(), which reports the error as before. */
+    if (!s->is_trace && strcmp(cfg->wl.type, "synthetic") == 0 &&
+        wl_config_check(&cfg->wl, cfg->wl.name && *cfg->wl.name ? cfg->wl.name : "workload") ==
+            SIM_OK &&
+        wl_synth_keys(&cfg->wl, &s->keys, &s->keys_theta) == SIM_OK)
+        s->has_keys = true;
     if (cfg->cr_warm_start && (rc = exp_setup_key_shares(s, &s->nominal, &s->n_nominal)))
         goto fail;
     s->cp = (cluster_params){
@@ -97,7 +105,7 @@ int exp_setup_key_shares(const exp_setup *s, plan_key **out, size_t *n)
         return SIM_OK;
     }
     wl_keyrates kr = {0};
-    int rc = wl_synth_keys(&cfg->wl, &kr, NULL);
+    int rc = s->has_keys ? wl_keyrates_copy(&s->keys, &kr) : wl_synth_keys(&cfg->wl, &kr, NULL);
     if (rc)
         return rc;
     double tot = wl_keyrates_total(&kr);
@@ -112,6 +120,9 @@ int exp_setup_key_shares(const exp_setup *s, plan_key **out, size_t *n)
 
 void exp_setup_fini(exp_setup *s)
 {
+    if (s->has_keys)
+        wl_keyrates_fini(&s->keys);
+    s->has_keys = false;
     free(s->nominal);
     s->nominal = NULL;
     s->n_nominal = 0;
@@ -165,7 +176,8 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
                                .max_requests = (uint64_t)cfg->wl.max_requests};
         rc = wl_replay_create(s->trace, &wp, &st->replay);
     } else {
-        rc = wl_synth_create(&cfg->wl, seed, rate, (uint32_t)cfg->block_size, &st->synth);
+        rc = wl_synth_create_keys(&cfg->wl, s->has_keys ? &s->keys : NULL, s->keys_theta, seed,
+                                  rate, (uint32_t)cfg->block_size, &st->synth);
     }
     if (rc) {
         free(st);

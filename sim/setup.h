@@ -16,6 +16,7 @@
 #include "../models/cluster.h"
 #include "../models/route.h"
 #include "../models/spec.h"
+#include "../workloads/keyrates.h"
 #include "../workloads/mooncake.h"
 #include "exp.h"
 
@@ -31,6 +32,9 @@ typedef struct exp_setup {
     cluster_params cp;       /* everything but `stop` */
     bool is_trace;           /* workload.type mooncake */
     wl_trace *trace;         /* loaded trace (shared, read-only), or NULL */
+    bool has_keys;           /* synthetic workload: its key population is built */
+    wl_keyrates keys;        /* ... here once (wl_synth_keys), shared by the runs */
+    double keys_theta;       /* its shape parameter */
     struct plan_key *nominal; /* with router.cacheroute.warm_start: every
                                  routing key's share of requests (sums to 1),
                                  descending; else NULL */

@@ -204,6 +204,12 @@ void wl_synth_destroy(wl_synth *s)
 int wl_synth_create(const wl_config *cfg, uint64_t run_seed, double rate, uint32_t block_size,
                     wl_synth **out)
 {
+    return wl_synth_create_keys(cfg, NULL, NAN, run_seed, rate, block_size, out);
+}
+
+int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double theta,
+                         uint64_t run_seed, double rate, uint32_t block_size, wl_synth **out)
+{
     *out = NULL;
     if (strcmp(cfg->type, "synthetic") != 0)
         return SIM_ERROR(SIM_EINVAL, "workload.type is '%s'; expected synthetic for the "
@@ -222,8 +228,13 @@ int wl_synth_create(const wl_config *cfg, uint64_t run_seed, double rate, uint32
     wl_synth *s = calloc(1, sizeof *s);
     if (!s)
         return SIM_ERROR(SIM_ENOMEM, "out of memory creating the synthetic workload");
-    if ((rc = wl_synth_keys(cfg, &s->kr, &s->theta)))
+    if (keys) {
+        if ((rc = wl_keyrates_copy(keys, &s->kr)))
+            goto fail;
+        s->theta = theta;
+    } else if ((rc = wl_synth_keys(cfg, &s->kr, &s->theta))) {
         goto fail;
+    }
     wl_keyrates_scale(&s->kr, rate);
     const size_t n = s->kr.n;
     s->per_key = (uint32_t)cfg->sessions_per_key;
