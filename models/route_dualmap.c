@@ -121,6 +121,7 @@
 #define DM_EXPAND_MAX (1u << 16)
 #define DM_LIST_MAX 256 /* waiting requests read per destination */
 #define DM_NONE UINT32_MAX
+#define DM_PF 16 /* how many blocks ahead the index loops prefetch */
 #if defined(__GNUC__) || defined(__clang__)
 #define DM_PREFETCH(p) __builtin_prefetch(p)
 #else
@@ -309,8 +310,8 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
 static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
 {
     for (uint32_t j = r->n_blocks; j-- > 0;) {
-        if (j >= 8)
-            sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j - 8], d));
+        if (j >= DM_PF)
+            sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j - DM_PF], d));
         pidx_touch(s, r->blocks[j], d);
     }
 }
@@ -319,11 +320,11 @@ static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
 static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t d)
 {
     uint32_t m = 0;
-    for (uint32_t j = 0; j < 8 && j < r->n_blocks; j++)
+    for (uint32_t j = 0; j < DM_PF && j < r->n_blocks; j++)
         sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j], d));
     while (m < r->n_blocks && sim_u64map_get(&s->pidx, pidx_key(r->blocks[m], d)) != DM_NONE) {
-        if (m + 8 < r->n_blocks)
-            sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[m + 8], d));
+        if (m + DM_PF < r->n_blocks)
+            sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[m + DM_PF], d));
         m++;
     }
     uint64_t hit = (uint64_t)m * s->block_size;

@@ -119,6 +119,7 @@
 #define PB_MIN_PER_DEST 50      /* placements per destination before rebalancing */
 #define PB_REBALANCE_EVERY_S 1.0 /* minimum simulated time between passes */
 #define PB_OVERLOAD_RATIO 2.0
+#define PB_PF 16 /* how many blocks ahead the tree loops prefetch */
 #if defined(__GNUC__) || defined(__clang__)
 #define PB_PREFETCH(p) __builtin_prefetch(p)
 #else
@@ -642,11 +643,11 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
         s->path_cap = r->n_blocks;
     }
     uint32_t m = 0;
-    for (uint32_t j = 0; j < 8 && j < r->n_blocks; j++)
+    for (uint32_t j = 0; j < PB_PF && j < r->n_blocks; j++)
         sim_u64map_prefetch(&s->map, r->blocks[j]);
     while (m < r->n_blocks) {
-        if (m + 8 < r->n_blocks) /* the tree is large: hide the probe's miss */
-            sim_u64map_prefetch(&s->map, r->blocks[m + 8]);
+        if (m + PB_PF < r->n_blocks) /* the tree is large: hide the probe's miss */
+            sim_u64map_prefetch(&s->map, r->blocks[m + PB_PF]);
         uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
         if (x == PB_NONE)
             break;
@@ -675,11 +676,15 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     }
     /* Insert the new tail, touch the path leaf to root, join alloc. */
     for (uint32_t j = m; j < r->n_blocks; j++) {
-        if (j + 8 < r->n_blocks) /* hide the insertion's miss */
-            sim_u64map_prefetch(&s->map, r->blocks[j + 8]);
+        if (j + PB_PF < r->n_blocks) /* hide the insertion's miss */
+            sim_u64map_prefetch(&s->map, r->blocks[j + PB_PF]);
         s->path[j] = node_new(s, r->blocks[j], j ? s->path[j - 1] : 0);
     }
     for (uint32_t j = r->n_blocks; j-- > 0;) {
+        if (j >= 16) { /* the path's nodes are scattered: hide their misses */
+            PB_PREFETCH(&s->nd[s->path[j - 16]]);
+            PB_PREFETCH(bits(s, s->path[j - 16]));
+        }
         uint32_t x = s->path[j];
         s->nd[x].last_seen = now;
         lru_touch(s, x);
