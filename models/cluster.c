@@ -57,7 +57,6 @@ static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
 
 static void free_creq(creq *cr)
 {
-    free(cr->er.blk);
     wl_request_fini(&cr->r);
     free(cr);
 }

@@ -81,7 +81,6 @@ int cost_bench_run(const cost_model *m, uint32_t n_blocks, const engine_params *
                         : SIM_OK;
     engine_destroy(e);
     for (uint32_t i = 0; i < n; i++) {
-        free(er[i].blk); /* the engine grows it; its owner frees it */
         wl_request_fini(&rq[i]);
     }
     free(rq);

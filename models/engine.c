@@ -72,9 +72,8 @@ struct engine {
     /* Memo of the last prefix match of a waiting request (normally the
      * queue head, which is re-examined every step while memory is short):
      * the request, the number of hashes matched against, the cache version
-     * seen, and the result; the matched block indices are kept in
-     * memo_er->blk, unused while the request waits (nblk == 0).  Cleared
-     * when memo_er leaves the waiting queue. */
+     * seen, and the result.  Cleared when memo_er leaves the waiting
+     * queue. */
     engine_req *memo_er;
     uint32_t memo_n, memo_m, memo_unpinned;
     uint64_t memo_version;
@@ -223,31 +222,19 @@ static engine_req *wait_pop_front(engine *e)
 
 /* ---- KV blocks ---- */
 
-static void blk_reserve(engine_req *er, uint32_t n)
-{
-    if (n <= er->capblk)
-        return;
-    uint32_t cap = er->capblk ? er->capblk : 8;
-    while (cap < n)
-        cap *= 2;
-    er->blk = sim_xrealloc(er->blk, cap * sizeof *er->blk);
-    er->capblk = cap;
-}
-
 /* Grow `er`'s block list to `target` blocks.  Returns false if the pool ran
  * out (blocks taken so far stay with the request). */
 static bool ensure_blocks(engine *e, engine_req *er, uint32_t target)
 {
     if (er->nblk >= target)
         return true;
-    blk_reserve(er, target);
-    er->nblk += pcache_alloc_run(e->cache, er->blk + er->nblk, target - er->nblk);
+    er->nblk += pcache_seq_alloc(e->cache, &er->kv, target - er->nblk);
     return er->nblk == target;
 }
 
 static void release_blocks(engine *e, engine_req *er)
 {
-    pcache_release(e->cache, er->blk, er->nblk);
+    pcache_seq_release(e->cache, &er->kv);
     er->nblk = 0;
     er->n_reg = 0;
 }
@@ -307,20 +294,12 @@ static void batch_add(engine *e, engine_req *er, uint32_t n)
 /* Longest cached prefix of waiting request `er` over its first `n` block
  * hashes, and how many of those blocks are unpinned: exactly what
  * pcache_match() returns now, but reusing the previous answer for the same
- * request while the cache version is unchanged, and re-checking it block
- * by block (pcache_rematch) when it changed.  Leaves the matched indices in
- * er->blk[0..m) for pcache_pin_blocks(). */
+ * request while the cache version is unchanged. */
 static uint32_t head_match(engine *e, engine_req *er, uint32_t n, uint32_t *unpinned)
 {
     const uint64_t v = pcache_version(e->cache);
-    if (e->memo_er == er && e->memo_n == n) {
-        if (e->memo_version != v)
-            e->memo_m = pcache_rematch(e->cache, er->r->blocks, n, er->blk, e->memo_m,
-                                       &e->memo_unpinned);
-    } else {
-        blk_reserve(er, n);
-        e->memo_m = pcache_match_blocks(e->cache, er->r->blocks, n, er->blk,
-                                        &e->memo_unpinned);
+    if (e->memo_er != er || e->memo_n != n || e->memo_version != v) {
+        e->memo_m = pcache_match(e->cache, er->r->blocks, n, &e->memo_unpinned);
         e->memo_er = er;
         e->memo_n = n;
     }
@@ -347,9 +326,7 @@ static void offer_full_blocks(engine *e, engine_req *er)
     if (full > er->nblk)
         full = er->nblk;
     if (er->n_reg < full) {
-        const uint32_t j = er->n_reg;
-        pcache_commit_run(e->cache, er->blk + j, er->r->blocks + j, full - j,
-                          j ? er->r->blocks[j - 1] : 0);
+        pcache_seq_commit(e->cache, &er->kv, er->r->blocks, full);
         er->n_reg = full;
     }
 }
@@ -553,8 +530,7 @@ double engine_try_start(engine *e, double now)
             break; /* FCFS: the head waits for memory */
         wait_pop_front(e);
         e->queued -= queued_part(er);
-        blk_reserve(er, m + need); /* keeps er->blk[0..m) from head_match */
-        pcache_pin_blocks(e->cache, er->blk, m);
+        pcache_seq_pin(e->cache, &er->kv, r->blocks, m);
         er->nblk = m;
         er->n_reg = m;
         er->computed = ctok;

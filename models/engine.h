@@ -46,8 +46,8 @@ typedef struct engine_req {
     uint32_t generated;   /* output tokens emitted */
     uint32_t hit_tokens;  /* prefix-hit tokens at first admission */
     uint32_t n_sched;     /* tokens scheduled in the current step */
-    uint32_t *blk;        /* KV blocks held, in sequence order */
-    uint32_t nblk, capblk;
+    pcache_seq kv;        /* KV blocks held (engine-private) */
+    uint32_t nblk;        /* KV blocks held: kv.n_tree + kv.n_priv */
     uint32_t n_reg;       /* leading blocks already offered to the cache */
     uint32_t preemptions;
     bool admitted_once;

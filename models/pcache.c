@@ -1,85 +1,53 @@
 /*
- * Block pool, hash table and LRU list of the per-engine prefix cache.
+ * The per-engine prefix cache as a radix tree of block runs (pcache.h).
  *
- * The hash table maps a 64-bit block hash to a block index.  Block hashes
- * come from xxHash, so their low bits are already uniform and serve as the
- * table index directly.  Hash 0 is reserved as "unregistered block" and
- * as "no parent"; a content hash that happens to be 0 is remapped to 1 by
- * the workload layer's hashing (wl_block_hash), so it is never stored
- * here.  An empty table slot holds block index PCACHE_NONE.
+ * Nodes live in one growable array; node 0 is the root (no blocks, never
+ * pinned, never in the LRU list).  A live node has len >= 1; a free node
+ * has len 0 and is chained through `lnext` on the free list (its hash
+ * buffer is kept for reuse).  The map sends each live node's first block
+ * hash to the node: a child of node x whose first hash is h is found by
+ * one probe and a check that its parent is x.  Block hashes are nonzero
+ * (wl_block_hash remaps 0), but nothing here depends on it.
+ *
+ * Counts: every block is blank (n_free), held (n_pinned: private blocks
+ * plus the blocks of nodes with ref > 0) or cached and unpinned (n_lru:
+ * the blocks of nodes with ref == 0); n_free + n_pinned + n_lru = n.
+ *
+ * Pin counts never grow down a path (a sequence pinning a node pins all
+ * its ancestors), so an unpinned node has no pinned descendant, and as a
+ * sequence releases its deepest node first, a node always sits colder in
+ * the LRU list than its parent: eviction, which takes blocks from the tail
+ * of the coldest node, only ever shortens leaves.
  */
 #include "pcache.h"
 
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../sim/error.h"
+#include "../sim/u64map.h"
 
-/* Software prefetch (GCC and Clang); a no-op elsewhere.  The pool and the
- * table of one engine are ~2 MB and 30 engines do not fit in any cache, so
- * every block visit is a likely miss: the loops over a request's blocks
- * below issue the loads of later blocks early, so that the misses overlap
- * instead of queueing one behind another. */
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
+#define NONE UINT32_MAX
+#define ROOT 0u
 
-/* How many blocks ahead the loops prefetch (a few hundred ns of misses in
- * flight; measured flat between 8 and 32). */
-enum { PF_DIST = 16 };
-
-/* A block is in exactly one of three states: pinned (ref > 0), cached and
- * unpinned (ref == 0, hash != 0: on the LRU queue) or never-used / blank
- * (ref == 0, hash == 0: on the fresh stack). */
-typedef struct block {
-    uint64_t hash;    /* content hash, 0 if unregistered */
-    uint64_t parent;  /* parent block's hash, 0 for a first block */
-    uint32_t ref;     /* number of requests pinning the block */
-    uint32_t lru_pos; /* position of its live LRU queue entry (mod 2^32) */
-} block;
-
-/* A table slot: the low 32 bits of the block's hash (its home slot is
- * tag & mask, mask < 2^32) and the block index, PCACHE_NONE if empty.
- * 8 bytes instead of 16: eight slots per cache line, half the table's
- * footprint.  A tag match is confirmed against the full hash in the block,
- * which a match visits anyway (parent check); deletion knows the block and
- * compares indices. */
-typedef struct slot {
-    uint32_t tag;
-    uint32_t block;
-} slot;
-
-#define EMPTY PCACHE_NONE
+typedef struct node {
+    uint64_t *h;         /* hashes of the run, h[0..len) (buffer of cap) */
+    uint32_t len, cap;
+    uint32_t parent;     /* node holding the blocks just before h[0] */
+    uint32_t ref;        /* sequences whose path includes this node */
+    uint32_t nchild;
+    uint32_t lprev, lnext; /* LRU list (ref == 0), cold to warm; free list */
+} node;
 
 struct pcache {
-    block *b;
-    uint32_t n;
-    slot *tab;
-    uint64_t mask;
-    uint32_t *fresh;     /* stack of blank blocks (top at n_fresh - 1) */
-    uint32_t n_fresh;
-    /* The LRU list as a FIFO queue of block indices with lazy deletion:
-     * releasing a cached block appends it at position lru_tail (and
-     * records the position in the block); pinning it again leaves its
-     * entry in place, now stale; eviction takes the first live entry from
-     * lru_head.  An entry at position p is live iff its block is unpinned,
-     * registered and records p.  The live entries, in queue order, are
-     * exactly the per-block LRU list cold to warm, so eviction order is
-     * unchanged; but the next victims are known in advance (an array, not
-     * a chain of links), so their blocks and table slots are prefetched
-     * many victims ahead.  Stale entries are squeezed out when the queue
-     * is full (capacity >= 2 n, so at least half of it is then stale:
-     * amortised O(1) per release). */
-    uint32_t *lru;
-    uint64_t lru_mask;
-    uint64_t lru_head, lru_tail;
-    uint32_t n_lru;
-    uint32_t n_pinned;
-    uint32_t n_hashed;
-    uint64_t version;    /* bumped by every change a match can observe */
+    uint32_t n;                 /* blocks in the pool */
+    uint32_t n_free, n_pinned, n_lru, n_cached;
+    uint32_t n_live;            /* live nodes, root excluded */
+    uint64_t version;
+    node *nd;
+    uint32_t nd_cap, nd_used, free_head;
+    uint32_t lru_head, lru_tail; /* coldest, warmest */
+    sim_u64map map;             /* first hash of a live node -> node */
 };
 
 pcache *pcache_create(uint32_t n_blocks)
@@ -89,34 +57,19 @@ pcache *pcache_create(uint32_t n_blocks)
     pcache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    uint64_t slots = 16;
-    while (slots < 2ull * n_blocks)
-        slots <<= 1;
-    uint64_t qcap = 16;
-    while (qcap < 2ull * n_blocks)
-        qcap <<= 1;
-    c->b = malloc(n_blocks * sizeof *c->b);
-    c->tab = malloc(slots * sizeof *c->tab);
-    c->fresh = malloc(n_blocks * sizeof *c->fresh);
-    c->lru = malloc(qcap * sizeof *c->lru);
-    if (!c->b || !c->tab || !c->fresh || !c->lru) {
-        free(c->b);
-        free(c->tab);
-        free(c->fresh);
-        free(c->lru);
+    c->nd_cap = 64;
+    c->nd = calloc(c->nd_cap, sizeof *c->nd);
+    if (!c->nd || sim_u64map_init(&c->map, 64)) {
+        free(c->nd);
         free(c);
         return NULL;
     }
-    c->lru_mask = qcap - 1;
-    memset(c->tab, 0xff, slots * sizeof *c->tab); /* every block = EMPTY */
     c->n = n_blocks;
-    c->mask = slots - 1;
-    /* Blank blocks are taken in index order 0, 1, 2, ... */
-    for (uint32_t i = 0; i < n_blocks; i++) {
-        c->b[i] = (block){0};
-        c->fresh[i] = n_blocks - 1 - i;
-    }
-    c->n_fresh = n_blocks;
+    c->n_free = n_blocks;
+    c->nd[ROOT] = (node){.parent = NONE, .lprev = NONE, .lnext = NONE};
+    c->nd_used = 1;
+    c->free_head = NONE;
+    c->lru_head = c->lru_tail = NONE;
     return c;
 }
 
@@ -124,433 +77,370 @@ void pcache_destroy(pcache *c)
 {
     if (!c)
         return;
-    free(c->b);
-    free(c->tab);
-    free(c->fresh);
-    free(c->lru);
+    for (uint32_t i = 0; i < c->nd_used; i++)
+        free(c->nd[i].h);
+    free(c->nd);
+    sim_u64map_fini(&c->map);
     free(c);
 }
 
 uint32_t pcache_capacity(const pcache *c) { return c->n; }
-uint32_t pcache_available(const pcache *c) { return c->n_fresh + c->n_lru; }
+uint32_t pcache_available(const pcache *c) { return c->n_free + c->n_lru; }
 uint32_t pcache_pinned(const pcache *c) { return c->n_pinned; }
-uint32_t pcache_cached(const pcache *c) { return c->n_hashed; }
-
-/* ---- hash table ---- */
-
-static uint32_t tab_find(const pcache *c, uint64_t h)
-{
-    const uint32_t tag = (uint32_t)h;
-    for (uint64_t i = h & c->mask;; i = (i + 1) & c->mask) {
-        const slot sl = c->tab[i];
-        if (sl.block == EMPTY)
-            return PCACHE_NONE;
-        if (sl.tag == tag && c->b[sl.block].hash == h)
-            return sl.block;
-    }
-}
-
-static void tab_insert(pcache *c, uint64_t h, uint32_t blk)
-{
-    uint64_t i = h & c->mask;
-    while (c->tab[i].block != EMPTY)
-        i = (i + 1) & c->mask;
-    c->tab[i] = (slot){(uint32_t)h, blk};
-}
-
-/* Remove block `blk`, registered under hash `h`.  Backward-shift deletion
- * keeps probe chains intact without tombstones. */
-static void tab_delete(pcache *c, uint64_t h, uint32_t blk)
-{
-    uint64_t i = h & c->mask;
-    while (c->tab[i].block != blk) {
-        SIM_ALWAYS(c->tab[i].block != EMPTY);
-        i = (i + 1) & c->mask;
-    }
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & c->mask;
-        if (c->tab[j].block == EMPTY)
-            break;
-        uint64_t home = c->tab[j].tag & c->mask;
-        /* Move j back to the hole at i unless its home lies cyclically in
-         * (i, j], in which case it must stay where it is. */
-        int stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
-        if (!stays) {
-            c->tab[i] = c->tab[j];
-            i = j;
-        }
-    }
-    c->tab[i] = (slot){0, EMPTY};
-}
-
-/* ---- LRU list ---- */
-
-static inline bool lru_live(const pcache *c, uint64_t p, uint32_t i)
-{
-    const block *x = &c->b[i];
-    return x->ref == 0 && x->hash != 0 && x->lru_pos == (uint32_t)p;
-}
-
-/* Squeeze the stale entries out of the full queue, keeping the order of
- * the live ones (and their blocks' positions up to date). */
-static void lru_compact(pcache *c)
-{
-    uint64_t w = c->lru_head;
-    for (uint64_t p = c->lru_head; p != c->lru_tail; p++) {
-        const uint32_t i = c->lru[p & c->lru_mask];
-        if (lru_live(c, p, i)) {
-            c->lru[w & c->lru_mask] = i;
-            c->b[i].lru_pos = (uint32_t)w;
-            w++;
-        }
-    }
-    SIM_ALWAYS(w - c->lru_head == c->n_lru);
-    c->lru_tail = w;
-}
-
-/* Registered block i, just unpinned, becomes the warmest cached block. */
-static inline void lru_push_warm(pcache *c, uint32_t i)
-{
-    /* Block i is unpinned already but not queued yet: an old, stale entry
-     * of it must not pass for live while the queue is compacted, so its
-     * position points past the queue's end meanwhile. */
-    c->b[i].lru_pos = (uint32_t)c->lru_tail;
-    if (c->lru_tail - c->lru_head > c->lru_mask)
-        lru_compact(c);
-    const uint64_t p = c->lru_tail++;
-    c->lru[p & c->lru_mask] = i;
-    c->b[i].lru_pos = (uint32_t)p;
-    c->n_lru++;
-}
-
-/* Take the coldest cached unpinned block off the queue (n_lru > 0).  The
- * block of the entry PF_DIST ahead and the table slot of the one PF_DIST/2
- * ahead (whose block was prefetched earlier) are prefetched: hints only,
- * as entries may go stale before they are reached. */
-static inline uint32_t lru_pop(pcache *c)
-{
-    for (;;) {
-        const uint64_t p = c->lru_head++;
-        if (p + PF_DIST < c->lru_tail)
-            PREFETCH(&c->b[c->lru[(p + PF_DIST) & c->lru_mask]]);
-        if (p + PF_DIST / 2 < c->lru_tail)
-            PREFETCH(&c->tab[c->b[c->lru[(p + PF_DIST / 2) & c->lru_mask]].hash & c->mask]);
-        const uint32_t i = c->lru[p & c->lru_mask];
-        if (lru_live(c, p, i)) {
-            c->n_lru--;
-            return i;
-        }
-    }
-}
-
-/* ---- public operations ---- */
-
+uint32_t pcache_cached(const pcache *c) { return c->n_cached; }
+uint32_t pcache_nodes(const pcache *c) { return c->n_live; }
 uint64_t pcache_version(const pcache *c) { return c->version; }
 
-/* Continue a match at block i (whose parent hash is `parent`, held by
- * block `prev`, PCACHE_NONE if unknown), adding to *unpinned and writing
- * block indices to `out` if not NULL.  Block i is first looked for at
- * index prev + 1, where pcache_alloc_run() tends to put the next block of
- * a sequence: a registered hash is held by exactly one block, so "block g
- * holds hashes[i]" is the same as "a lookup of hashes[i] returns g", and
- * the guess is exact when it holds; otherwise the table is probed.  While
- * guesses fail, the table slot of block i + PF_DIST is prefetched, and the
- * block of i + PF_DIST/2 once its slot (prefetched earlier) shows it: only
- * hints (a slot read early may be stale by the time it is used). */
-static uint32_t match_from(const pcache *c, const uint64_t *hashes, uint32_t i, uint32_t n,
-                           uint64_t parent, uint32_t prev, uint32_t *out, uint32_t *unpinned)
+/* ---- nodes ---- */
+
+static void reserve(node *x, uint32_t len)
 {
-    const uint64_t mask = c->mask;
-    bool guessing = true; /* so that the first probe starts the pipeline */
-    for (; i < n; i++) {
-        uint32_t blk = prev + 1;
-        if (blk < c->n && c->b[blk].hash == hashes[i]) {
-            guessing = true;
-        } else {
-            if (guessing) {
-                /* (Re)start the prefetch pipeline. */
-                for (uint32_t k = i + 1; k < n && k <= i + PF_DIST; k++)
-                    PREFETCH(&c->tab[hashes[k] & mask]);
-                guessing = false;
-            } else {
-                if (i + PF_DIST < n)
-                    PREFETCH(&c->tab[hashes[i + PF_DIST] & mask]);
-                if (i + PF_DIST / 2 < n) {
-                    const slot *s = &c->tab[hashes[i + PF_DIST / 2] & mask];
-                    if (s->block != EMPTY && s->tag == (uint32_t)hashes[i + PF_DIST / 2])
-                        PREFETCH(&c->b[s->block]);
-                }
-            }
-            blk = tab_find(c, hashes[i]);
-            if (blk == PCACHE_NONE)
-                break;
+    if (len <= x->cap)
+        return;
+    uint32_t cap = x->cap ? x->cap : 16;
+    while (cap < len)
+        cap *= 2;
+    x->h = sim_xrealloc(x->h, cap * sizeof *x->h);
+    x->cap = cap;
+}
+
+/* A fresh node (fields zeroed but its kept hash buffer) with room for
+ * `len` hashes.  May move c->nd: re-read node pointers afterwards. */
+static uint32_t node_new(pcache *c, uint32_t len)
+{
+    uint32_t i;
+    if (c->free_head != NONE) {
+        i = c->free_head;
+        c->free_head = c->nd[i].lnext;
+    } else {
+        if (c->nd_used == c->nd_cap) {
+            c->nd_cap *= 2;
+            c->nd = sim_xrealloc(c->nd, c->nd_cap * sizeof *c->nd);
+            memset(c->nd + c->nd_used, 0, (c->nd_cap - c->nd_used) * sizeof *c->nd);
         }
-        if (c->b[blk].parent != parent)
-            break;
-        *unpinned += c->b[blk].ref == 0;
-        if (out)
-            out[i] = blk;
-        parent = hashes[i];
-        prev = blk;
+        i = c->nd_used++;
     }
+    node *x = &c->nd[i];
+    reserve(x, len);
+    x->len = 0;
+    x->parent = NONE;
+    x->ref = 0;
+    x->nchild = 0;
+    x->lprev = x->lnext = NONE;
+    c->n_live++;
     return i;
+}
+
+static void node_free(pcache *c, uint32_t i)
+{
+    node *x = &c->nd[i];
+    x->len = 0;
+    x->parent = NONE;
+    x->lnext = c->free_head;
+    c->free_head = i;
+    c->n_live--;
+}
+
+/* Length of the common prefix of a[0..n) and b[0..n). */
+static inline uint32_t common(const uint64_t *a, const uint64_t *b, uint32_t n)
+{
+    if (memcmp(a, b, (size_t)n * sizeof *a) == 0)
+        return n;
+    uint32_t k = 0;
+    while (a[k] == b[k])
+        k++;
+    return k;
+}
+
+/* ---- LRU list of unpinned nodes (head = coldest) ---- */
+
+static void lru_unlink(pcache *c, uint32_t i)
+{
+    node *x = &c->nd[i];
+    if (x->lprev != NONE)
+        c->nd[x->lprev].lnext = x->lnext;
+    else
+        c->lru_head = x->lnext;
+    if (x->lnext != NONE)
+        c->nd[x->lnext].lprev = x->lprev;
+    else
+        c->lru_tail = x->lprev;
+    x->lprev = x->lnext = NONE;
+}
+
+static void lru_push_warm(pcache *c, uint32_t i)
+{
+    node *x = &c->nd[i];
+    x->lnext = NONE;
+    x->lprev = c->lru_tail;
+    if (c->lru_tail != NONE)
+        c->nd[c->lru_tail].lnext = i;
+    else
+        c->lru_head = i;
+    c->lru_tail = i;
+}
+
+/* Put i just warmer than `after` (which is in the list). */
+static void lru_insert_after(pcache *c, uint32_t after, uint32_t i)
+{
+    node *x = &c->nd[i];
+    x->lprev = after;
+    x->lnext = c->nd[after].lnext;
+    if (x->lnext != NONE)
+        c->nd[x->lnext].lprev = i;
+    else
+        c->lru_tail = i;
+    c->nd[after].lnext = i;
+}
+
+/* ---- tree operations ---- */
+
+/* Split live node i after its first j blocks (0 < j < len): a new node
+ * takes the front run and becomes i's parent; i keeps the back run, its
+ * children, its sequences (who pin both parts) and its place in the LRU
+ * list, the front going just warmer than it (in the per-block order the
+ * back blocks, released first, are colder).  Returns the front node. */
+static uint32_t split(pcache *c, uint32_t i, uint32_t j)
+{
+    SIM_ALWAYS(j > 0 && j < c->nd[i].len);
+    const uint32_t f = node_new(c, j);
+    node *x = &c->nd[i], *y = &c->nd[f];
+    memcpy(y->h, x->h, (size_t)j * sizeof *y->h);
+    y->len = j;
+    y->parent = x->parent;
+    y->ref = x->ref;
+    y->nchild = 1;
+    memmove(x->h, x->h + j, (size_t)(x->len - j) * sizeof *x->h);
+    x->len -= j;
+    x->parent = f;
+    /* The back run's first hash was interior: it is in the map only if
+     * it collides with another run's first hash (64-bit hashes). */
+    SIM_ALWAYS(sim_u64map_get(&c->map, x->h[0]) == NONE);
+    sim_u64map_put(&c->map, y->h[0], f);
+    sim_u64map_put(&c->map, x->h[0], i);
+    if (x->ref == 0)
+        lru_insert_after(c, i, f);
+    return f;
+}
+
+/* Child of x whose run starts with hash h, or NONE. */
+static inline uint32_t child(const pcache *c, uint32_t x, uint64_t h)
+{
+    uint32_t ch = sim_u64map_get(&c->map, h);
+    return ch != NONE && c->nd[ch].parent == x ? ch : NONE;
+}
+
+/* Pin node i (its ancestors are pinned separately). */
+static inline void pin_node(pcache *c, uint32_t i)
+{
+    node *x = &c->nd[i];
+    if (x->ref++ == 0) {
+        lru_unlink(c, i);
+        c->n_lru -= x->len;
+        c->n_pinned += x->len;
+        c->version++;
+    }
 }
 
 uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned)
 {
-    uint32_t unpinned = 0;
-    uint32_t m = match_from(c, hashes, 0, n, 0, PCACHE_NONE, NULL, &unpinned);
+    uint32_t pos = 0, unp = 0, x = ROOT;
+    while (pos < n) {
+        const uint32_t ch = child(c, x, hashes[pos]);
+        if (ch == NONE)
+            break;
+        const node *y = &c->nd[ch];
+        const uint32_t lim = y->len < n - pos ? y->len : n - pos;
+        const uint32_t k = common(y->h, hashes + pos, lim);
+        if (y->ref == 0)
+            unp += k;
+        pos += k;
+        if (k < y->len)
+            break;
+        x = ch;
+    }
     if (n_unpinned)
-        *n_unpinned = unpinned;
-    return m;
+        *n_unpinned = unp;
+    return pos;
 }
 
-uint32_t pcache_match_blocks(const pcache *c, const uint64_t *hashes, uint32_t n,
-                             uint32_t *blocks, uint32_t *n_unpinned)
+void pcache_seq_pin(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t m)
 {
-    uint32_t unpinned = 0;
-    uint32_t m = match_from(c, hashes, 0, n, 0, PCACHE_NONE, blocks, &unpinned);
-    if (n_unpinned)
-        *n_unpinned = unpinned;
-    return m;
-}
-
-uint32_t pcache_rematch(const pcache *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
-                        uint32_t m_prev, uint32_t *n_unpinned)
-{
-    /* A registered block is in the table under its hash, and a hash is
-     * registered at most once, so "block blocks[i] holds hashes[i]" is
-     * exactly "a lookup of hashes[i] returns blocks[i]".  Checking the
-     * remembered blocks costs one block visit each instead of a table probe
-     * plus a block visit, and the addresses are known in advance. */
-    uint32_t unpinned = 0, i = 0;
-    uint64_t parent = 0;
-    if (m_prev > n)
-        m_prev = n;
-    for (uint32_t k = 0; k < m_prev && k < PF_DIST; k++)
-        PREFETCH(&c->b[blocks[k]]);
-    for (; i < m_prev; i++) {
-        if (i + PF_DIST < m_prev)
-            PREFETCH(&c->b[blocks[i + PF_DIST]]);
-        const block *x = &c->b[blocks[i]];
-        if (x->hash != hashes[i])
-            break; /* evicted (maybe re-registered elsewhere): look it up */
-        if (x->parent != parent) {
-            /* The one block holding this hash has another parent: a fresh
-             * match stops here too. */
-            if (n_unpinned)
-                *n_unpinned = unpinned;
-            return i;
-        }
-        unpinned += x->ref == 0;
-        parent = hashes[i];
+    SIM_ALWAYS(s->node == ROOT && s->n_tree == 0 && s->n_priv == 0);
+    uint32_t pos = 0, x = ROOT;
+    while (pos < m) {
+        uint32_t ch = child(c, x, hashes[pos]);
+        SIM_ALWAYS(ch != NONE); /* m <= what pcache_match returns */
+        const uint32_t len = c->nd[ch].len;
+        const uint32_t lim = len < m - pos ? len : m - pos;
+        const uint32_t k = common(c->nd[ch].h, hashes + pos, lim);
+        SIM_ALWAYS(k == lim);
+        if (k < len)
+            ch = split(c, ch, k);
+        pos += k;
+        x = ch;
     }
-    uint32_t m = match_from(c, hashes, i, n, parent, i ? blocks[i - 1] : PCACHE_NONE, blocks,
-                            &unpinned);
-    if (n_unpinned)
-        *n_unpinned = unpinned;
-    return m;
+    for (uint32_t y = x; y != ROOT; y = c->nd[y].parent)
+        pin_node(c, y);
+    s->node = x;
+    s->n_tree = m;
+    s->stuck = false;
 }
 
-static inline void pin_one(pcache *c, uint32_t blk)
+/* Evict up to k blocks from the tail of the coldest node (n_lru > 0). */
+static uint32_t evict_some(pcache *c, uint32_t k)
 {
-    block *x = &c->b[blk];
-    if (x->ref == 0) {
-        SIM_ALWAYS(x->hash != 0); /* on the LRU queue: its entry goes stale */
-        c->n_lru--;
-        c->n_pinned++;
-        c->version++;
-    }
-    x->ref++;
-}
-
-void pcache_pin_prefix(pcache *c, const uint64_t *hashes, uint32_t m, uint32_t *out)
-{
-    for (uint32_t i = 0; i < m; i++) {
-        uint32_t blk = tab_find(c, hashes[i]);
-        SIM_ALWAYS(blk != PCACHE_NONE);
-        pin_one(c, blk);
-        out[i] = blk;
-    }
-}
-
-void pcache_pin_blocks(pcache *c, const uint32_t *blocks, uint32_t m)
-{
-    for (uint32_t k = 0; k < m && k < PF_DIST; k++)
-        PREFETCH(&c->b[blocks[k]]);
-    for (uint32_t i = 0; i < m; i++) {
-        if (i + PF_DIST < m)
-            PREFETCH(&c->b[blocks[i + PF_DIST]]);
-        SIM_ALWAYS(c->b[blocks[i]].hash != 0);
-        pin_one(c, blocks[i]);
-    }
-}
-
-/* Take one block: never-used first, else evict the coldest cached block. */
-static inline uint32_t alloc_one(pcache *c)
-{
-    uint32_t i;
-    if (c->n_fresh) {
-        i = c->fresh[--c->n_fresh];
-    } else if (c->n_lru) {
-        i = lru_pop(c);
-        tab_delete(c, c->b[i].hash, i);
-        c->n_hashed--;
-        c->version++;
-    } else {
-        return PCACHE_NONE;
-    }
-    c->b[i] = (block){.ref = 1};
-    c->n_pinned++;
-    return i;
-}
-
-uint32_t pcache_alloc(pcache *c) { return alloc_one(c); }
-
-/* Evict the coldest cached block to the blank stack. */
-static inline void evict_one(pcache *c)
-{
-    const uint32_t i = lru_pop(c);
-    tab_delete(c, c->b[i].hash, i);
-    c->n_hashed--;
+    const uint32_t i = c->lru_head;
+    node *x = &c->nd[i];
+    SIM_ALWAYS(x->ref == 0 && x->nchild == 0); /* coldest is always a leaf */
+    const uint32_t e = k < x->len ? k : x->len;
+    x->len -= e;
+    c->n_lru -= e;
+    c->n_cached -= e;
+    c->n_free += e;
     c->version++;
-    c->b[i] = (block){0};
-    c->fresh[c->n_fresh++] = i;
+    if (x->len == 0) {
+        lru_unlink(c, i);
+        sim_u64map_del(&c->map, x->h[0]); /* h[0] is still the run's first hash */
+        c->nd[x->parent].nchild--;
+        node_free(c, i);
+    }
+    return e;
 }
 
-uint32_t pcache_alloc_run(pcache *c, uint32_t *out, uint32_t n)
+uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
 {
-    /* Which blocks a run takes is semantic only through which cached
-     * hashes it evicts: the blank ones first, then the coldest.  Which
-     * block *indices* hold the new content is free, so the victims go to
-     * the blank stack first and the run is popped from it: a run of
-     * blocks released together (tail first) and evicted together comes
-     * back in ascending index order, so the blocks of one sequence tend to
-     * sit at consecutive indices, and walking a sequence's blocks
-     * (match, pin, release) reads memory in order instead of at random.
-     * pcache_match() guesses the next block of a chain at the next index
-     * for the same reason. */
-    const uint32_t avail = c->n_fresh + c->n_lru;
+    const uint32_t avail = c->n_free + c->n_lru;
     const uint32_t take = n < avail ? n : avail;
-    while (c->n_fresh < take)
-        evict_one(c);
-    for (uint32_t k = 0; k < take; k++) {
-        const uint32_t i = c->fresh[--c->n_fresh];
-        c->b[i] = (block){.ref = 1};
-        out[k] = i;
-    }
+    while (c->n_free < take)
+        evict_some(c, take - c->n_free);
+    c->n_free -= take;
     c->n_pinned += take;
-    if (take < n)
-        out[take] = PCACHE_NONE;
+    s->n_priv += take;
     return take;
 }
 
-static inline int commit_one(pcache *c, uint32_t b, uint64_t hash, uint64_t parent)
+uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t full)
 {
-    block *x = &c->b[b];
-    SIM_ALWAYS(x->ref > 0 && x->hash == 0 && hash != 0);
-    if (tab_find(c, hash) != PCACHE_NONE)
-        return 0;
-    x->hash = hash;
-    x->parent = parent;
-    tab_insert(c, hash, b);
-    c->n_hashed++;
-    c->version++;
-    return 1;
-}
-
-int pcache_commit(pcache *c, uint32_t b, uint64_t hash, uint64_t parent)
-{
-    return commit_one(c, b, hash, parent);
-}
-
-uint32_t pcache_commit_run(pcache *c, const uint32_t *blocks, const uint64_t *hashes,
-                           uint32_t n, uint64_t parent)
-{
+    SIM_ALWAYS(full <= s->n_tree + s->n_priv);
     uint32_t reg = 0;
-    for (uint32_t k = 0; k < n && k < PF_DIST; k++) {
-        PREFETCH(&c->tab[hashes[k] & c->mask]);
-        PREFETCH(&c->b[blocks[k]]);
-    }
-    for (uint32_t k = 0; k < n; k++) {
-        if (k + PF_DIST < n) {
-            PREFETCH(&c->tab[hashes[k + PF_DIST] & c->mask]);
-            PREFETCH(&c->b[blocks[k + PF_DIST]]);
+    while (!s->stuck && s->n_tree < full) {
+        const uint32_t pos = s->n_tree, x = s->node;
+        node *xn = &c->nd[x];
+        if (x != ROOT && xn->ref == 1 && xn->nchild == 0) {
+            /* s's own leaf: extend it in place. */
+            const uint32_t k = full - pos;
+            reserve(xn, xn->len + k);
+            memcpy(xn->h + xn->len, hashes + pos, (size_t)k * sizeof *xn->h);
+            xn->len += k;
+            s->n_tree += k;
+            s->n_priv -= k;
+            c->n_cached += k;
+            reg += k;
+            c->version++;
+            break;
         }
-        reg += (uint32_t)commit_one(c, blocks[k], hashes[k], k ? hashes[k - 1] : parent);
+        const uint32_t at = sim_u64map_get(&c->map, hashes[pos]);
+        if (at == NONE) {
+            /* A new run under x, pinned by s alone. */
+            const uint32_t k = full - pos;
+            const uint32_t y = node_new(c, k);
+            node *yn = &c->nd[y];
+            memcpy(yn->h, hashes + pos, (size_t)k * sizeof *yn->h);
+            yn->len = k;
+            yn->parent = x;
+            yn->ref = 1;
+            c->nd[x].nchild++;
+            sim_u64map_put(&c->map, yn->h[0], y);
+            s->node = y;
+            s->n_tree += k;
+            s->n_priv -= k;
+            c->n_cached += k;
+            reg += k;
+            c->version++;
+            break;
+        }
+        if (c->nd[at].parent != x) { /* registered elsewhere: a hash collision */
+            s->stuck = true;
+            break;
+        }
+        /* Another sequence registered the same blocks here: pin them and
+         * free s's private copies. */
+        const uint32_t len = c->nd[at].len;
+        const uint32_t lim = len < full - pos ? len : full - pos;
+        const uint32_t k = common(c->nd[at].h, hashes + pos, lim);
+        const uint32_t y = k < len ? split(c, at, k) : at;
+        pin_node(c, y);
+        s->node = y;
+        s->n_tree += k;
+        s->n_priv -= k;
+        c->n_pinned -= k;
+        c->n_free += k;
     }
     return reg;
 }
 
-void pcache_release(pcache *c, const uint32_t *blocks, uint32_t n)
+void pcache_seq_release(pcache *c, pcache_seq *s)
 {
-    for (uint32_t k = n; k-- > 0 && k + PF_DIST >= n;)
-        PREFETCH(&c->b[blocks[k]]);
-    for (uint32_t k = n; k-- > 0;) {
-        if (k >= PF_DIST)
-            PREFETCH(&c->b[blocks[k - PF_DIST]]);
-        uint32_t i = blocks[k];
-        block *x = &c->b[i];
+    for (uint32_t y = s->node; y != ROOT;) {
+        node *x = &c->nd[y];
+        const uint32_t up = x->parent;
         SIM_ALWAYS(x->ref > 0);
-        if (--x->ref > 0)
-            continue;
-        c->n_pinned--;
-        if (x->hash != 0) {
-            lru_push_warm(c, i);
+        if (--x->ref == 0) {
+            lru_push_warm(c, y);
+            c->n_lru += x->len;
+            c->n_pinned -= x->len;
             c->version++;
-        } else {
-            c->fresh[c->n_fresh++] = i;
         }
+        y = up;
     }
+    c->n_free += s->n_priv;
+    c->n_pinned -= s->n_priv;
+    *s = (pcache_seq){0};
 }
 
 void pcache_clear(pcache *c)
 {
-    while (c->n_lru) {
-        uint32_t i = lru_pop(c);
-        tab_delete(c, c->b[i].hash, i);
-        c->n_hashed--;
-        c->version++;
-        c->b[i] = (block){0};
-        c->fresh[c->n_fresh++] = i;
-    }
-    c->lru_head = c->lru_tail; /* only stale entries were left */
+    while (c->n_lru)
+        evict_some(c, c->n_lru);
 }
 
 void pcache_check(const pcache *c)
 {
-    uint32_t pinned = 0, hashed = 0, lru = 0;
-    for (uint32_t i = 0; i < c->n; i++) {
-        const block *x = &c->b[i];
-        if (x->ref)
-            pinned++;
-        if (x->hash) {
-            hashed++;
-            SIM_ALWAYS(tab_find(c, x->hash) == i);
-        }
-        if (x->ref == 0 && x->hash != 0) {
-            /* Cached and unpinned: its recorded position is in the queue
-             * and holds it. */
-            const uint64_t p = c->lru_head + (uint32_t)(x->lru_pos - (uint32_t)c->lru_head);
-            SIM_ALWAYS(p < c->lru_tail && c->lru[p & c->lru_mask] == i);
-            lru++;
-        }
+    uint32_t live = 0, cached = 0, lru = 0, pinned_reg = 0;
+    uint32_t *kids = calloc(c->nd_used, sizeof *kids);
+    SIM_ALWAYS(kids != NULL);
+    SIM_ALWAYS(c->nd[ROOT].len == 0 && c->nd[ROOT].ref == 0);
+    for (uint32_t i = 1; i < c->nd_used; i++) {
+        const node *x = &c->nd[i];
+        if (x->len == 0)
+            continue;
+        live++;
+        cached += x->len;
+        if (x->ref == 0)
+            lru += x->len;
+        else
+            pinned_reg += x->len;
+        SIM_ALWAYS(x->parent < c->nd_used && (x->parent == ROOT || c->nd[x->parent].len > 0));
+        SIM_ALWAYS(sim_u64map_get(&c->map, x->h[0]) == i);
+        if (x->parent != ROOT)
+            SIM_ALWAYS(c->nd[x->parent].ref >= x->ref);
+        kids[x->parent]++;
     }
-    SIM_ALWAYS(c->lru_tail - c->lru_head <= c->lru_mask + 1);
-    uint32_t live = 0;
-    for (uint64_t p = c->lru_head; p != c->lru_tail; p++)
-        live += lru_live(c, p, c->lru[p & c->lru_mask]);
-    for (uint32_t k = 0; k < c->n_fresh; k++) {
-        const block *x = &c->b[c->fresh[k]];
-        SIM_ALWAYS(x->ref == 0 && x->hash == 0);
+    for (uint32_t i = 0; i < c->nd_used; i++)
+        if (i == ROOT || c->nd[i].len > 0)
+            SIM_ALWAYS(kids[i] == c->nd[i].nchild);
+    free(kids);
+    uint32_t in_list = 0, prev = NONE;
+    for (uint32_t i = c->lru_head; i != NONE; i = c->nd[i].lnext) {
+        SIM_ALWAYS(c->nd[i].len > 0 && c->nd[i].ref == 0 && c->nd[i].lprev == prev);
+        prev = i;
+        in_list += c->nd[i].len;
     }
-    SIM_ALWAYS(pinned == c->n_pinned && hashed == c->n_hashed);
-    SIM_ALWAYS(lru == c->n_lru && live == lru);
-    SIM_ALWAYS(pinned + lru + c->n_fresh == c->n);
-    uint32_t in_tab = 0;
-    for (uint64_t s = 0; s <= c->mask; s++)
-        in_tab += c->tab[s].block != EMPTY;
-    SIM_ALWAYS(in_tab == hashed);
+    SIM_ALWAYS(prev == c->lru_tail);
+    SIM_ALWAYS(live == c->n_live && live == c->map.n);
+    SIM_ALWAYS(cached == c->n_cached && lru == c->n_lru && in_list == lru);
+    SIM_ALWAYS(pinned_reg <= c->n_pinned);
+    SIM_ALWAYS((uint64_t)c->n_free + c->n_pinned + c->n_lru == c->n);
 }

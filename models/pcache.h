@@ -1,175 +1,169 @@
 /*
  * Per-engine prefix (KV) cache: a pool of fixed-size KV blocks shared by
  * running requests and cached prefixes, as in vLLM's automatic prefix
- * caching.
+ * caching, kept as a radix tree of block runs (as SGLang's RadixAttention
+ * cache) so that its cost is per run of blocks, not per block.
  *
- * A block is identified by the chained hash of its content (the hash of its
- * parent block's hash and its own tokens), so two requests share a block
- * only if their whole prefix up to and including it is identical.  The cache
- * also stores each block's parent hash and checks it on lookup, so a block
- * with the right id but a different parent never matches.  Blocks in use by
- * running requests are pinned (reference-counted) and never evicted; blocks
- * whose count drops to zero keep their content and go to the warm end of an
- * LRU list, and allocation takes never-used blocks first, then evicts from
- * the cold end of the LRU list.
+ * Blocks.  A block is identified by the chained hash of its content (the
+ * hash of its parent block's hash and its own tokens), so two requests
+ * share a block only if their whole prefix up to and including it is
+ * identical.  A block is blank (free), private to one running sequence
+ * (allocated, content not registered yet), or registered: in the tree under
+ * its parent block, matchable by later requests.  Registered blocks in use
+ * by running sequences are pinned (reference-counted) and never evicted;
+ * when a block's count drops to zero it keeps its content and becomes the
+ * warmest cached block of the LRU order; allocation takes blank blocks
+ * first, then evicts the coldest cached blocks.  A sequence releases its
+ * blocks tail first (the deepest blocks of a prefix are evicted first, as
+ * vLLM frees a request's blocks), so a block is always evicted before its
+ * parent.
  *
- * Costs: lookup, pin, commit and release are O(1) per block (open-addressing
- * hash table with linear probing and backward-shift deletion; the LRU list
- * is a FIFO queue of block indices with lazy deletion, amortised O(1), so
- * that eviction knows its next victims in advance).  Memory: 24 bytes per
- * block, 8 bytes per hash-table slot (2 slots per block), 4 bytes per
- * blank-stack entry and 4 bytes per LRU-queue entry (2 per block): 1.4 MB
- * for the 28,335 blocks of a 70B fp8 TP=2 engine, still too much for the
- * caches of a 30-engine cluster, so each block visited is a likely miss.
- * The *_run / *_blocks variants below take whole runs of blocks so that
- * they can prefetch later blocks while working on earlier ones
- * (docs/performance.md); they behave exactly as the per-block calls in a
- * loop.
+ * Tree.  Each node holds a run of consecutive registered blocks (their
+ * hashes in one array) with one pin count for the run; a node's parent
+ * holds the blocks just before it.  A sequence pins a path from the root:
+ * every node on it, whole (a node is split where a pin ends inside it).
+ * The LRU order is a list of unpinned nodes (a node's blocks are evicted
+ * from its tail), which is exactly the per-block LRU order because a
+ * node's blocks are always released together, tail first.  Matching walks
+ * the nodes and compares hash runs in memory order; pinning and releasing
+ * cost one update per node on the path, allocation is a count, eviction
+ * one update per node it empties or shortens.  Memory: 8 bytes per
+ * registered block plus ~40 bytes per node and a map from each node's
+ * first hash to the node.
+ *
+ * Duplicates.  If a sequence registers a block whose hash is already in
+ * the tree at the same place (another sequence computed and registered the
+ * same content since this one was admitted), the sequence pins the
+ * existing blocks instead and its private copies return to the blank pool
+ * at once (SGLang's behaviour; the per-block cache this replaced kept the
+ * copies until release, see docs/performance.md).  This also happens to
+ * every request whose whole prompt is cached: the engine leaves its last
+ * block to compute, and registering it finds the cached copy.
+ *
+ * Collisions.  Hashes are 64-bit and chained, so one hash at two places in
+ * the tree (a collision) has probability ~ n^2 / 2^65 for n distinct
+ * blocks.  A sequence whose next block's hash heads a run elsewhere stops
+ * registering (its remaining blocks stay private, s->stuck); a collision
+ * with an interior block goes unnoticed until a split would make it a
+ * run's first hash, which aborts (SIM_ALWAYS) rather than corrupt the map.
+ *
+ * Sequences.  A running request's blocks are described by a pcache_seq
+ * (embedded in the caller's record, zero-initialised = holds nothing): its
+ * first n_tree blocks are registered (a path ending at node `node`), the
+ * next n_priv are private.
  */
 #ifndef CRSIM_MODELS_PCACHE_H
 #define CRSIM_MODELS_PCACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Block index that means "no block". */
-#define PCACHE_NONE UINT32_MAX
-
 typedef struct pcache pcache;
+
+/* A running sequence's blocks.  Zero-initialise before first use; only
+ * the pcache_seq_* functions change it. */
+typedef struct pcache_seq {
+    uint32_t node;   /* deepest pinned tree node (0 = none) */
+    uint32_t n_tree; /* leading blocks that are registered and pinned */
+    uint32_t n_priv; /* following blocks that are private (unregistered) */
+    bool stuck;      /* a collision stopped its registrations */
+} pcache_seq;
 
 /* Create a pool of `n_blocks` blocks (>= 1).  Returns NULL if out of
  * memory.  Free with pcache_destroy(). */
 pcache *pcache_create(uint32_t n_blocks);
 
-/* Free the pool.  Accepts NULL. */
+/* Free the pool and the tree.  Accepts NULL.  Sequences still holding
+ * blocks are simply forgotten. */
 void pcache_destroy(pcache *c);
 
 /* Total blocks in the pool. */
 uint32_t pcache_capacity(const pcache *c);
 
-/* Blocks that an allocation can take now: never-used blocks plus unpinned
+/* Blocks that an allocation can take now: blank blocks plus unpinned
  * cached blocks (which allocation would evict). */
 uint32_t pcache_available(const pcache *c);
 
-/* Blocks that are pinned by at least one request. */
+/* Blocks held by running sequences: private ones plus pinned registered
+ * ones (a block pinned by several sequences counts once). */
 uint32_t pcache_pinned(const pcache *c);
 
-/* Number of blocks currently holding a registered hash (pinned or not). */
+/* Registered blocks (pinned or not). */
 uint32_t pcache_cached(const pcache *c);
 
+/* Tree nodes in use (excluding the root): a measure of fragmentation,
+ * for telemetry and tests. */
+uint32_t pcache_nodes(const pcache *c);
+
 /*
- * Length of the longest cached prefix of a request: the largest m <= n such
- * that for every i < m a block with hash `hashes[i]` and parent hash
- * `hashes[i-1]` (0 for i = 0) is registered.  `hashes` holds the chained
- * hashes of the request's full blocks, in order.  Does not change the cache
- * (no LRU touch).  Returns m, in blocks.  If `n_unpinned` is not NULL it
- * receives how many of the m blocks are unpinned, i.e. how many blocks
- * pinning the prefix would take out of pcache_available().
+ * Length of the longest cached prefix of a request: the largest m <= n
+ * such that blocks with hashes `hashes[0..m)` are registered along one path
+ * from the root (block i under block i - 1).  `hashes` holds the chained
+ * hashes of the request's full blocks, in order.  Does not change the
+ * cache.  Returns m, in blocks.  If `n_unpinned` is not NULL it receives
+ * how many of the m blocks are unpinned, i.e. how many blocks pinning the
+ * prefix would take out of pcache_available().  Cost: one map probe per
+ * tree node on the path plus a sequential comparison of the hashes.
  */
 uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned);
 
 /*
- * As pcache_match(), and also write the index of matched block i to
- * `blocks[i]` for i < m (`blocks` must hold n entries; entries from m on
- * are left alone).  The indices are valid for pcache_pin_blocks() and
- * pcache_rematch() until pcache_version() changes.  Cannot fail.
- */
-uint32_t pcache_match_blocks(const pcache *c, const uint64_t *hashes, uint32_t n,
-                             uint32_t *blocks, uint32_t *n_unpinned);
-
-/*
  * A counter that changes whenever the result of any pcache_match() (its
  * length or its unpinned count) might change: on every registration,
- * eviction and clear of a cached block, and whenever a registered block's
- * pin count goes from 0 to 1 or from 1 to 0.  Allocating never-used
- * blocks, duplicate commits and releasing unregistered blocks leave it
- * alone.  A caller that remembers a match and the version it saw may
- * reuse the match while the version is unchanged.  Cannot fail.
+ * eviction and clear, and whenever a registered block's pin count goes
+ * from 0 to 1 or from 1 to 0.  Allocating blank blocks, splitting nodes
+ * and releasing private blocks leave it alone.  A caller that remembers a
+ * match and the version it saw may reuse the match while the version is
+ * unchanged.  Cannot fail.
  */
 uint64_t pcache_version(const pcache *c);
 
 /*
- * Redo a match that pcache_match_blocks() (or an earlier rematch) found to
- * be `m_prev` blocks long with indices `blocks[0..m_prev)`, for the same
- * `hashes` and `n`: returns exactly what pcache_match_blocks() would
- * return now, and updates `blocks` and *n_unpinned (if not NULL) likewise.
- * Cost: one visit per remembered block (no table probe) while the
- * remembered blocks still hold their hashes, then table lookups for the
- * rest, so it is cheaper than a fresh match when the cache changed
- * elsewhere (a request waiting for memory is re-matched every step).
- * Cannot fail.
+ * Pin the first `m` blocks of a request for sequence `s`, which must hold
+ * nothing: m must not exceed what pcache_match(c, hashes, n, ...) returns
+ * now.  Afterwards s->n_tree = m.  Splits the node where the prefix ends
+ * if it ends inside one.  Cost: O(nodes on the path) plus the split's
+ * copy.  Cannot fail (aborts if out of memory).
  */
-uint32_t pcache_rematch(const pcache *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
-                        uint32_t m_prev, uint32_t *n_unpinned);
+void pcache_seq_pin(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t m);
 
 /*
- * Pin the first `m` blocks of a request found by pcache_match() (m must not
- * exceed what pcache_match returned, and no allocation may happen in
- * between) and write their block indices to `out[0..m)`.  Unpinned blocks
- * leave the LRU list.  Cannot fail.
+ * Give sequence `s` up to `n` more private blocks (s->n_priv grows): blank
+ * blocks first, then evicting the coldest cached blocks, stopping when
+ * every block is held.  Returns how many were given (< n only if
+ * pcache_available() was < n).  Cost: O(1) plus one update per node that
+ * eviction empties or shortens.  Cannot fail otherwise.
  */
-void pcache_pin_prefix(pcache *c, const uint64_t *hashes, uint32_t m, uint32_t *out);
+uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n);
 
 /*
- * Pin blocks `blocks[0..m)` found by pcache_match_blocks() or
- * pcache_rematch() while pcache_version() has not changed since (the same
- * effect as pcache_pin_prefix() without the m table lookups).  Cannot fail.
+ * Register the content of sequence `s`'s blocks up to `full` (exclusive):
+ * blocks s->n_tree .. full-1, whose chained hashes are `hashes[i]`, must be
+ * private (full <= s->n_tree + s->n_priv) and full.  They join the tree
+ * after s's path (extending s's own last node when nothing else uses it);
+ * blocks already registered at that place are pinned instead and s's
+ * private copies freed (see Duplicates above).  Afterwards s->n_tree ==
+ * full unless a collision stopped it (s->stuck).  Returns how many blocks
+ * were newly registered.  Cost: O(full - n_tree) sequential hash copy plus
+ * O(1) map updates.  Cannot fail (aborts if out of memory).
  */
-void pcache_pin_blocks(pcache *c, const uint32_t *blocks, uint32_t m);
+uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t full);
 
 /*
- * Take one block for new KV content and pin it (count 1, no hash).  Takes a
- * never-used block if any, else evicts the least recently released cached
- * block (unregistering its hash).  Returns the block index, or PCACHE_NONE
- * if every block is pinned.
+ * Release everything sequence `s` holds: its private blocks return to the
+ * blank pool, and its path's pin counts drop; a node whose count reaches
+ * 0 becomes the warmest cached run, the deepest first (tail-first release).
+ * Leaves *s zeroed.  Cost: O(nodes on the path).  Cannot fail.
  */
-uint32_t pcache_alloc(pcache *c);
-
-/*
- * Allocate up to `n` blocks into `out[0..n)` with the same effect on the
- * cache's contents as n calls of pcache_alloc() (never-used blocks first,
- * then the same cached blocks evicted in the same order), stopping when
- * every block is pinned; out[k] = PCACHE_NONE after the last one taken if
- * fewer than n.  The indices handed out may differ from those n single
- * calls would return: a run of blocks evicted together is handed out in
- * ascending index order, so a sequence's blocks tend to be adjacent in
- * memory (docs/performance.md).  Returns how many were allocated (< n only
- * if every block is pinned).  Cannot fail otherwise.
- */
-uint32_t pcache_alloc_run(pcache *c, uint32_t *out, uint32_t n);
-
-/*
- * Register the content hash of a pinned, full block `b` whose parent block
- * has hash `parent` (0 for the first block), so later requests can match
- * it.  If another block already holds `hash`, `b` stays unregistered (the
- * two are duplicates; `b` returns to the never-used pool when released), as
- * vLLM does.  Returns 1 if registered, 0 if a duplicate.
- */
-int pcache_commit(pcache *c, uint32_t b, uint64_t hash, uint64_t parent);
-
-/*
- * Commit a run of consecutive blocks of one sequence: block `blocks[k]`
- * gets hash `hashes[k]` with parent `hashes[k-1]` (`parent` for k = 0),
- * exactly as n calls of pcache_commit() in order would.  Returns how many
- * were registered (the rest were duplicates).  Cannot fail.
- */
-uint32_t pcache_commit_run(pcache *c, const uint32_t *blocks, const uint64_t *hashes,
-                           uint32_t n, uint64_t parent);
-
-/*
- * Unpin `n` blocks `blocks[0..n)`, releasing them in reverse order so that
- * the deepest blocks of a prefix are evicted first (vLLM frees a request's
- * blocks tail first for the same reason).  A block whose count drops to 0
- * goes to the warm end of the LRU list if it holds a hash, else back to the
- * never-used pool.  Cannot fail.
- */
-void pcache_release(pcache *c, const uint32_t *blocks, uint32_t n);
+void pcache_seq_release(pcache *c, pcache_seq *s);
 
 /* Drop every cached block that is not pinned (for tests and resets). */
 void pcache_clear(pcache *c);
 
-/* Check the internal invariants (counts, LRU links, table consistency);
- * aborts on violation.  O(n_blocks); for tests. */
+/* Check the internal invariants (counts, tree links, map, LRU list, pin
+ * counts never growing down a path); aborts on violation.  O(nodes +
+ * registered blocks); for tests. */
 void pcache_check(const pcache *c);
 
 #endif

@@ -149,25 +149,25 @@ static double simulate(const zipf *z, uint32_t cap, uint64_t warmup, uint64_t n,
     uint64_t bhits[N_BATCH] = {0};
     uint64_t hits = 0, misses = 0;
     for (uint64_t k = 0; k < warmup + n; k++) {
-        /* Block hashes must be non-zero (0 means "empty slot" and "no
-         * parent" in pcache): item i has hash i + 1 and no parent. */
+        /* Item i is a one-block prefix with hash i + 1 (block hashes are
+         * non-zero in crsim) and no parent. */
         const uint64_t h = (uint64_t)zipf_draw(z, r) + 1u;
-        uint32_t b, unpinned;
+        pcache_seq s = {0};
+        uint32_t unpinned;
         const uint32_t m = pcache_match(c, &h, 1, &unpinned);
         if (m == 1) {
             CHECK_INT_EQ(unpinned, 1); /* nothing stays pinned between requests */
-            pcache_pin_prefix(c, &h, 1, &b);
+            pcache_seq_pin(c, &s, &h, 1);
             hits++;
             if (k >= warmup)
                 bhits[(k - warmup) / batch]++;
         } else {
             CHECK_INT_EQ(m, 0);
-            b = pcache_alloc(c);
-            CHECK(b != PCACHE_NONE);
-            CHECK_INT_EQ(pcache_commit(c, b, h, 0), 1);
+            CHECK_INT_EQ(pcache_seq_alloc(c, &s, 1), 1);
+            CHECK_INT_EQ(pcache_seq_commit(c, &s, &h, 1), 1);
             misses++;
         }
-        pcache_release(c, &b, 1);
+        pcache_seq_release(c, &s);
         CHECK_INT_EQ(pcache_pinned(c), 0);
     }
     /* The pool holds exactly min(C, distinct items seen) cached items: every
