@@ -244,6 +244,7 @@ static void release_blocks(engine *e, engine_req *er)
 void engine_submit(engine *e, engine_req *er, double now)
 {
     (void)now;
+    SIM_ALWAYS(er->kv.node == 0 && er->kv.n_tree == 0 && er->kv.n_priv == 0);
     er->computed = 0;
     er->generated = 0;
     er->n_sched = 0;

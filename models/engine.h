@@ -36,10 +36,11 @@ typedef struct engine_params {
     bool prefix_caching;           /* reuse cached prefixes */
 } engine_params;
 
-/* Per-request state inside an engine.  Allocated by the caller (the
- * cluster), which owns it and the wl_request it points to; the engine only
- * links it into its queues between engine_submit() and the finish
- * callback. */
+/* Per-request state inside an engine.  Allocated zero-initialised by the
+ * caller (the cluster), which owns it and the wl_request it points to; the
+ * engine only links it into its queues between engine_submit() and the
+ * finish callback, and holds no memory of it afterwards (its KV blocks are
+ * counts in the engine's cache, released at finish). */
 typedef struct engine_req {
     wl_request *r;
     uint32_t computed;    /* tokens of the sequence whose KV is computed */
