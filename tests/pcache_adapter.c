@@ -20,7 +20,7 @@ typedef struct blist {
 } blist;
 
 struct pcache {
-    pref *r;
+    pcache_ref *r;
     blist *l;        /* l[h - 1]: blocks of the sequence with handle h */
     uint32_t n_l, cap_l;
     uint32_t *free_h; /* free handles */
@@ -32,7 +32,7 @@ struct pcache {
 pcache *pcache_create(uint32_t n_blocks)
 {
     pcache *c = calloc(1, sizeof *c);
-    if (!c || !(c->r = pref_create(n_blocks))) {
+    if (!c || !(c->r = pcache_ref_create(n_blocks))) {
         free(c);
         return NULL;
     }
@@ -48,23 +48,23 @@ void pcache_destroy(pcache *c)
     free(c->l);
     free(c->free_h);
     free(c->tmp);
-    pref_destroy(c->r);
+    pcache_ref_destroy(c->r);
     free(c);
 }
 
-uint32_t pcache_capacity(const pcache *c) { return pref_capacity(c->r); }
-uint32_t pcache_available(const pcache *c) { return pref_available(c->r); }
-uint32_t pcache_pinned(const pcache *c) { return pref_pinned(c->r); }
-uint32_t pcache_cached(const pcache *c) { return pref_cached(c->r); }
-uint32_t pcache_nodes(const pcache *c) { return pref_cached(c->r); }
-uint64_t pcache_version(const pcache *c) { return pref_version(c->r); }
-void pcache_clear(pcache *c) { pref_clear(c->r); }
-void pcache_check(const pcache *c) { pref_check(c->r); }
+uint32_t pcache_capacity(const pcache *c) { return pcache_ref_capacity(c->r); }
+uint32_t pcache_available(const pcache *c) { return pcache_ref_available(c->r); }
+uint32_t pcache_pinned(const pcache *c) { return pcache_ref_pinned(c->r); }
+uint32_t pcache_cached(const pcache *c) { return pcache_ref_cached(c->r); }
+uint32_t pcache_nodes(const pcache *c) { return pcache_ref_cached(c->r); }
+uint64_t pcache_version(const pcache *c) { return pcache_ref_version(c->r); }
+void pcache_clear(pcache *c) { pcache_ref_clear(c->r); }
+void pcache_check(const pcache *c) { pcache_ref_check(c->r); }
 
 uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned)
 {
-    return pref_match(c->r, hashes, n, n_unpinned);
+    return pcache_ref_match(c->r, hashes, n, n_unpinned);
 }
 
 static blist *list_of(pcache *c, pcache_seq *s)
@@ -103,8 +103,8 @@ void pcache_seq_pin(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t m
     blist *l = list_of(c, s);
     SIM_ALWAYS(l->n == 0);
     reserve(l, m);
-    SIM_ALWAYS(pref_match_blocks(c->r, hashes, m, l->b, NULL) == m);
-    pref_pin_blocks(c->r, l->b, m);
+    SIM_ALWAYS(pcache_ref_match_blocks(c->r, hashes, m, l->b, NULL) == m);
+    pcache_ref_pin_blocks(c->r, l->b, m);
     l->n = m;
     s->n_tree = m;
     s->n_priv = 0;
@@ -115,7 +115,7 @@ uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
 {
     blist *l = list_of(c, s);
     reserve(l, l->n + n + 1);
-    const uint32_t got = pref_alloc_run(c->r, l->b + l->n, n);
+    const uint32_t got = pcache_ref_alloc_run(c->r, l->b + l->n, n);
     l->n += got;
     s->n_priv += got;
     return got;
@@ -129,7 +129,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
     blist *l = list_of(c, s);
     uint32_t reg = 0;
     for (uint32_t i = s->n_tree; i < full; i++) {
-        if (pref_commit(c->r, l->b[i], hashes[i], i ? hashes[i - 1] : 0)) {
+        if (pcache_ref_commit(c->r, l->b[i], hashes[i], i ? hashes[i - 1] : 0)) {
             reg++;
             continue;
         }
@@ -138,9 +138,9 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             c->cap_tmp = 2 * (i + 1);
             c->tmp = sim_xrealloc(c->tmp, c->cap_tmp * sizeof *c->tmp);
         }
-        SIM_ALWAYS(pref_match_blocks(c->r, hashes, i + 1, c->tmp, NULL) == i + 1);
-        pref_pin_blocks(c->r, &c->tmp[i], 1);
-        pref_release(c->r, &l->b[i], 1);
+        SIM_ALWAYS(pcache_ref_match_blocks(c->r, hashes, i + 1, c->tmp, NULL) == i + 1);
+        pcache_ref_pin_blocks(c->r, &c->tmp[i], 1);
+        pcache_ref_release(c->r, &l->b[i], 1);
         l->b[i] = c->tmp[i];
     }
     s->n_priv -= full - s->n_tree;
@@ -152,7 +152,7 @@ void pcache_seq_release(pcache *c, pcache_seq *s)
 {
     if (s->node) {
         blist *l = &c->l[s->node - 1];
-        pref_release(c->r, l->b, l->n);
+        pcache_ref_release(c->r, l->b, l->n);
         l->n = 0;
         c->free_h[c->n_free_h++] = s->node;
     }

@@ -6,7 +6,7 @@
  * table index directly.  Hash 0 is reserved as "unregistered block" and
  * as "no parent"; a content hash that happens to be 0 is remapped to 1 by
  * the workload layer's hashing (wl_block_hash), so it is never stored
- * here.  An empty table slot holds block index PREF_NONE.
+ * here.  An empty table slot holds block index PCACHE_REF_NONE.
  */
 #include "pcache_ref.h"
 
@@ -42,7 +42,7 @@ typedef struct block {
 } block;
 
 /* A table slot: the low 32 bits of the block's hash (its home slot is
- * tag & mask, mask < 2^32) and the block index, PREF_NONE if empty.
+ * tag & mask, mask < 2^32) and the block index, PCACHE_REF_NONE if empty.
  * 8 bytes instead of 16: eight slots per cache line, half the table's
  * footprint.  A tag match is confirmed against the full hash in the block,
  * which a match visits anyway (parent check); deletion knows the block and
@@ -52,9 +52,9 @@ typedef struct slot {
     uint32_t block;
 } slot;
 
-#define EMPTY PREF_NONE
+#define EMPTY PCACHE_REF_NONE
 
-struct pref {
+struct pcache_ref {
     block *b;
     uint32_t n;
     slot *tab;
@@ -82,11 +82,11 @@ struct pref {
     uint64_t version;    /* bumped by every change a match can observe */
 };
 
-pref *pref_create(uint32_t n_blocks)
+pcache_ref *pcache_ref_create(uint32_t n_blocks)
 {
     if (n_blocks == 0)
         return NULL;
-    pref *c = calloc(1, sizeof *c);
+    pcache_ref *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     uint64_t slots = 16;
@@ -120,7 +120,7 @@ pref *pref_create(uint32_t n_blocks)
     return c;
 }
 
-void pref_destroy(pref *c)
+void pcache_ref_destroy(pcache_ref *c)
 {
     if (!c)
         return;
@@ -131,26 +131,26 @@ void pref_destroy(pref *c)
     free(c);
 }
 
-uint32_t pref_capacity(const pref *c) { return c->n; }
-uint32_t pref_available(const pref *c) { return c->n_fresh + c->n_lru; }
-uint32_t pref_pinned(const pref *c) { return c->n_pinned; }
-uint32_t pref_cached(const pref *c) { return c->n_hashed; }
+uint32_t pcache_ref_capacity(const pcache_ref *c) { return c->n; }
+uint32_t pcache_ref_available(const pcache_ref *c) { return c->n_fresh + c->n_lru; }
+uint32_t pcache_ref_pinned(const pcache_ref *c) { return c->n_pinned; }
+uint32_t pcache_ref_cached(const pcache_ref *c) { return c->n_hashed; }
 
 /* ---- hash table ---- */
 
-static uint32_t tab_find(const pref *c, uint64_t h)
+static uint32_t tab_find(const pcache_ref *c, uint64_t h)
 {
     const uint32_t tag = (uint32_t)h;
     for (uint64_t i = h & c->mask;; i = (i + 1) & c->mask) {
         const slot sl = c->tab[i];
         if (sl.block == EMPTY)
-            return PREF_NONE;
+            return PCACHE_REF_NONE;
         if (sl.tag == tag && c->b[sl.block].hash == h)
             return sl.block;
     }
 }
 
-static void tab_insert(pref *c, uint64_t h, uint32_t blk)
+static void tab_insert(pcache_ref *c, uint64_t h, uint32_t blk)
 {
     uint64_t i = h & c->mask;
     while (c->tab[i].block != EMPTY)
@@ -160,7 +160,7 @@ static void tab_insert(pref *c, uint64_t h, uint32_t blk)
 
 /* Remove block `blk`, registered under hash `h`.  Backward-shift deletion
  * keeps probe chains intact without tombstones. */
-static void tab_delete(pref *c, uint64_t h, uint32_t blk)
+static void tab_delete(pcache_ref *c, uint64_t h, uint32_t blk)
 {
     uint64_t i = h & c->mask;
     while (c->tab[i].block != blk) {
@@ -186,7 +186,7 @@ static void tab_delete(pref *c, uint64_t h, uint32_t blk)
 
 /* ---- LRU list ---- */
 
-static inline bool lru_live(const pref *c, uint64_t p, uint32_t i)
+static inline bool lru_live(const pcache_ref *c, uint64_t p, uint32_t i)
 {
     const block *x = &c->b[i];
     return x->ref == 0 && x->hash != 0 && x->lru_pos == (uint32_t)p;
@@ -194,7 +194,7 @@ static inline bool lru_live(const pref *c, uint64_t p, uint32_t i)
 
 /* Squeeze the stale entries out of the full queue, keeping the order of
  * the live ones (and their blocks' positions up to date). */
-static void lru_compact(pref *c)
+static void lru_compact(pcache_ref *c)
 {
     uint64_t w = c->lru_head;
     for (uint64_t p = c->lru_head; p != c->lru_tail; p++) {
@@ -210,7 +210,7 @@ static void lru_compact(pref *c)
 }
 
 /* Registered block i, just unpinned, becomes the warmest cached block. */
-static inline void lru_push_warm(pref *c, uint32_t i)
+static inline void lru_push_warm(pcache_ref *c, uint32_t i)
 {
     /* Block i is unpinned already but not queued yet: an old, stale entry
      * of it must not pass for live while the queue is compacted, so its
@@ -228,7 +228,7 @@ static inline void lru_push_warm(pref *c, uint32_t i)
  * block of the entry PF_DIST ahead and the table slot of the one PF_DIST/2
  * ahead (whose block was prefetched earlier) are prefetched: hints only,
  * as entries may go stale before they are reached. */
-static inline uint32_t lru_pop(pref *c)
+static inline uint32_t lru_pop(pcache_ref *c)
 {
     for (;;) {
         const uint64_t p = c->lru_head++;
@@ -246,19 +246,19 @@ static inline uint32_t lru_pop(pref *c)
 
 /* ---- public operations ---- */
 
-uint64_t pref_version(const pref *c) { return c->version; }
+uint64_t pcache_ref_version(const pcache_ref *c) { return c->version; }
 
 /* Continue a match at block i (whose parent hash is `parent`, held by
- * block `prev`, PREF_NONE if unknown), adding to *unpinned and writing
+ * block `prev`, PCACHE_REF_NONE if unknown), adding to *unpinned and writing
  * block indices to `out` if not NULL.  Block i is first looked for at
- * index prev + 1, where pref_alloc_run() tends to put the next block of
+ * index prev + 1, where pcache_ref_alloc_run() tends to put the next block of
  * a sequence: a registered hash is held by exactly one block, so "block g
  * holds hashes[i]" is the same as "a lookup of hashes[i] returns g", and
  * the guess is exact when it holds; otherwise the table is probed.  While
  * guesses fail, the table slot of block i + PF_DIST is prefetched, and the
  * block of i + PF_DIST/2 once its slot (prefetched earlier) shows it: only
  * hints (a slot read early may be stale by the time it is used). */
-static uint32_t match_from(const pref *c, const uint64_t *hashes, uint32_t i, uint32_t n,
+static uint32_t match_from(const pcache_ref *c, const uint64_t *hashes, uint32_t i, uint32_t n,
                            uint64_t parent, uint32_t prev, uint32_t *out, uint32_t *unpinned)
 {
     const uint64_t mask = c->mask;
@@ -283,7 +283,7 @@ static uint32_t match_from(const pref *c, const uint64_t *hashes, uint32_t i, ui
                 }
             }
             blk = tab_find(c, hashes[i]);
-            if (blk == PREF_NONE)
+            if (blk == PCACHE_REF_NONE)
                 break;
         }
         if (c->b[blk].parent != parent)
@@ -297,27 +297,27 @@ static uint32_t match_from(const pref *c, const uint64_t *hashes, uint32_t i, ui
     return i;
 }
 
-uint32_t pref_match(const pref *c, const uint64_t *hashes, uint32_t n,
+uint32_t pcache_ref_match(const pcache_ref *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned)
 {
     uint32_t unpinned = 0;
-    uint32_t m = match_from(c, hashes, 0, n, 0, PREF_NONE, NULL, &unpinned);
+    uint32_t m = match_from(c, hashes, 0, n, 0, PCACHE_REF_NONE, NULL, &unpinned);
     if (n_unpinned)
         *n_unpinned = unpinned;
     return m;
 }
 
-uint32_t pref_match_blocks(const pref *c, const uint64_t *hashes, uint32_t n,
+uint32_t pcache_ref_match_blocks(const pcache_ref *c, const uint64_t *hashes, uint32_t n,
                              uint32_t *blocks, uint32_t *n_unpinned)
 {
     uint32_t unpinned = 0;
-    uint32_t m = match_from(c, hashes, 0, n, 0, PREF_NONE, blocks, &unpinned);
+    uint32_t m = match_from(c, hashes, 0, n, 0, PCACHE_REF_NONE, blocks, &unpinned);
     if (n_unpinned)
         *n_unpinned = unpinned;
     return m;
 }
 
-uint32_t pref_rematch(const pref *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
+uint32_t pcache_ref_rematch(const pcache_ref *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
                         uint32_t m_prev, uint32_t *n_unpinned)
 {
     /* A registered block is in the table under its hash, and a hash is
@@ -347,14 +347,14 @@ uint32_t pref_rematch(const pref *c, const uint64_t *hashes, uint32_t n, uint32_
         unpinned += x->ref == 0;
         parent = hashes[i];
     }
-    uint32_t m = match_from(c, hashes, i, n, parent, i ? blocks[i - 1] : PREF_NONE, blocks,
+    uint32_t m = match_from(c, hashes, i, n, parent, i ? blocks[i - 1] : PCACHE_REF_NONE, blocks,
                             &unpinned);
     if (n_unpinned)
         *n_unpinned = unpinned;
     return m;
 }
 
-static inline void pin_one(pref *c, uint32_t blk)
+static inline void pin_one(pcache_ref *c, uint32_t blk)
 {
     block *x = &c->b[blk];
     if (x->ref == 0) {
@@ -366,17 +366,17 @@ static inline void pin_one(pref *c, uint32_t blk)
     x->ref++;
 }
 
-void pref_pin_prefix(pref *c, const uint64_t *hashes, uint32_t m, uint32_t *out)
+void pcache_ref_pin_prefix(pcache_ref *c, const uint64_t *hashes, uint32_t m, uint32_t *out)
 {
     for (uint32_t i = 0; i < m; i++) {
         uint32_t blk = tab_find(c, hashes[i]);
-        SIM_ALWAYS(blk != PREF_NONE);
+        SIM_ALWAYS(blk != PCACHE_REF_NONE);
         pin_one(c, blk);
         out[i] = blk;
     }
 }
 
-void pref_pin_blocks(pref *c, const uint32_t *blocks, uint32_t m)
+void pcache_ref_pin_blocks(pcache_ref *c, const uint32_t *blocks, uint32_t m)
 {
     for (uint32_t k = 0; k < m && k < PF_DIST; k++)
         PREFETCH(&c->b[blocks[k]]);
@@ -389,7 +389,7 @@ void pref_pin_blocks(pref *c, const uint32_t *blocks, uint32_t m)
 }
 
 /* Take one block: never-used first, else evict the coldest cached block. */
-static inline uint32_t alloc_one(pref *c)
+static inline uint32_t alloc_one(pcache_ref *c)
 {
     uint32_t i;
     if (c->n_fresh) {
@@ -400,17 +400,17 @@ static inline uint32_t alloc_one(pref *c)
         c->n_hashed--;
         c->version++;
     } else {
-        return PREF_NONE;
+        return PCACHE_REF_NONE;
     }
     c->b[i] = (block){.ref = 1};
     c->n_pinned++;
     return i;
 }
 
-uint32_t pref_alloc(pref *c) { return alloc_one(c); }
+uint32_t pcache_ref_alloc(pcache_ref *c) { return alloc_one(c); }
 
 /* Evict the coldest cached block to the blank stack. */
-static inline void evict_one(pref *c)
+static inline void evict_one(pcache_ref *c)
 {
     const uint32_t i = lru_pop(c);
     tab_delete(c, c->b[i].hash, i);
@@ -420,7 +420,7 @@ static inline void evict_one(pref *c)
     c->fresh[c->n_fresh++] = i;
 }
 
-uint32_t pref_alloc_run(pref *c, uint32_t *out, uint32_t n)
+uint32_t pcache_ref_alloc_run(pcache_ref *c, uint32_t *out, uint32_t n)
 {
     /* Which blocks a run takes is semantic only through which cached
      * hashes it evicts: the blank ones first, then the coldest.  Which
@@ -430,7 +430,7 @@ uint32_t pref_alloc_run(pref *c, uint32_t *out, uint32_t n)
      * back in ascending index order, so the blocks of one sequence tend to
      * sit at consecutive indices, and walking a sequence's blocks
      * (match, pin, release) reads memory in order instead of at random.
-     * pref_match() guesses the next block of a chain at the next index
+     * pcache_ref_match() guesses the next block of a chain at the next index
      * for the same reason. */
     const uint32_t avail = c->n_fresh + c->n_lru;
     const uint32_t take = n < avail ? n : avail;
@@ -443,15 +443,15 @@ uint32_t pref_alloc_run(pref *c, uint32_t *out, uint32_t n)
     }
     c->n_pinned += take;
     if (take < n)
-        out[take] = PREF_NONE;
+        out[take] = PCACHE_REF_NONE;
     return take;
 }
 
-static inline int commit_one(pref *c, uint32_t b, uint64_t hash, uint64_t parent)
+static inline int commit_one(pcache_ref *c, uint32_t b, uint64_t hash, uint64_t parent)
 {
     block *x = &c->b[b];
     SIM_ALWAYS(x->ref > 0 && x->hash == 0 && hash != 0);
-    if (tab_find(c, hash) != PREF_NONE)
+    if (tab_find(c, hash) != PCACHE_REF_NONE)
         return 0;
     x->hash = hash;
     x->parent = parent;
@@ -461,12 +461,12 @@ static inline int commit_one(pref *c, uint32_t b, uint64_t hash, uint64_t parent
     return 1;
 }
 
-int pref_commit(pref *c, uint32_t b, uint64_t hash, uint64_t parent)
+int pcache_ref_commit(pcache_ref *c, uint32_t b, uint64_t hash, uint64_t parent)
 {
     return commit_one(c, b, hash, parent);
 }
 
-uint32_t pref_commit_run(pref *c, const uint32_t *blocks, const uint64_t *hashes,
+uint32_t pcache_ref_commit_run(pcache_ref *c, const uint32_t *blocks, const uint64_t *hashes,
                            uint32_t n, uint64_t parent)
 {
     uint32_t reg = 0;
@@ -484,7 +484,7 @@ uint32_t pref_commit_run(pref *c, const uint32_t *blocks, const uint64_t *hashes
     return reg;
 }
 
-void pref_release(pref *c, const uint32_t *blocks, uint32_t n)
+void pcache_ref_release(pcache_ref *c, const uint32_t *blocks, uint32_t n)
 {
     for (uint32_t k = n; k-- > 0 && k + PF_DIST >= n;)
         PREFETCH(&c->b[blocks[k]]);
@@ -506,7 +506,7 @@ void pref_release(pref *c, const uint32_t *blocks, uint32_t n)
     }
 }
 
-void pref_clear(pref *c)
+void pcache_ref_clear(pcache_ref *c)
 {
     while (c->n_lru) {
         uint32_t i = lru_pop(c);
@@ -519,7 +519,7 @@ void pref_clear(pref *c)
     c->lru_head = c->lru_tail; /* only stale entries were left */
 }
 
-void pref_check(const pref *c)
+void pcache_ref_check(const pcache_ref *c)
 {
     uint32_t pinned = 0, hashed = 0, lru = 0;
     for (uint32_t i = 0; i < c->n; i++) {

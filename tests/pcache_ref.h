@@ -38,29 +38,29 @@
 #include <stdint.h>
 
 /* Block index that means "no block". */
-#define PREF_NONE UINT32_MAX
+#define PCACHE_REF_NONE UINT32_MAX
 
-typedef struct pref pref;
+typedef struct pcache_ref pcache_ref;
 
 /* Create a pool of `n_blocks` blocks (>= 1).  Returns NULL if out of
- * memory.  Free with pref_destroy(). */
-pref *pref_create(uint32_t n_blocks);
+ * memory.  Free with pcache_ref_destroy(). */
+pcache_ref *pcache_ref_create(uint32_t n_blocks);
 
 /* Free the pool.  Accepts NULL. */
-void pref_destroy(pref *c);
+void pcache_ref_destroy(pcache_ref *c);
 
 /* Total blocks in the pool. */
-uint32_t pref_capacity(const pref *c);
+uint32_t pcache_ref_capacity(const pcache_ref *c);
 
 /* Blocks that an allocation can take now: never-used blocks plus unpinned
  * cached blocks (which allocation would evict). */
-uint32_t pref_available(const pref *c);
+uint32_t pcache_ref_available(const pcache_ref *c);
 
 /* Blocks that are pinned by at least one request. */
-uint32_t pref_pinned(const pref *c);
+uint32_t pcache_ref_pinned(const pcache_ref *c);
 
 /* Number of blocks currently holding a registered hash (pinned or not). */
-uint32_t pref_cached(const pref *c);
+uint32_t pcache_ref_cached(const pcache_ref *c);
 
 /*
  * Length of the longest cached prefix of a request: the largest m <= n such
@@ -69,22 +69,22 @@ uint32_t pref_cached(const pref *c);
  * hashes of the request's full blocks, in order.  Does not change the cache
  * (no LRU touch).  Returns m, in blocks.  If `n_unpinned` is not NULL it
  * receives how many of the m blocks are unpinned, i.e. how many blocks
- * pinning the prefix would take out of pref_available().
+ * pinning the prefix would take out of pcache_ref_available().
  */
-uint32_t pref_match(const pref *c, const uint64_t *hashes, uint32_t n,
+uint32_t pcache_ref_match(const pcache_ref *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned);
 
 /*
- * As pref_match(), and also write the index of matched block i to
+ * As pcache_ref_match(), and also write the index of matched block i to
  * `blocks[i]` for i < m (`blocks` must hold n entries; entries from m on
- * are left alone).  The indices are valid for pref_pin_blocks() and
- * pref_rematch() until pref_version() changes.  Cannot fail.
+ * are left alone).  The indices are valid for pcache_ref_pin_blocks() and
+ * pcache_ref_rematch() until pcache_ref_version() changes.  Cannot fail.
  */
-uint32_t pref_match_blocks(const pref *c, const uint64_t *hashes, uint32_t n,
+uint32_t pcache_ref_match_blocks(const pcache_ref *c, const uint64_t *hashes, uint32_t n,
                              uint32_t *blocks, uint32_t *n_unpinned);
 
 /*
- * A counter that changes whenever the result of any pref_match() (its
+ * A counter that changes whenever the result of any pcache_ref_match() (its
  * length or its unpinned count) might change: on every registration,
  * eviction and clear of a cached block, and whenever a registered block's
  * pin count goes from 0 to 1 or from 1 to 0.  Allocating never-used
@@ -92,12 +92,12 @@ uint32_t pref_match_blocks(const pref *c, const uint64_t *hashes, uint32_t n,
  * alone.  A caller that remembers a match and the version it saw may
  * reuse the match while the version is unchanged.  Cannot fail.
  */
-uint64_t pref_version(const pref *c);
+uint64_t pcache_ref_version(const pcache_ref *c);
 
 /*
- * Redo a match that pref_match_blocks() (or an earlier rematch) found to
+ * Redo a match that pcache_ref_match_blocks() (or an earlier rematch) found to
  * be `m_prev` blocks long with indices `blocks[0..m_prev)`, for the same
- * `hashes` and `n`: returns exactly what pref_match_blocks() would
+ * `hashes` and `n`: returns exactly what pcache_ref_match_blocks() would
  * return now, and updates `blocks` and *n_unpinned (if not NULL) likewise.
  * Cost: one visit per remembered block (no table probe) while the
  * remembered blocks still hold their hashes, then table lookups for the
@@ -105,44 +105,44 @@ uint64_t pref_version(const pref *c);
  * elsewhere (a request waiting for memory is re-matched every step).
  * Cannot fail.
  */
-uint32_t pref_rematch(const pref *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
+uint32_t pcache_ref_rematch(const pcache_ref *c, const uint64_t *hashes, uint32_t n, uint32_t *blocks,
                         uint32_t m_prev, uint32_t *n_unpinned);
 
 /*
- * Pin the first `m` blocks of a request found by pref_match() (m must not
- * exceed what pref_match returned, and no allocation may happen in
+ * Pin the first `m` blocks of a request found by pcache_ref_match() (m must not
+ * exceed what pcache_ref_match returned, and no allocation may happen in
  * between) and write their block indices to `out[0..m)`.  Unpinned blocks
  * leave the LRU list.  Cannot fail.
  */
-void pref_pin_prefix(pref *c, const uint64_t *hashes, uint32_t m, uint32_t *out);
+void pcache_ref_pin_prefix(pcache_ref *c, const uint64_t *hashes, uint32_t m, uint32_t *out);
 
 /*
- * Pin blocks `blocks[0..m)` found by pref_match_blocks() or
- * pref_rematch() while pref_version() has not changed since (the same
- * effect as pref_pin_prefix() without the m table lookups).  Cannot fail.
+ * Pin blocks `blocks[0..m)` found by pcache_ref_match_blocks() or
+ * pcache_ref_rematch() while pcache_ref_version() has not changed since (the same
+ * effect as pcache_ref_pin_prefix() without the m table lookups).  Cannot fail.
  */
-void pref_pin_blocks(pref *c, const uint32_t *blocks, uint32_t m);
+void pcache_ref_pin_blocks(pcache_ref *c, const uint32_t *blocks, uint32_t m);
 
 /*
  * Take one block for new KV content and pin it (count 1, no hash).  Takes a
  * never-used block if any, else evicts the least recently released cached
- * block (unregistering its hash).  Returns the block index, or PREF_NONE
+ * block (unregistering its hash).  Returns the block index, or PCACHE_REF_NONE
  * if every block is pinned.
  */
-uint32_t pref_alloc(pref *c);
+uint32_t pcache_ref_alloc(pcache_ref *c);
 
 /*
  * Allocate up to `n` blocks into `out[0..n)` with the same effect on the
- * cache's contents as n calls of pref_alloc() (never-used blocks first,
+ * cache's contents as n calls of pcache_ref_alloc() (never-used blocks first,
  * then the same cached blocks evicted in the same order), stopping when
- * every block is pinned; out[k] = PREF_NONE after the last one taken if
+ * every block is pinned; out[k] = PCACHE_REF_NONE after the last one taken if
  * fewer than n.  The indices handed out may differ from those n single
  * calls would return: a run of blocks evicted together is handed out in
  * ascending index order, so a sequence's blocks tend to be adjacent in
  * memory (docs/performance.md).  Returns how many were allocated (< n only
  * if every block is pinned).  Cannot fail otherwise.
  */
-uint32_t pref_alloc_run(pref *c, uint32_t *out, uint32_t n);
+uint32_t pcache_ref_alloc_run(pcache_ref *c, uint32_t *out, uint32_t n);
 
 /*
  * Register the content hash of a pinned, full block `b` whose parent block
@@ -151,15 +151,15 @@ uint32_t pref_alloc_run(pref *c, uint32_t *out, uint32_t n);
  * two are duplicates; `b` returns to the never-used pool when released), as
  * vLLM does.  Returns 1 if registered, 0 if a duplicate.
  */
-int pref_commit(pref *c, uint32_t b, uint64_t hash, uint64_t parent);
+int pcache_ref_commit(pcache_ref *c, uint32_t b, uint64_t hash, uint64_t parent);
 
 /*
  * Commit a run of consecutive blocks of one sequence: block `blocks[k]`
  * gets hash `hashes[k]` with parent `hashes[k-1]` (`parent` for k = 0),
- * exactly as n calls of pref_commit() in order would.  Returns how many
+ * exactly as n calls of pcache_ref_commit() in order would.  Returns how many
  * were registered (the rest were duplicates).  Cannot fail.
  */
-uint32_t pref_commit_run(pref *c, const uint32_t *blocks, const uint64_t *hashes,
+uint32_t pcache_ref_commit_run(pcache_ref *c, const uint32_t *blocks, const uint64_t *hashes,
                            uint32_t n, uint64_t parent);
 
 /*
@@ -169,13 +169,13 @@ uint32_t pref_commit_run(pref *c, const uint32_t *blocks, const uint64_t *hashes
  * goes to the warm end of the LRU list if it holds a hash, else back to the
  * never-used pool.  Cannot fail.
  */
-void pref_release(pref *c, const uint32_t *blocks, uint32_t n);
+void pcache_ref_release(pcache_ref *c, const uint32_t *blocks, uint32_t n);
 
 /* Drop every cached block that is not pinned (for tests and resets). */
-void pref_clear(pref *c);
+void pcache_ref_clear(pcache_ref *c);
 
 /* Check the internal invariants (counts, LRU links, table consistency);
  * aborts on violation.  O(n_blocks); for tests. */
-void pref_check(const pref *c);
+void pcache_ref_check(const pcache_ref *c);
 
 #endif

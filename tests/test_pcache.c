@@ -250,15 +250,15 @@ typedef struct slotst {
     uint32_t blk[MAX_LEN]; /* reference block indices */
 } slotst;
 
-static void compare(const pcache *c, const pref *r, const chains *ch)
+static void compare(const pcache *c, const pcache_ref *r, const chains *ch)
 {
-    CHECK_INT_EQ(pcache_available(c), pref_available(r));
-    CHECK_INT_EQ(pcache_cached(c), pref_cached(r));
-    CHECK_INT_EQ(pcache_pinned(c), pref_pinned(r));
+    CHECK_INT_EQ(pcache_available(c), pcache_ref_available(r));
+    CHECK_INT_EQ(pcache_cached(c), pcache_ref_cached(r));
+    CHECK_INT_EQ(pcache_pinned(c), pcache_ref_pinned(r));
     for (uint32_t k = 0; k < N_CHAIN; k++)
         for (uint32_t n = 1; n <= ch->len[k]; n += 3) {
             uint32_t u1 = 0, u2 = 0;
-            CHECK_INT_EQ(pcache_match(c, ch->h[k], n, &u1), pref_match(r, ch->h[k], n, &u2));
+            CHECK_INT_EQ(pcache_match(c, ch->h[k], n, &u1), pcache_ref_match(r, ch->h[k], n, &u2));
             CHECK_INT_EQ(u1, u2);
         }
 }
@@ -269,7 +269,7 @@ static void differential(uint32_t pool, uint64_t seed, int iters)
     chains ch;
     make_chains(&ch, &rs);
     pcache *c = pcache_create(pool);
-    pref *r = pref_create(pool);
+    pcache_ref *r = pcache_ref_create(pool);
     CHECK(c && r);
     slotst sl[N_SLOT] = {0};
     int commits = 0, evicting = 0;
@@ -278,7 +278,7 @@ static void differential(uint32_t pool, uint64_t seed, int iters)
         const uint64_t op = lcg(&rs) % 100;
         if (op == 0) {
             pcache_clear(c);
-            pref_clear(r);
+            pcache_ref_clear(r);
         } else if (!x->active) {
             /* Admit: match, pin, allocate the rest (as the engine does). */
             x->chain = (uint32_t)(lcg(&rs) % N_CHAIN);
@@ -286,13 +286,13 @@ static void differential(uint32_t pool, uint64_t seed, int iters)
             const uint32_t n = 1 + (uint32_t)(lcg(&rs) % ch.len[x->chain]);
             uint32_t u1, u2;
             const uint32_t m = pcache_match(c, h, n, &u1);
-            CHECK_INT_EQ(pref_match_blocks(r, h, n, x->blk, &u2), m);
+            CHECK_INT_EQ(pcache_ref_match_blocks(r, h, n, x->blk, &u2), m);
             CHECK_INT_EQ(u1, u2);
             pcache_seq_pin(c, &x->s, h, m);
-            pref_pin_blocks(r, x->blk, m);
+            pcache_ref_pin_blocks(r, x->blk, m);
             evicting += pcache_available(c) - u1 < n - m;
             const uint32_t got = pcache_seq_alloc(c, &x->s, n - m);
-            CHECK_INT_EQ(pref_alloc_run(r, x->blk + m, n - m), got);
+            CHECK_INT_EQ(pcache_ref_alloc_run(r, x->blk + m, n - m), got);
             x->held = m + got;
             x->reg = m;
             x->active = 1;
@@ -302,23 +302,23 @@ static void differential(uint32_t pool, uint64_t seed, int iters)
              * duplicates differently, by design). */
             const uint64_t *h = ch.h[x->chain];
             const uint32_t full = x->reg + 1 + (uint32_t)(lcg(&rs) % (x->held - x->reg));
-            if (pref_match(r, h, full, NULL) != x->reg)
+            if (pcache_ref_match(r, h, full, NULL) != x->reg)
                 continue;
             CHECK_INT_EQ(pcache_seq_commit(c, &x->s, h, full), full - x->reg);
-            CHECK_INT_EQ(pref_commit_run(r, x->blk + x->reg, h + x->reg, full - x->reg,
+            CHECK_INT_EQ(pcache_ref_commit_run(r, x->blk + x->reg, h + x->reg, full - x->reg,
                                          x->reg ? h[x->reg - 1] : 0),
                          full - x->reg);
             x->reg = full;
             commits++;
         } else {
             pcache_seq_release(c, &x->s);
-            pref_release(r, x->blk, x->held);
+            pcache_ref_release(r, x->blk, x->held);
             x->active = 0;
         }
         compare(c, r, &ch);
         if (it % 53 == 0) {
             pcache_check(c);
-            pref_check(r);
+            pcache_ref_check(r);
         }
     }
     CHECK(commits > iters / 20);
@@ -326,7 +326,7 @@ static void differential(uint32_t pool, uint64_t seed, int iters)
         CHECK(evicting > 0); /* eviction order was exercised */
     pcache_check(c);
     pcache_destroy(c);
-    pref_destroy(r);
+    pcache_ref_destroy(r);
 }
 
 static void test_against_per_block_cache(void)
