@@ -107,6 +107,7 @@
 
 #include "../sim/error.h"
 #include "cost.h"
+#include "../sim/prefetch.h"
 #include "../sim/u64map.h"
 #include "route.h"
 
@@ -122,11 +123,6 @@
 #define DM_LIST_MAX 256 /* waiting requests read per destination */
 #define DM_NONE UINT32_MAX
 #define DM_PF 16 /* how many blocks ahead the index loops prefetch */
-#if defined(__GNUC__) || defined(__clang__)
-#define DM_PREFETCH(p) __builtin_prefetch(p)
-#else
-#define DM_PREFETCH(p) ((void)(p))
-#endif
 
 /* splitmix64 finaliser (the router-side index key mixes block and
  * destination). */
@@ -168,7 +164,7 @@ typedef struct dm_entry {
  * entries and map slots are prefetched. */
 typedef struct dm_lru {
     uint32_t *q;
-    uint64_t mask;       /* capacity - 1 (a power of two), or 0 before first use */
+    uint64_t mask;       /* capacity - 1 (a power of two); q is NULL before first use */
     uint64_t head, tail; /* positions (monotone) */
     uint32_t n;          /* live entries */
 } dm_lru;
@@ -214,28 +210,14 @@ static uint64_t pidx_key(uint64_t block, uint32_t dest)
     return mix64(block ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)dest + 1)));
 }
 
-/* Squeeze stale entries out of d's full queue, or double it if at least
- * half of it is live (amortised O(1) per touch). */
+/* Squeeze the stale entries out of d's full queue; double it if it stays
+ * more than half full (amortised O(1) per touch).  Allocates it on first
+ * use. */
 static void lru_make_room(dualmap *s, dm_lru *l)
 {
-    const uint64_t cap = l->mask + 1;
-    if (l->mask == 0 || 2 * (uint64_t)l->n >= cap) {
-        const uint64_t ncap = l->mask ? 2 * cap : 1024;
-        uint32_t *q = sim_xmalloc(ncap * sizeof *q);
-        uint64_t w = 0;
-        for (uint64_t p = l->head; p != l->tail; p++) {
-            const uint32_t e = l->q[p & l->mask];
-            if (s->ent[e].pos == (uint32_t)p) {
-                q[w] = e;
-                s->ent[e].pos = (uint32_t)w;
-                w++;
-            }
-        }
-        free(l->q);
-        l->q = q;
-        l->mask = ncap - 1;
-        l->head = 0;
-        l->tail = w;
+    if (!l->q) {
+        l->q = sim_xmalloc(1024 * sizeof *l->q);
+        l->mask = 1023;
         return;
     }
     uint64_t w = l->head;
@@ -248,6 +230,15 @@ static void lru_make_room(dualmap *s, dm_lru *l)
         }
     }
     l->tail = w;
+    const uint64_t cap = l->mask + 1;
+    if (2 * (w - l->head) > cap) {
+        uint32_t *q = sim_xmalloc(2 * cap * sizeof *q);
+        for (uint64_t p = l->head; p != l->tail; p++)
+            q[p & (2 * cap - 1)] = l->q[p & l->mask];
+        free(l->q);
+        l->q = q;
+        l->mask = 2 * cap - 1;
+    }
 }
 
 /* Make entry e the most recently touched of d (e is live or new). */
@@ -256,7 +247,7 @@ static inline void lru_touch(dualmap *s, dm_lru *l, uint32_t e)
     /* Until it is queued, e's old position must not match a stale entry
      * that compaction would keep: point it past the queue's end. */
     s->ent[e].pos = (uint32_t)l->tail;
-    if (l->mask == 0 || l->tail - l->head > l->mask)
+    if (!l->q || l->tail - l->head > l->mask)
         lru_make_room(s, l);
     const uint64_t p = l->tail++;
     l->q[p & l->mask] = e;
@@ -269,7 +260,7 @@ static inline uint32_t lru_pop(dualmap *s, dm_lru *l)
     for (;;) {
         const uint64_t p = l->head++;
         if (p + 16 < l->tail)
-            DM_PREFETCH(&s->ent[l->q[(p + 16) & l->mask]]);
+            SIM_PREFETCH(&s->ent[l->q[(p + 16) & l->mask]]);
         if (p + 8 < l->tail)
             sim_u64map_prefetch(&s->pidx, s->ent[l->q[(p + 8) & l->mask]].key);
         const uint32_t e = l->q[p & l->mask];

@@ -109,6 +109,7 @@
 
 #include "../sim/error.h"
 #include "cost.h"
+#include "../sim/prefetch.h"
 #include "../sim/u64map.h"
 #include "route.h"
 
@@ -120,11 +121,6 @@
 #define PB_REBALANCE_EVERY_S 1.0 /* minimum simulated time between passes */
 #define PB_OVERLOAD_RATIO 2.0
 #define PB_PF 16 /* how many blocks ahead the tree loops prefetch */
-#if defined(__GNUC__) || defined(__clang__)
-#define PB_PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PB_PREFETCH(p) ((void)(p))
-#endif
 
 
 /* ---- state ---- */
@@ -421,7 +417,7 @@ static void expire(preble *s, double now)
     while (s->lq_head != s->lq_tail) {
         const uint64_t p = s->lq_head;
         if (p + 16 < s->lq_tail)
-            PB_PREFETCH(&s->nd[s->lq[(p + 16) & s->lq_mask]]);
+            SIM_PREFETCH(&s->nd[s->lq[(p + 16) & s->lq_mask]]);
         if (p + 8 < s->lq_tail)
             sim_u64map_prefetch(&s->map, s->nd[s->lq[(p + 8) & s->lq_mask]].hash);
         const uint32_t n = s->lq[p & s->lq_mask];
@@ -682,8 +678,8 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     }
     for (uint32_t j = r->n_blocks; j-- > 0;) {
         if (j >= 16) { /* the path's nodes are scattered: hide their misses */
-            PB_PREFETCH(&s->nd[s->path[j - 16]]);
-            PB_PREFETCH(bits(s, s->path[j - 16]));
+            SIM_PREFETCH(&s->nd[s->path[j - 16]]);
+            SIM_PREFETCH(bits(s, s->path[j - 16]));
         }
         uint32_t x = s->path[j];
         s->nd[x].last_seen = now;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prefetch.h"
+
 /* The value that marks "absent" (never store it). */
 #define SIM_U64MAP_NONE UINT32_MAX
 
@@ -65,12 +67,7 @@ static inline uint64_t sim_u64map_mix(uint64_t x)
  * Cannot fail. */
 static inline void sim_u64map_prefetch(const sim_u64map *m, uint64_t k)
 {
-#if defined(__GNUC__)
-    __builtin_prefetch(&m->slot[(size_t)sim_u64map_mix(k) & m->mask]);
-#else
-    (void)m;
-    (void)k;
-#endif
+    SIM_PREFETCH(&m->slot[(size_t)sim_u64map_mix(k) & m->mask]);
 }
 
 #endif

@@ -22,18 +22,13 @@
 #include <gsl/gsl_roots.h>
 
 #include "../sim/error.h"
+#include "../sim/prefetch.h"
 
 #define NIL 0u /* node index meaning "none"; node 0 is never used */
 
-/* Software prefetch (GCC and Clang; a no-op elsewhere), as in
- * models/pcache.c: the tables of 2R destinations do not fit in any cache,
- * so the loops over a request's blocks issue later loads early. */
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
-enum { PF_DIST = 16 }; /* units ahead */
+/* The tables of 2R destinations do not fit in any cache, so the loops
+ * over a request's blocks prefetch (SIM_PREFETCH) this many units ahead. */
+enum { PF_DIST = 16 };
 
 /* A cached block of one virtual destination.  `k` is the block hash mixed
  * with the destination (see key_of); two different (hash, destination)
@@ -193,9 +188,9 @@ static int insert(lru *c, uint64_t k, uint32_t size, uint32_t v, double t)
         /* The next victims are i's predecessors: start loading them. */
         uint32_t p = c->nd[i].prev;
         if (p != NIL) {
-            PREFETCH(&c->tab[(size_t)c->nd[p].k & (c->tab_cap - 1)]);
+            SIM_PREFETCH(&c->tab[(size_t)c->nd[p].k & (c->tab_cap - 1)]);
             if (c->nd[p].prev != NIL)
-                PREFETCH(&c->nd[c->nd[p].prev]);
+                SIM_PREFETCH(&c->nd[c->nd[p].prev]);
         }
         d->age_sum += t - c->nd[i].t;
         d->evictions++;
@@ -262,7 +257,7 @@ static int64_t serve(lru *c, const wl_request *r, uint32_t v, uint32_t block_siz
     uint32_t m = 0;
     while (m < nu) {
         if (m + PF_DIST < nu)
-            PREFETCH(&c->tab[(size_t)unit_key(r, m + PF_DIST, g, v) & mask]);
+            SIM_PREFETCH(&c->tab[(size_t)unit_key(r, m + PF_DIST, g, v) & mask]);
         uint32_t k = find(c, unit_key(r, m, g, v));
         if (k == NIL)
             break;
@@ -271,7 +266,7 @@ static int64_t serve(lru *c, const wl_request *r, uint32_t v, uint32_t block_siz
     }
     for (uint32_t u = nu; u-- > m;) {
         if (u >= m + PF_DIST)
-            PREFETCH(&c->tab[(size_t)unit_key(r, u - PF_DIST, g, v) & (c->tab_cap - 1)]);
+            SIM_PREFETCH(&c->tab[(size_t)unit_key(r, u - PF_DIST, g, v) & (c->tab_cap - 1)]);
         uint32_t size = u + 1 < nu || n % g == 0 ? g : n % g;
         if (insert(c, unit_key(r, u, g, v), size, v, r->arrival_s))
             return -1;
