@@ -270,12 +270,13 @@ void pcache_seq_pin(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t m
     SIM_ALWAYS(s->node == ROOT && s->n_tree == 0 && s->n_priv == 0);
     uint32_t pos = 0, x = ROOT;
     while (pos < m) {
+        /* m <= what pcache_match returns, so the path exists: only the
+         * node at each step is looked up; its hashes are not compared
+         * again (the match just did). */
         uint32_t ch = child(c, x, hashes[pos]);
-        SIM_ALWAYS(ch != NONE); /* m <= what pcache_match returns */
+        SIM_ALWAYS(ch != NONE);
         const uint32_t len = c->nd[ch].len;
-        const uint32_t lim = len < m - pos ? len : m - pos;
-        const uint32_t k = common(c->nd[ch].h, hashes + pos, lim);
-        SIM_ALWAYS(k == lim);
+        const uint32_t k = len < m - pos ? len : m - pos;
         if (k < len)
             ch = split(c, ch, k);
         pos += k;
@@ -321,6 +322,16 @@ uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
     return take;
 }
 
+/* s's next k private blocks have just joined the tree. */
+static inline uint32_t registered(pcache *c, pcache_seq *s, uint32_t k)
+{
+    s->n_tree += k;
+    s->n_priv -= k;
+    c->n_cached += k;
+    c->version++;
+    return k;
+}
+
 uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t full)
 {
     SIM_ALWAYS(full <= s->n_tree + s->n_priv);
@@ -334,11 +345,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             reserve(xn, xn->len + k);
             memcpy(xn->h + xn->len, hashes + pos, (size_t)k * sizeof *xn->h);
             xn->len += k;
-            s->n_tree += k;
-            s->n_priv -= k;
-            c->n_cached += k;
-            reg += k;
-            c->version++;
+            reg += registered(c, s, k);
             break;
         }
         const uint32_t at = sim_u64map_get(&c->map, hashes[pos]);
@@ -354,11 +361,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             c->nd[x].nchild++;
             sim_u64map_put(&c->map, yn->h[0], y);
             s->node = y;
-            s->n_tree += k;
-            s->n_priv -= k;
-            c->n_cached += k;
-            reg += k;
-            c->version++;
+            reg += registered(c, s, k);
             break;
         }
         if (c->nd[at].parent != x) { /* registered elsewhere: a hash collision */
