@@ -7,16 +7,16 @@
  * (last arrival + drain).  Ties at equal times are broken by insertion
  * order (sim_evq), which keeps runs bit-for-bit deterministic.
  */
-#include "cluster.h"
+#include "models/cluster.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
-#include "../sim/evq.h"
-#include "../sim/metrics.h"
+#include "sim/core/error.h"
+#include "sim/core/evq.h"
+#include "sim/core/metrics.h"
 
 enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL };
 

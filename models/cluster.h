@@ -16,10 +16,10 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "cost.h"
-#include "engine.h"
-#include "route.h"
-#include "spec.h"
+#include "models/cost.h"
+#include "models/engine.h"
+#include "models/route.h"
+#include "models/spec.h"
 
 typedef struct cluster_params {
     uint32_t n_dest;        /* destinations R, >= 1 */

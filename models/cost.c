@@ -4,7 +4,7 @@
  * share one plain struct and cost_step_time switches on its kind (why a
  * switch and not a vtable: see cost.h).
  */
-#include "cost.h"
+#include "models/cost.h"
 
 #include <math.h>
 #include <string.h>

@@ -38,7 +38,7 @@
 
 #include <stdint.h>
 
-#include "spec.h"
+#include "models/spec.h"
 
 /* Composition of one engine step, as sums over its sequences. */
 typedef struct cost_batch {

@@ -2,12 +2,12 @@
  * Benchmark driver: one engine, a fixed batch at t = 0, the event loop
  * reduced to "start a step, advance the clock by its duration, finish it".
  */
-#include "cost_bench.h"
+#include "models/cost_bench.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 typedef struct bench_ctx {
     double ttft_sum, tpot_sum;

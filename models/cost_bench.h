@@ -15,8 +15,8 @@
 
 #include <stdint.h>
 
-#include "cost.h"
-#include "engine.h"
+#include "models/cost.h"
+#include "models/engine.h"
 
 /* What one benchmark run measured.  Times in seconds from t = 0. */
 typedef struct cost_bench_result {

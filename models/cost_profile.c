@@ -3,7 +3,7 @@
  * so that a typo or an out-of-range constant gets the same file/line/key
  * message as a bad experiment config (DESIGN.md §12).
  */
-#include "cost_profile.h"
+#include "models/cost_profile.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../sim/config.h"
-#include "../sim/error.h"
-#include "spec_load.h"
+#include "sim/core/config.h"
+#include "sim/core/error.h"
+#include "models/spec_load.h"
 
 char *cost_profile_path(const char *name_or_path)
 {

@@ -15,8 +15,8 @@
 
 #include <stdint.h>
 
-#include "cost.h"
-#include "spec.h"
+#include "models/cost.h"
+#include "models/spec.h"
 
 /* One profile file, bound.  Strings are owned by the struct and freed by
  * cost_profile_fini. */

@@ -31,12 +31,12 @@
  * plain loop over all running requests in admission order.  Releases and
  * hooks of one step happen in admission order in both cases.
  */
-#include "engine.h"
+#include "models/engine.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 struct engine {
     uint32_t dest;

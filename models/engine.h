@@ -24,9 +24,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../workloads/request.h"
-#include "cost.h"
-#include "pcache.h"
+#include "workloads/request.h"
+#include "models/cost.h"
+#include "models/pcache.h"
 
 /* Scheduler settings (vLLM names). */
 typedef struct engine_params {

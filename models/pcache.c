@@ -19,13 +19,13 @@
  * the LRU list than its parent: eviction, which takes blocks from the tail
  * of the coldest node, only ever shortens leaves.
  */
-#include "pcache.h"
+#include "models/pcache.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
-#include "../sim/u64map.h"
+#include "sim/core/error.h"
+#include "sim/core/u64map.h"
 
 #define NONE UINT32_MAX
 #define ROOT 0u

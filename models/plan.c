@@ -3,15 +3,15 @@
  * min-heap of destinations, or hash placement for the ablation), then an
  * open-addressing index from key to admitted entry for O(1) dispatch.
  */
-#include "plan.h"
+#include "models/plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
-#include "../sim/error.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/route_int.h"
 
 static int cmp_rate_desc(const void *a, const void *b)
 {

@@ -1,13 +1,13 @@
 /*
  * Router registry and the consistent-hash ring that several routers share.
  */
-#include "route.h"
+#include "models/route_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 const route_type *const route_registry[] = {&route_flat_lb,      &route_sticky,
                                             &route_chwbl,        &route_dualmap,

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "../sim/error.h"
-#include "plan.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/plan.h"
+#include "models/route_int.h"
 
 typedef struct cacheroute {
     plan pl;

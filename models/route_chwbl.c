@@ -21,8 +21,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../sim/error.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/route_int.h"
 
 #define CHWBL_SALT 0x5eedc0ffee123457ULL /* same ring as sticky */
 

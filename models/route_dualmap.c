@@ -105,11 +105,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
-#include "cost.h"
-#include "../sim/prefetch.h"
-#include "../sim/u64map.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/cost.h"
+#include "sim/core/prefetch.h"
+#include "sim/core/u64map.h"
+#include "models/route_int.h"
 
 #define DM_SALT1 0xd1a1a9a1c0ffee01ULL
 #define DM_SALT2 0x2b7e151628aed2a7ULL

@@ -4,8 +4,8 @@
  * destinations uniformly at random, send to the one with fewer requests
  * this router has in flight, ties to the first drawn.  Cache-blind.
  */
-#include "../sim/error.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/route_int.h"
 
 typedef struct flat_lb {
     sim_pcg32 rng;

@@ -107,11 +107,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
-#include "cost.h"
-#include "../sim/prefetch.h"
-#include "../sim/u64map.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/cost.h"
+#include "sim/core/prefetch.h"
+#include "sim/core/u64map.h"
+#include "models/route.h"
 
 #define PB_NONE UINT32_MAX
 #define PB_WINDOW_S 180.0

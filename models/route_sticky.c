@@ -4,8 +4,8 @@
  * (default 256, as KubeAI's `replication`).  A key always goes to the owner
  * of the first ring position clockwise from its hash.  Load-blind.
  */
-#include "../sim/error.h"
-#include "route.h"
+#include "sim/core/error.h"
+#include "models/route_int.h"
 
 /* Salt of the ring and key hashes; fixed so a key's destination does not
  * depend on the run seed (a deployed ring does not change per run). */

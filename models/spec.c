@@ -1,12 +1,12 @@
 /*
  * Derived quantities of hardware and model specs (weights, KV bytes, pool).
  */
-#include "spec.h"
+#include "models/spec.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 double spec_dtype_bytes(enum spec_dtype t)
 {

@@ -3,15 +3,15 @@
  * machinery, so a typo in a spec gets the same file/line/key error as a
  * typo in an experiment config.
  */
-#include "spec_load.h"
+#include "models/spec_load.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/config.h"
-#include "../sim/error.h"
+#include "sim/core/config.h"
+#include "sim/core/error.h"
 
 #ifndef CRSIM_SPEC_DIR
 #define CRSIM_SPEC_DIR "models/specs"

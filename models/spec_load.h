@@ -4,7 +4,7 @@
 #ifndef CRSIM_MODELS_SPEC_LOAD_H
 #define CRSIM_MODELS_SPEC_LOAD_H
 
-#include "spec.h"
+#include "models/spec.h"
 
 /*
  * Path of spec `name`: if `name` contains '/' or ends in ".yaml" it is a

@@ -1,5 +1,5 @@
 # SLO capacity per policy, one bar per SLO threshold, for `crsim plot`
-# (sim/plot.c writes the data and passes the variables below with -e).
+# (sim/exp/plot.c writes the data and passes the variables below with -e).
 # Exact capacities: solid bars, mean over exact seeds with sd error bars.
 # All seeds right-censored: hatched bar up to the highest tested load.
 # Censored seeds are named by a label above the bar (L: fails at the

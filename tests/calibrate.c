@@ -43,12 +43,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/cost.h"
-#include "../models/cost_bench.h"
-#include "../models/cost_profile.h"
-#include "../models/spec.h"
-#include "../models/spec_load.h"
-#include "../sim/error.h"
+#include "models/cost.h"
+#include "models/cost_bench.h"
+#include "models/cost_profile.h"
+#include "models/spec.h"
+#include "models/spec_load.h"
+#include "sim/core/error.h"
 
 /* Priors that the public data cannot separate (docs/calibration.md):
  * with one decode point per deployment only weight_bytes/(bw·mbu) +

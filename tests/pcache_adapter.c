@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/pcache.h"
-#include "../sim/error.h"
+#include "models/pcache.h"
+#include "sim/core/error.h"
 #include "pcache_ref.h"
 
 typedef struct blist {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 /* Software prefetch (GCC and Clang); a no-op elsewhere.  The pool and the
  * table of one engine are ~2 MB and 30 engines do not fit in any cache, so

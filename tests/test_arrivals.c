@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/error.h"
-#include "../sim/rng.h"
-#include "../workloads/arrivals.h"
+#include "sim/core/error.h"
+#include "sim/core/rng.h"
+#include "workloads/arrivals.h"
 #include "check.h"
 
 #define N_DRAWS 1000000

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/calib.h"
-#include "../sim/error.h"
+#include "sim/exp/calib.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 /* ---- knee search ---- */

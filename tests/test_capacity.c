@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../sim/capacity.h"
-#include "../sim/error.h"
+#include "sim/exp/capacity.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

@@ -30,8 +30,8 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_roots.h>
 
-#include "../models/pcache.h"
-#include "../sim/rng.h"
+#include "models/pcache.h"
+#include "sim/core/rng.h"
 #include "check.h"
 
 #define SEED 7002u

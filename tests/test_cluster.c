@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/cluster.h"
-#include "../sim/error.h"
-#include "../models/spec_load.h"
-#include "../workloads/mooncake.h"
-#include "../workloads/replay.h"
+#include "models/cluster.h"
+#include "sim/core/error.h"
+#include "models/spec_load.h"
+#include "workloads/mooncake.h"
+#include "workloads/replay.h"
 #include "check.h"
 
 static wl_trace *trace;

@@ -7,8 +7,8 @@
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, open_memstream, strdup */
 
-#include "../sim/config.h"
-#include "../sim/error.h"
+#include "sim/core/config.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 #include <stdarg.h>

@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../models/cost.h"
-#include "../models/spec.h"
-#include "../models/spec_load.h"
-#include "../sim/error.h"
+#include "models/cost.h"
+#include "models/spec.h"
+#include "models/spec_load.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 /*

@@ -14,12 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../models/cost.h"
-#include "../models/cost_bench.h"
-#include "../models/cost_profile.h"
-#include "../models/spec.h"
-#include "../models/spec_load.h"
-#include "../sim/error.h"
+#include "models/cost.h"
+#include "models/cost_bench.h"
+#include "models/cost_profile.h"
+#include "models/spec.h"
+#include "models/spec_load.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 static const char *spec_dir_arg;

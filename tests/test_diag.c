@@ -22,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../models/cluster.h"
-#include "../models/route.h"
-#include "../sim/error.h"
-#include "../sim/exp.h"
-#include "../sim/setup.h"
-#include "../workloads/diag.h"
-#include "../workloads/synth.h"
+#include "models/cluster.h"
+#include "models/route.h"
+#include "sim/core/error.h"
+#include "sim/exp/exp.h"
+#include "sim/exp/setup.h"
+#include "workloads/diag.h"
+#include "workloads/synth.h"
 #include "check.h"
 
 #define TOL_PP 0.05 /* accuracy requirement, absolute share */

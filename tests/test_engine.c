@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "../models/engine.h"
+#include "models/engine.h"
 #include "check.h"
 
 typedef struct log_ctx {

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sim/evq.h"
+#include "sim/core/evq.h"
 #include "check.h"
 
 static void test_tie_order(void)

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/error.h"
-#include "../workloads/keyrates.h"
-#include "../workloads/synth.h"
+#include "sim/core/error.h"
+#include "workloads/keyrates.h"
+#include "workloads/synth.h"
 #include "check.h"
 
 static const char *spec_dir;

@@ -6,7 +6,7 @@
 #include <gsl/gsl_sort.h>
 #include <stdlib.h>
 
-#include "../sim/metrics.h"
+#include "sim/core/metrics.h"
 #include "check.h"
 
 int main(void)

@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../sim/error.h"
-#include "../workloads/mooncake.h"
+#include "sim/core/error.h"
+#include "workloads/mooncake.h"
 #include "check.h"
 
 /* A pointer that no successful load can produce, to detect writes to *out. */

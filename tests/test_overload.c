@@ -29,8 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/calib.h"
-#include "../sim/error.h"
+#include "sim/exp/calib.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 static const char overload_yaml[] =

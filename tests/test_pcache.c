@@ -7,7 +7,7 @@
  * match, unpinned count and pool count after every operation whenever no
  * two sequences register the same block.
  */
-#include "../models/pcache.h"
+#include "models/pcache.h"
 #include "check.h"
 #include "pcache_ref.h"
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/plan.h"
-#include "../sim/error.h"
+#include "models/plan.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 static double makespan(const plan *pl)

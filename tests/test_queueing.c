@@ -26,8 +26,8 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../sim/evq.h"
-#include "../sim/rng.h"
+#include "sim/core/evq.h"
+#include "sim/core/rng.h"
 #include "check.h"
 
 /* Experiment seed of this test (any fixed value). */

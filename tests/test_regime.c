@@ -3,7 +3,7 @@
  * the ratio clears the tie band and the seed ranges do not overlap, lose
  * symmetrically, tie otherwise; censored capacities count at their bound.
  */
-#include "../sim/regime.h"
+#include "sim/exp/regime.h"
 #include "check.h"
 
 int main(void)

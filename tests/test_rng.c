@@ -13,7 +13,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "../sim/rng.h"
+#include "sim/core/rng.h"
 #include "check.h"
 
 #define N_DRAWS 1000000

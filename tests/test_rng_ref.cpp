@@ -12,7 +12,7 @@
 
 #include <pcg_random.hpp>
 
-#include "../sim/rng.h"
+#include "sim/core/rng.h"
 
 namespace {
 

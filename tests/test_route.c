@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/cost.h"
-#include "../models/plan.h"
-#include "../models/route.h"
-#include "../sim/error.h"
+#include "models/cost.h"
+#include "models/plan.h"
+#include "models/route.h"
+#include "sim/core/error.h"
 #include "check.h"
 
 static void *make(const route_type *rt, uint32_t n_dest, uint64_t seed)

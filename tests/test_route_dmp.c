@@ -23,10 +23,10 @@
 #include <malloc.h>
 #endif
 
-#include "../models/cost.h"
-#include "../models/route.h"
-#include "../sim/error.h"
-#include "../sim/rng.h"
+#include "models/cost.h"
+#include "models/route.h"
+#include "sim/core/error.h"
+#include "sim/core/rng.h"
 #include "check.h"
 
 #define BS 16

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/error.h"
-#include "../workloads/servegen.h"
+#include "sim/core/error.h"
+#include "workloads/servegen.h"
 #include "check.h"
 
 static char tmpdir[] = "/tmp/crsim_servegen_XXXXXX";

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
-#include "../sim/rng.h"
-#include "../workloads/describe.h"
-#include "../workloads/synth.h"
+#include "sim/core/error.h"
+#include "sim/core/rng.h"
+#include "workloads/describe.h"
+#include "workloads/synth.h"
 #include "check.h"
 
 static const char *spec_dir;

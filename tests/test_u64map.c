@@ -4,8 +4,8 @@
  */
 #include <stdlib.h>
 
-#include "../sim/error.h"
-#include "../sim/u64map.h"
+#include "sim/core/error.h"
+#include "sim/core/u64map.h"
 #include "check.h"
 
 enum { NK = 300 };

@@ -5,7 +5,7 @@
  * because strptime/timegm are neither C17 nor POSIX-2008 for the fractional
  * seconds the Azure trace carries.
  */
-#include "arrivals.h"
+#include "workloads/arrivals.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,9 +16,9 @@
 
 #include <gsl/gsl_randist.h>
 
-#include "../sim/error.h"
-#include "internal.h"
-#include "../sim/rng.h"
+#include "sim/core/error.h"
+#include "workloads/internal.h"
+#include "sim/core/rng.h"
 
 static const char *const kind_names[] = {"poisson", "gamma", "bootstrap", NULL};
 

@@ -5,12 +5,12 @@
  * are stored as key + 1 (a key of 2^64 − 1 would wrap to 0: it is counted
  * by a separate flag).
  */
-#include "describe.h"
+#include "workloads/describe.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 typedef struct u64set {
     uint64_t *a;

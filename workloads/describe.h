@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "request.h"
+#include "workloads/request.h"
 
 typedef struct wl_stream_stats {
     uint64_t requests;        /* requests consumed */

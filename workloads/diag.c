@@ -12,7 +12,7 @@
  *
  * Rates form: Che's characteristic time by Brent root finding.
  */
-#include "diag.h"
+#include "workloads/diag.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,8 +21,8 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_roots.h>
 
-#include "../sim/error.h"
-#include "../sim/prefetch.h"
+#include "sim/core/error.h"
+#include "sim/core/prefetch.h"
 
 #define NIL 0u /* node index meaning "none"; node 0 is never used */
 

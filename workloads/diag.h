@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "request.h"
+#include "workloads/request.h"
 
 typedef struct wl_diag {
     double affinity_hit;      /* share of prompt tokens hit, perfect affinity (0..1) */

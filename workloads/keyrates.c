@@ -5,7 +5,7 @@
  * normal deviates do not depend on σ: the ranking is fixed, so each
  * evaluation of Gini(σ) is O(n) without re-sorting.
  */
-#include "keyrates.h"
+#include "workloads/keyrates.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,9 +19,9 @@
 #include <gsl/gsl_roots.h>
 #include <gsl/gsl_sort.h>
 
-#include "../sim/error.h"
-#include "internal.h"
-#include "../sim/rng.h"
+#include "sim/core/error.h"
+#include "workloads/internal.h"
+#include "sim/core/rng.h"
 
 static const char *const dist_names[] = {"lognormal", "zipf", "file", "servegen", NULL};
 

@@ -10,7 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* getline */
 
-#include "mooncake.h"
+#include "workloads/mooncake.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -20,7 +20,7 @@
 #include <sys/types.h>
 #include <xxhash.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 /* The "expected" halves of messages, one per field, so every site that
  * rejects a field describes it the same way. */

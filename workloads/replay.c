@@ -3,13 +3,13 @@
  * trace is small: 12k requests), block hashes computed lazily per request
  * so memory stays O(requests in flight × blocks).
  */
-#include "replay.h"
+#include "workloads/replay.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "../sim/error.h"
-#include "../sim/rng.h"
+#include "sim/core/error.h"
+#include "sim/core/rng.h"
 
 typedef struct arrival {
     double t;

@@ -23,8 +23,8 @@
 
 #include <stdint.h>
 
-#include "mooncake.h"
-#include "request.h"
+#include "workloads/mooncake.h"
+#include "workloads/request.h"
 
 typedef struct wl_replay_params {
     uint32_t block_size;    /* engine KV block, tokens; must divide the trace block */

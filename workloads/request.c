@@ -1,9 +1,9 @@
 /*
  * Chained block hashing shared by every workload.
  */
-#include "request.h"
+#include "workloads/request.h"
 
-#include "internal.h"
+#include "workloads/internal.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * POSIX opendir/readdir; the names are sorted by chunk number so that the
  * client order (and hence key ids) does not depend on the file system.
  */
-#include "servegen.h"
+#include "workloads/servegen.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
-#include "internal.h"
+#include "sim/core/error.h"
+#include "workloads/internal.h"
 
 static const char form[] = "expected window_start_s, rate_rps, iat_cv, pattern, shape, scale "
                            "with numbers >= 0 and pattern Gamma, Weibull or empty";

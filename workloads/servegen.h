@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "keyrates.h"
+#include "workloads/keyrates.h"
 
 /*
  * One model's clients.  Client i is the file names[i]; files are ordered by

@@ -5,9 +5,9 @@
  * request's block hashes are recomputed from the segment list, so memory is
  * O(keys × slots × turns) rather than O(blocks of history).
  */
-#include "synth.h"
+#include "workloads/synth.h"
 
-#include "servegen.h"
+#include "workloads/servegen.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,9 +16,9 @@
 #include <gsl/gsl_randist.h>
 #include <xxhash.h>
 
-#include "../sim/error.h"
-#include "../sim/rng.h"
-#include "arrivals.h"
+#include "sim/core/error.h"
+#include "sim/core/rng.h"
+#include "workloads/arrivals.h"
 
 /* Tags mixed into segment ids so that the content of different segment
  * kinds can never coincide ("glob", "pref", "sess" in ASCII). */

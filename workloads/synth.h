@@ -18,9 +18,9 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "keyrates.h"
-#include "request.h"
-#include "wl_config.h"
+#include "workloads/keyrates.h"
+#include "workloads/request.h"
+#include "workloads/wl_config.h"
 
 /*
  * Build the key-rate vector a synthetic config describes, before any run

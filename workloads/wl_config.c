@@ -4,13 +4,13 @@
  * --help listing and the canonical dump stored with every run are generated
  * from it, and docs/workloads.md mirrors it.
  */
-#include "wl_config.h"
+#include "workloads/wl_config.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/error.h"
+#include "sim/core/error.h"
 
 static const char *const types[] = {"mooncake", "synthetic", NULL};
 static const char *const keydists[] = {"lognormal", "zipf", "file", "servegen", NULL};

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/config.h"
+#include "sim/core/config.h"
 
 /*
  * A token-length distribution (workload.prefix / input / output / turns).

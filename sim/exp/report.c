@@ -7,7 +7,7 @@
  * never writes to the database.  Partial results (a running, incomplete or
  * sharded experiment) are flagged in the output and on stderr.
  */
-#include "report.h"
+#include "sim/exp/report_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "store.h"
+#include "sim/core/error.h"
+#include "sim/exp/store.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 

@@ -1,12 +1,12 @@
 /*
  * Open-addressing u64 -> u32 map; see u64map.h.
  */
-#include "u64map.h"
+#include "sim/core/u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "sim/core/error.h"
 
 #define mix64 sim_u64map_mix
 

@@ -1,33 +1,19 @@
 /*
- * `crsim report DB`: the paper-style tables of one experiment of a result
- * database — per sweep point, one row per policy with the KV hit rate,
- * the SLO capacity at each threshold (with censoring), the SLO metric's
- * p99 and the load imbalance — as aligned text, Markdown or CSV
- * (docs/report.md).  The loader behind it (exp__report_*) is shared with
- * `crsim plot` (sim/plot.c) and is not part of the public API.
+ * Internal to sim/exp/report.c and sim/exp/plot.c (as SQLite pairs btree.h
+ * with btreeInt.h): the loaded form of one experiment of a result database
+ * that both the report tables and the figures are drawn from.  Not part of
+ * the API; nothing outside sim/exp/ includes it.
  */
-#ifndef CRSIM_SIM_REPORT_H
-#define CRSIM_SIM_REPORT_H
+#ifndef CRSIM_SIM_EXP_REPORT_INT_H
+#define CRSIM_SIM_EXP_REPORT_INT_H
 
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capacity.h"
-
-/*
- * `crsim report DB [--experiment ID] [--format text|markdown|csv]
- * [--rate R] [--out FILE]`, with argv holding only the arguments after
- * "report".  Prints the tables to stdout (or FILE), warnings on partial
- * results to stderr, and on error one line "crsim: <message>" to stderr.
- * Returns the process exit status: 0 success; 2 bad input (missing file,
- * not a crsim database, unknown experiment, rate not tested, bad option:
- * SIM_EINVAL/SIM_EIO); 1 other failures (SIM_EDB, SIM_ENOMEM).
- */
-int exp_report_main(int argc, char **argv);
-
-/* ---- Internal to sim/report.c and sim/plot.c ---------------------------- */
+#include "sim/exp/capacity.h"
+#include "sim/exp/report.h"
 
 /* The runs of one (point, policy) at one tested load, over seeds. */
 typedef struct exp__rep_load {

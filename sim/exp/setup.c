@@ -3,19 +3,19 @@
  * calibration profile → cost model, workload → shared trace and per-run
  * streams.
  */
-#include "setup.h"
+#include "sim/exp/setup.h"
 
 #include <gsl/gsl_sort.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/cost_profile.h"
-#include "../models/plan.h"
-#include "../models/spec_load.h"
-#include "../workloads/keyrates.h"
-#include "../workloads/replay.h"
-#include "../workloads/synth.h"
-#include "error.h"
+#include "models/cost_profile.h"
+#include "models/plan.h"
+#include "models/spec_load.h"
+#include "workloads/keyrates.h"
+#include "workloads/replay.h"
+#include "workloads/synth.h"
+#include "sim/core/error.h"
 
 int exp_setup_init(const exp_config *cfg, exp_setup *s)
 {

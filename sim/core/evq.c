@@ -7,12 +7,12 @@
  * and a few control events, so it has tens of entries, and a calendar queue
  * or ladder queue would not pay for its complexity.
  */
-#include "evq.h"
+#include "sim/core/evq.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "sim/core/error.h"
 
 #define SLAB_EVENTS 256
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prefetch.h"
+#include "sim/core/prefetch.h"
 
 /* The value that marks "absent" (never store it). */
 #define SIM_U64MAP_NONE UINT32_MAX

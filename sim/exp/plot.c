@@ -7,7 +7,7 @@
  * a child process without a shell; its absence is reported, not fatal to
  * the data files.
  */
-#include "plot.h"
+#include "sim/exp/plot.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "report.h"
+#include "sim/core/error.h"
+#include "sim/exp/report_int.h"
 
 #ifndef CRSIM_SCRIPT_DIR
 #define CRSIM_SCRIPT_DIR "scripts"

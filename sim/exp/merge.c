@@ -2,7 +2,7 @@
  * Shard merging.  Each input is ATTACHed in turn and its runs copied with
  * INSERT ... SELECT, so rows move inside SQLite without passing through C.
  */
-#include "merge.h"
+#include "sim/exp/merge.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "store.h"
+#include "sim/core/error.h"
+#include "sim/exp/store.h"
 
 /* Identity of an input's latest experiment. */
 typedef struct src_exp {

@@ -9,16 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../models/route.h"
-#include "error.h"
-#include "../workloads/wl_config.h"
-#include "calib.h"
-#include "exp.h"
-#include "merge.h"
-#include "plan_cli.h"
-#include "plot.h"
-#include "regime.h"
-#include "report.h"
+#include "models/route.h"
+#include "sim/core/error.h"
+#include "workloads/wl_config.h"
+#include "sim/exp/calib.h"
+#include "sim/exp/exp.h"
+#include "sim/exp/merge.h"
+#include "sim/exp/plan_cli.h"
+#include "sim/exp/plot.h"
+#include "sim/exp/regime.h"
+#include "sim/exp/report.h"
 #include "version.h"
 
 static volatile sig_atomic_t stop_flag;

@@ -2,7 +2,7 @@
  * Quantiles with +inf support (an unfinished request is an SLO violation
  * of unbounded latency, so it must push percentiles up, never vanish).
  */
-#include "metrics.h"
+#include "sim/core/metrics.h"
 
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>

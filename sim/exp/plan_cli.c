@@ -1,7 +1,7 @@
 /*
  * The plan command: read rates, run the planner (models/plan.c), report.
  */
-#include "plan_cli.h"
+#include "sim/exp/plan_cli.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../models/plan.h"
-#include "../workloads/keyrates.h"
-#include "error.h"
+#include "models/plan.h"
+#include "workloads/keyrates.h"
+#include "sim/core/error.h"
 
 static int parse_num(const char *opt, const char *v, double lo, double *out)
 {

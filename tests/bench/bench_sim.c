@@ -34,16 +34,16 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "../models/cluster.h"
-#include "../models/cost_profile.h"
-#include "../models/spec_load.h"
-#include "../sim/error.h"
-#include "../sim/exp.h"
-#include "../sim/metrics.h"
-#include "../sim/setup.h"
-#include "../workloads/mooncake.h"
-#include "../workloads/replay.h"
-#include "../workloads/synth.h"
+#include "models/cluster.h"
+#include "models/cost_profile.h"
+#include "models/spec_load.h"
+#include "sim/core/error.h"
+#include "sim/exp/exp.h"
+#include "sim/core/metrics.h"
+#include "sim/exp/setup.h"
+#include "workloads/mooncake.h"
+#include "workloads/replay.h"
+#include "workloads/synth.h"
 
 static double now(void)
 {

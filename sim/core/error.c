@@ -2,7 +2,7 @@
  * The error funnel: formats messages into a per-thread buffer, and the
  * aborting allocators.  See error.h for why the buffer is thread-local.
  */
-#include "error.h"
+#include "sim/core/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

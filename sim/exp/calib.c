@@ -4,7 +4,7 @@
  * estimator, the slot arithmetic, single-destination runs of the affinity
  * workload, and `crsim calibrate`.
  */
-#include "calib.h"
+#include "sim/exp/calib.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../models/cluster.h"
-#include "../models/route.h"
-#include "error.h"
-#include "setup.h"
+#include "models/cluster.h"
+#include "models/route.h"
+#include "sim/core/error.h"
+#include "sim/exp/setup.h"
 
 #define CALIB_DEFAULT_TOL 0.02
 #define CALIB_DEFAULT_SAFETY 0.5

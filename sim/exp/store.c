@@ -3,7 +3,7 @@
  * REAL columns that may hold +Inf (an unfinished request's latency) or
  * NULL (a metric that is undefined, e.g. TPOT with no multi-token output).
  */
-#include "store.h"
+#include "sim/exp/store.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capacity.h"
-#include "error.h"
+#include "sim/exp/capacity.h"
+#include "sim/core/error.h"
 
 struct exp_store {
     sqlite3 *db;

@@ -6,7 +6,7 @@
  * (point, seed, rate) gets a fresh stream with the same seed, so all
  * policies see the identical request stream (common random numbers).
  */
-#include "exp.h"
+#include "sim/exp/exp.h"
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
@@ -19,14 +19,14 @@
 
 #include <pthread.h>
 
-#include "../models/cluster.h"
-#include "../models/route.h"
-#include "../workloads/describe.h"
-#include "../workloads/keyrates.h"
-#include "../workloads/synth.h"
-#include "error.h"
-#include "setup.h"
-#include "store.h"
+#include "models/cluster.h"
+#include "models/route.h"
+#include "workloads/describe.h"
+#include "workloads/keyrates.h"
+#include "workloads/synth.h"
+#include "sim/core/error.h"
+#include "sim/exp/setup.h"
+#include "sim/exp/store.h"
 #include "version.h"
 
 /* Policy names accepted in experiment.policies; a test checks that this

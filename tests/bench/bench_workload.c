@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../sim/error.h"
-#include "../workloads/synth.h"
+#include "sim/core/error.h"
+#include "workloads/synth.h"
 
 static double now(void)
 {

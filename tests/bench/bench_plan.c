@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../models/plan.h"
-#include "../sim/rng.h"
+#include "models/plan.h"
+#include "sim/core/rng.h"
 
 static double now(void)
 {

@@ -10,9 +10,9 @@
  * several schemas share one document.  Schemas and configs are tens of keys,
  * so every lookup here is a linear scan; nothing is hashed or sorted.
  */
-#include "config.h"
+#include "sim/core/config.h"
 
-#include "error.h"
+#include "sim/core/error.h"
 
 #include <errno.h>
 #include <inttypes.h>

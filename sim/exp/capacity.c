@@ -5,7 +5,7 @@
  * that the SLO holds at it and at every lower tested load, so a
  * non-monotone curve (pass, fail, pass) stops at the first failure.
  */
-#include "capacity.h"
+#include "sim/exp/capacity.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "sim/core/error.h"
 
 typedef struct load_metric {
     double load;

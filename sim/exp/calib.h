@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../workloads/request.h"
-#include "exp.h"
+#include "workloads/request.h"
+#include "sim/exp/exp.h"
 
 /* ---- knee search (pure; no simulation) ---- */
 

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "../models/cluster.h"
+#include "models/cluster.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
 #define EXP_STORE_SCHEMA_VERSION 3

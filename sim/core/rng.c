@@ -8,11 +8,11 @@
  * Statistically Good Algorithms for Random Number Generation",
  * HMC-CS-2014-0905, 2014.
  */
-#include "rng.h"
+#include "sim/core/rng.h"
 
 #include <stdlib.h>
 
-#include "error.h"
+#include "sim/core/error.h"
 
 void sim_pcg32_seed(sim_pcg32 *r, uint64_t initstate, uint64_t initseq)
 {

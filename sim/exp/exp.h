@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../workloads/wl_config.h"
-#include "config.h"
+#include "workloads/wl_config.h"
+#include "sim/core/config.h"
 
 /* The whole configuration of an experiment (docs/config.md).  Bound once
  * from YAML plus --set overrides, then read-only. */

@@ -13,12 +13,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../models/cluster.h"
-#include "../models/route.h"
-#include "../models/spec.h"
-#include "../workloads/keyrates.h"
-#include "../workloads/mooncake.h"
-#include "exp.h"
+#include "models/cluster.h"
+#include "models/route.h"
+#include "models/spec.h"
+#include "workloads/keyrates.h"
+#include "workloads/mooncake.h"
+#include "sim/exp/exp.h"
 
 typedef struct exp_setup {
     const exp_config *cfg;   /* not owned; must outlive the setup */

@@ -6,7 +6,7 @@
  * whose SLO capacities give the verdict.  The region map repeats the
  * evaluation over two workload axes with one calibration at the base.
  */
-#include "regime.h"
+#include "sim/exp/regime.h"
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
@@ -17,15 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../models/plan.h"
-#include "../workloads/diag.h"
-#include "../workloads/keyrates.h"
-#include "../workloads/synth.h"
-#include "calib.h"
-#include "capacity.h"
-#include "error.h"
-#include "exp.h"
-#include "setup.h"
+#include "models/plan.h"
+#include "workloads/diag.h"
+#include "workloads/keyrates.h"
+#include "workloads/synth.h"
+#include "sim/exp/calib.h"
+#include "sim/exp/capacity.h"
+#include "sim/core/error.h"
+#include "sim/exp/exp.h"
+#include "sim/exp/setup.h"
 
 const char *exp_verdict_name(enum exp_verdict v)
 {

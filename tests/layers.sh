@@ -1,0 +1,39 @@
+#!/bin/sh
+# The layers of the tree (docs/design.md): includes are root-relative and
+# run one way, sim/exp -> models -> workloads -> sim/core.  Fails, naming
+# the file and line, on a "../" include or an include against the flow.
+# usage: layers.sh SOURCE_ROOT
+set -u
+cd "$1" || exit 99
+bad=0
+report() { echo "layers: $*"; bad=1; }
+# 1. No relative "../" includes anywhere in the code.
+hits=$(grep -rn '#[[:space:]]*include[[:space:]]*"\.\./' sim models workloads tests)
+[ -n "$hits" ] && report "relative includes (expected root-relative, e.g. \"sim/core/evq.h\"):
+$hits"
+# 2. Each layer includes only itself and the layers below it.
+check() { # DIR ALLOWED-REGEX
+    dir=$1; allowed=$2
+    grep -rn '#[[:space:]]*include[[:space:]]*"' "$dir" --include='*.c' --include='*.h' |
+    while IFS= read -r line; do
+        inc=$(printf '%s\n' "$line" | sed 's/.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/')
+        case "$inc" in version.h) continue ;; esac
+        printf '%s\n' "$inc" | grep -Eq "$allowed" || echo "$line"
+    done
+}
+out=$(check sim/core '^sim/core/')
+[ -n "$out" ] && report "sim/core includes outside sim/core:
+$out"
+out=$(check workloads '^(workloads|sim/core)/')
+[ -n "$out" ] && report "workloads includes above it (allowed: workloads/, sim/core/):
+$out"
+out=$(check models '^(models|workloads|sim/core)/')
+[ -n "$out" ] && report "models includes above it (allowed: models/, workloads/, sim/core/):
+$out"
+# 3. Internal headers stay inside their module.
+out=$(grep -rln --include='*.[ch]' '"models/route_int.h"' sim workloads tests | grep -v '^tests/test_route')
+[ -n "$out" ] && report "models/route_int.h included outside models/: $out"
+out=$(grep -rln --include='*.[ch]' '"sim/exp/report_int.h"' models workloads sim/core tests sim/exp | grep -Ev 'sim/exp/(report|plot)\.c')
+[ -n "$out" ] && report "sim/exp/report_int.h included outside report.c/plot.c: $out"
+[ $bad -eq 0 ] && echo "layers: ok (sim/exp -> models -> workloads -> sim/core)"
+exit $bad
