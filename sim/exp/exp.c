@@ -659,6 +659,19 @@ int exp_run(const exp_run_opts *o, FILE *out)
         free(lower);
     }
 
+    if (o->dry_run) {
+        /* The config hashes are what --resume matches and what old
+         * databases hold: tests/config_hashes.sh pins them. */
+        char *ct = exp_config_dump(&base);
+        char hh[17];
+        hash_hex(ct, hh);
+        fprintf(out, "experiment %s %zu\n", hh, strlen(ct));
+        free(ct);
+        for (size_t i = 0; i < n_tasks; i++)
+            fprintf(out, "run %llu %s %s\n", (unsigned long long)tasks[i].run_index,
+                    pts[tasks[i].point].cfg.policies[tasks[i].ip], tasks[i].hash);
+        goto done;
+    }
     if ((rc = exp_store_open(db_path, &store)))
         goto done;
     size_t n_selected = 0, n_resumed = 0;

@@ -102,6 +102,10 @@ typedef struct exp_run_opts {
     unsigned shard_i, shard_n; /* run only runs with run_index % shard_n == shard_i */
     bool resume;              /* reuse runs stored with the same config hash */
     bool quiet;               /* no progress output */
+    bool dry_run;             /* check the config and every sweep point, print
+                                 "experiment HASH LENGTH" and one line "run
+                                 INDEX POLICY HASH" per run, run nothing and
+                                 open no database */
     const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
 } exp_run_opts;
 

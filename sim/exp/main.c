@@ -34,14 +34,17 @@ static void usage(FILE *f)
     fputs("usage: crsim <command> [options]\n"
           "\n"
           "commands:\n"
-          "  run CONFIG [--set KEY=VALUE]... [--jobs N] [--shard I/N] [--resume] [--quiet]\n"
+          "  run CONFIG [--set KEY=VALUE]... [--jobs N] [--shard I/N] [--resume] [--dry-run]\n"
+          "        [--quiet]\n"
           "        run every sweep point x rate x seed x policy of the experiment config\n"
           "        on N parallel jobs (default: all cores; results do not depend on N),\n"
           "        print a table and store all runs and SLO capacities in SQLite\n"
           "        (experiment.db, default results/<experiment.name>.db).  --set overrides\n"
           "        any key, e.g. --set experiment.rates=[10,20] --set cluster.destinations=8;\n"
           "        --shard I/N runs only runs with index % N == I (0 <= I < N), for job\n"
-          "        arrays; --resume reuses runs stored with the same config hash\n"
+          "        arrays; --resume reuses runs stored with the same config hash; --dry-run\n"
+          "        checks everything, prints the experiment's and every run's config hash\n"
+          "        and runs nothing (no database is opened)\n"
           "  report DB [--experiment ID] [--format text|markdown|csv] [--rate R] [--out FILE]\n"
           "        paper-style tables: KV hit, SLO capacity per threshold (censoring\n"
           "        marked), p99, imbalance\n"
@@ -148,13 +151,15 @@ static int cmd_run(int argc, char **argv)
             o.quiet = true;
         } else if (strcmp(a, "--resume") == 0) {
             o.resume = true;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            o.dry_run = true;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             free(sets);
             usage(stdout);
             return 0;
         } else if (a[0] == '-') {
             rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'run'; expected --set KEY=VALUE, "
-                           "--jobs N, --shard I/N, --resume or --quiet", a);
+                           "--jobs N, --shard I/N, --resume, --dry-run or --quiet", a);
         } else if (!config) {
             config = a;
         } else {
