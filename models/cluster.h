@@ -1,6 +1,6 @@
 /*
  * One simulation run: a request stream, a router and R destinations on
- * the event kernel, and the metrics of DESIGN.md §8 computed from it.
+ * the event kernel, and the metrics of docs/design.md §10 computed from it.
  *
  * Data flows one way: the stream produces a request at its arrival time,
  * the router picks a destination from the route_view, the engine serves it,

@@ -2,7 +2,7 @@
  * Step-time cost model of one destination: how long one engine iteration
  * (a batch of prefill chunks and decodes) takes.
  *
- * The roofline model of DESIGN.md §4: per GPU, the step takes the larger of
+ * The roofline model of docs/design.md §6: per GPU, the step takes the larger of
  * its compute time and its memory time, plus tensor-parallel all-reduces and
  * a fixed per-step overhead (scheduler, sampling, kernel launches).  The
  * engine describes each step by a few sums (cost_batch) accumulated while it
@@ -52,7 +52,7 @@ typedef struct cost_batch {
     uint64_t decode_ctx;      /* Σ context length over decodes (tokens) */
 } cost_batch;
 
-/* Efficiency factors of the roofline model (DESIGN.md §4), calibrated in
+/* Efficiency factors of the roofline model (docs/design.md §6), calibrated in
  * docs/calibration.md. */
 typedef struct cost_params {
     double mfu;                 /* achieved / peak tensor FLOP/s, (0, 1] */
@@ -61,7 +61,7 @@ typedef struct cost_params {
     double allreduce_latency_s; /* fixed latency of one all-reduce, seconds */
 } cost_params;
 
-/* Coefficients of the linear step-time model (DESIGN.md §4):
+/* Coefficients of the linear step-time model (docs/design.md §6):
  *   t = a_s + b_s_per_token·prefill_tokens + c_s_per_attn·prefill_attn
  *       + d_s_per_decode·decode_tokens + e_s_per_ctx·decode_ctx
  * with the cost_batch sums as defined above.  a_s > 0, the others >= 0, so
@@ -114,7 +114,7 @@ typedef struct cost_model {
  * peak_w is the fp8 peak for fp8 weights (W8A8 GEMMs), else the bf16 peak;
  * attention runs at the bf16 peak.  All-reduce: 2 per layer of N·d·2 bytes
  * (bf16 activations), ring algorithm 2·(tp−1)/tp·size/link_bw plus latency;
- * none when tp = 1.  Sources: DESIGN.md §4; H100 figures in
+ * none when tp = 1.  Sources: docs/design.md §6; H100 figures in
  * models/specs/h100-sxm.yaml.  Sets m->kind = COST_ROOFLINE and zeroes
  * the linear coefficients.  Cannot fail (inputs are validated when the
  * spec is loaded).

@@ -1,7 +1,7 @@
 /*
  * Cost profile files, bound through the config module's schema machinery
  * so that a typo or an out-of-range constant gets the same file/line/key
- * message as a bad experiment config (DESIGN.md §12).
+ * message as a bad experiment config (docs/design.md §14).
  */
 #include "models/cost_profile.h"
 

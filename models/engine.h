@@ -1,7 +1,7 @@
 /*
  * One destination: an LLM engine instance modelled at iteration (step)
  * granularity, like vLLM's V1 scheduler with chunked prefill and automatic
- * prefix caching (DESIGN.md §3).
+ * prefix caching (docs/design.md §5).
  *
  * Each step the engine serves its running requests first, in admission
  * order (a decode needs 1 token, a prefill the next chunk of its prompt,

@@ -1,5 +1,5 @@
 /*
- * The CacheRoute planner (DESIGN.md §6): from per-key request rates, the
+ * The CacheRoute planner (docs/design.md §8): from per-key request rates, the
  * number of destinations R, the per-destination capacity q_cap and the
  * warm-slot budget W, build the table T(b) of destinations for every
  * admitted key.

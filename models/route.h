@@ -1,5 +1,5 @@
 /*
- * The router plug-in interface (DESIGN.md §5).
+ * The router plug-in interface (docs/design.md §7).
  *
  * A router is one const route_type descriptor (name, state size, function
  * pointers), in the style of gsl_rng_type.  The harness allocates

@@ -1,5 +1,5 @@
 /*
- * cacheroute: planned prefix-affinity routing (DESIGN.md §6), and the two
+ * cacheroute: planned prefix-affinity routing (docs/design.md §8), and the two
  * ablation variants of the paper's component study as named policies.
  *
  * The router counts requests per routing key.  At every control interval

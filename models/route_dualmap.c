@@ -4,7 +4,7 @@
  * 2602.06502, ICLR 2026), modelled on the AIBrix default "dualmap" variant
  * (vllm-project/aibrix pkg/plugins/gateway/algorithms/dualmap.go @9c8981e)
  * with the paper's TTFT-SLO switch made explicit.  Specification: the
- * reference notes, /work/shared/reference/policies.md §A4.
+ * section `dualmap` of docs/policies.md.
  *
  * Rule, per arriving request r of L prompt tokens:
  *  1. Adaptive key depth d (hot-prefix detector, below); key = hash of the
@@ -73,7 +73,7 @@
  *  - The SLO switch and rebalance thresholds, 1e6 tokens in AIBrix (i.e.
  *    disabled), are set from the run's TTFT SLO: switch when the predicted
  *    TTFT exceeds ttft_slo_s, rebalance threshold B = ttft_slo_s / t_p
- *    (the note in §A4 recommends exactly this).
+ *    (docs/policies.md, dualmap deviations).
  *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05).
  *  - There is no router-side priority queue: crsim's engines queue FCFS,
  *    and pend_c is read from the engine queue through route_ops (AIBrix

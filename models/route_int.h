@@ -34,7 +34,7 @@ uint32_t route__ring_find(const route__ring *ring, uint64_t h);
 
 /* Power of two choices: two distinct destinations drawn uniformly from
  * `rng`, the one with fewer requests in flight wins, ties to the first
- * drawn (reference notes A1).  Shared by flat_lb and the fallback of the
+ * drawn (as sgl-router power_of_two).  Shared by flat_lb and the fallback of the
  * planned routers.  Cannot fail. */
 uint32_t route__p2c(sim_pcg32 *rng, const route_view *v);
 

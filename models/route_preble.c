@@ -2,7 +2,7 @@
  * preble: exploit-or-explore placement on a router-side global prefix tree
  * (Preble, Srivatsa et al., arXiv 2407.00023, ICLR 2025), with
  * post-assignment rebalancing and hot-prefix replication.  Specification:
- * the reference notes, /work/shared/reference/policies.md §A5 (paper §3.2
+ * section `preble` of docs/policies.md (paper §3.2
  * and the released code, WukLab/preble @8e7906a).
  *
  * Tree: one node per full KV block hash.  Block hashes are chained, so a

@@ -6,7 +6,7 @@
  * constant with its public source in the file.  Nothing here is a free
  * constant: the KV pool is derived from GPU memory, utilisation, tensor
  * parallelism, weight and KV dtypes and a documented memory reserve, as in
- * DESIGN.md §3.
+ * docs/design.md §5.
  */
 #ifndef CRSIM_MODELS_SPEC_H
 #define CRSIM_MODELS_SPEC_H
@@ -81,7 +81,7 @@ double spec_weight_bytes(const spec_model *m, enum spec_dtype w);
 double spec_kv_bytes_per_token(const spec_model *m, enum spec_dtype kv);
 
 /*
- * KV pool of one destination, DESIGN.md §3:
+ * KV pool of one destination, docs/design.md §5:
  *   pool bytes  = mem_bytes·tp·mem_util − weight bytes − reserve_bytes·tp
  *   pool tokens = floor(pool bytes / KV bytes per token)
  *   blocks      = floor(pool tokens / block_size)

@@ -1,6 +1,6 @@
 /*
  * Calibration of the cost models against public measurements
- * (../shared/reference/calibration.md §5.3; docs/calibration.md explains
+ * (docs/calibration.md lists the sources and explains
  * every choice made here).
  *
  * For each deployment the program drives one real engine (models/engine.h,
@@ -53,7 +53,7 @@
 /* Priors that the public data cannot separate (docs/calibration.md):
  * with one decode point per deployment only weight_bytes/(bw·mbu) +
  * overhead is identified, so mbu is fixed at AIConfigurator's empirical
- * 0.8 (calibration.md §5.1); the all-reduce latency is folded into the
+ * 0.8 (docs/calibration.md, sources); the all-reduce latency is folded into the
  * per-step overhead for a fixed TP and fixed at an assumed 10 µs. */
 #define PRIOR_MBU 0.8
 #define PRIOR_AR_LATENCY_S 10e-6

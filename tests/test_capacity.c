@@ -1,5 +1,5 @@
 /*
- * Known-answer tests of the SLO capacity (DESIGN.md §8): per-seed capacity
+ * Known-answer tests of the SLO capacity (docs/design.md §10): per-seed capacity
  * and censoring on hand-made pass/fail grids, including non-monotone ones,
  * unsorted input, Inf/NaN metrics and duplicate loads; the across-seed
  * aggregation and its table strings; and exp_capacity_store on a small

@@ -167,7 +167,7 @@ static void test_acceptance_70b_fp8(void)
         CHECK_INT_EQ(cost_model_from_profile(&m, (enum cost_kind)k, &d, &p), SIM_OK);
         /* Decode time per token at 10 concurrent requests: 19.3 ms,
          * LambdaLabsML/vllm-benchmark, 2xH100 Llama-3.1-70B-Instruct-FP8 tp2
-         * (calibration.md §5.3): 10 prompts of 137 tokens (1,369 total). */
+         * (docs/calibration.md, sources): 10 prompts of 137 tokens (1,369 total). */
         engine_params ep = {.block_size = 16, .max_num_batched_tokens = 8192,
                             .max_num_seqs = 256, .prefix_caching = false};
         cost_bench_result r;

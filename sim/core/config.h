@@ -45,7 +45,7 @@
  *
  * Every message names the source ("exp.yaml:12", or "--set a.b" for a
  * command-line override), the full key path and the expected form, on one
- * line, as DESIGN.md §12 asks.  Allocation failures abort (sim_xmalloc):
+ * line, as docs/design.md §14 asks.  Allocation failures abort (sim_xmalloc):
  * configs are small and there is nothing useful to do without one, so no
  * function here returns SIM_ENOMEM.  Numbers are parsed and printed with
  * strtod/printf, which assume the "C" numeric locale (crsim never calls

@@ -27,7 +27,7 @@ enum sim_status {
     SIM_EINTR     /* interrupted by a signal; partial results are marked */
 };
 
-/* Exit status of the command-line tool for bad input (DESIGN.md §12). */
+/* Exit status of the command-line tool for bad input (docs/design.md §14). */
 #define SIM_EXIT_BADINPUT 2
 
 /*

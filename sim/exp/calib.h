@@ -1,5 +1,5 @@
 /*
- * Calibration of CacheRoute's two inputs (DESIGN.md §6, docs/qcap.md):
+ * Calibration of CacheRoute's two inputs (docs/design.md §8, docs/qcap.md):
  *
  *  * W, the warm-slot budget per destination: how many keys' warm prefix
  *    footprints fit in one destination's KV pool after reserving a share

@@ -1,5 +1,5 @@
 /*
- * SLO capacity and its censoring (DESIGN.md §8), per seed and across
+ * SLO capacity and its censoring (docs/design.md §10), per seed and across
  * seeds, and the capacities table of the result store.  The capacity is
  * read off the tested load grid only (no bisection): the highest load such
  * that the SLO holds at it and at every lower tested load, so a

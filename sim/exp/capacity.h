@@ -1,5 +1,5 @@
 /*
- * SLO capacity with censoring (DESIGN.md §8).  For one (sweep point,
+ * SLO capacity with censoring (docs/design.md §10).  For one (sweep point,
  * policy, seed, SLO threshold), the capacity is the highest tested load up
  * to which the SLO holds at every tested load; it is left-censored when
  * the SLO already fails at the lowest load and right-censored when it holds

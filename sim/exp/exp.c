@@ -114,7 +114,7 @@ const sim_cfg_key exp_config_schema[] = {
     /* cost */
     {.path = "cost.model", .type = SIM_CFG_ENUM, .offset = OFF(cost_model),
      .choices = cost_kind_names, .def = "roofline",
-     .help = "step-time model: roofline (DESIGN.md 4) or linear (fitted a + b.P + ...)"},
+     .help = "step-time model: roofline (docs/calibration.md) or linear (fitted a + b.P + ...)"},
     {.path = "cost.profile", .type = SIM_CFG_STRING, .offset = OFF(cost_profile), .def = "\"\"",
      .help = "calibration profile: a name in models/specs/cost/ or a path; empty = the "
              "deployment's default (docs/calibration.md)"},
@@ -452,7 +452,7 @@ static task *next_task(pool *pl, int *finished)
         t->failed_before = pv && (pv->fails || pv->failed_before);
         if (t->failed_before && t->prunable) {
             /* Capacity is decided by the first failure: loads above it
-             * cannot change it (DESIGN.md §8). */
+             * cannot change it (docs/design.md §10). */
             t->pruned = 1;
             pthread_cond_broadcast(&pl->cv);
             continue;

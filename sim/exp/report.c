@@ -1,7 +1,7 @@
 /*
  * `crsim report`: reads one experiment of a result database, groups its
  * runs by sweep point and policy, and prints the paper-style table per
- * point (DESIGN.md §9–§10) as aligned text, Markdown or CSV.  Capacities
+ * point (docs/design.md §11–§12) as aligned text, Markdown or CSV.  Capacities
  * come from the capacities table when it is present and up to date, and
  * are otherwise computed from the runs with sim/capacity.c; the report
  * never writes to the database.  Partial results (a running, incomplete or
