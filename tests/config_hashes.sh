@@ -7,7 +7,7 @@
 # schema regenerates it and says so in its commit.
 # usage: config_hashes.sh CRSIM SOURCE_ROOT
 set -u
-CRSIM=$1
+case $1 in /*) CRSIM=$1 ;; *) CRSIM=$PWD/$1 ;; esac # meson passes ./crsim
 cd "$2" || exit 99
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
