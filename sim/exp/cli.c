@@ -417,7 +417,7 @@ static void print_synopsis(FILE *f, const exp_cli_cmd *c)
     }
     for (const exp_cli_opt *o = c->opts; o->name; o++) {
         opt_word(o, w, sizeof w);
-        /* put_wrapped breaks at spaces; keep each option one word. */
+        /* an option's word ("[--jobs N]") never breaks */
         if (col + 1 + strlen(w) > 80) {
             fprintf(f, "\n%*s", (int)indent, "");
             col = indent;
