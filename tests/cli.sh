@@ -201,8 +201,8 @@ else
     fail "crsim plan failed: $(cat "$TMP/err")"
 fi
 expect_error 2 "zero_rate.csv:2: rate 0" -- "$CRSIM" plan --rates "$T/bad-inputs/zero_rate.csv" --destinations 4 --q-cap 4 --slots 1
-expect_error 2 "crsim plan needs --rates" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4
-expect_error 2 "--destinations 2.5" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 2.5 --q-cap 1 --slots 1
+expect_error 2 "plan: needs --rates FILE" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4
+expect_error 2 "--destinations '2.5'" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 2.5 --q-cap 1 --slots 1
 
 # Help works and lists every key.
 "$CRSIM" help config | grep -q "workload.key_ids" || fail "help config lacks workload.key_ids"

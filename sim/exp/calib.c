@@ -725,17 +725,6 @@ void exp_calib_print(const exp_calib_result *r, FILE *f)
     fprintf(f, "router.cacheroute.slots: %" PRId64 "\n", r->slots);
 }
 
-static int parse_double(const char *opt, const char *v, double lo, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = v ? strtod(v, &end) : NAN;
-    if (!v || end == v || *end || errno || !isfinite(x) || !(x > lo))
-        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a number > %g", opt, v ? v : "", lo);
-    *out = x;
-    return SIM_OK;
-}
-
 static int parse_grid(const char *v, double **grid, size_t *n)
 {
     size_t cap = 8, k = 0;
@@ -765,92 +754,25 @@ static int parse_grid(const char *v, double **grid, size_t *n)
     return SIM_OK;
 bad:
     free(g);
-    return SIM_ERROR(SIM_EINVAL, "--grid '%s'; expected ascending comma-separated loads > 0 "
-                     "requests/s, e.g. 1,2,4,8", v ? v : "");
+    return SIM_ERROR(SIM_EINVAL, "calibrate: --grid '%s'; expected ascending comma-separated "
+                     "loads > 0 requests/s, e.g. 1,2,4,8", v ? v : "");
 }
 
-static const char calib_usage[] =
-    "usage: crsim calibrate CONFIG [--set KEY=VALUE]... [--seeds N] [--slo S]\n"
-    "         [--grid L1,L2,...] [--tol T] [--safety X] [--keys K] [--duration S]\n"
-    "         [--jobs N] [--quiet]\n"
-    "  measure CacheRoute's q_cap (the single-destination latency/load knee of the\n"
-    "  affinity workload with warm caches) and W (warm slots per destination from the\n"
-    "  KV pool and the workload's warm footprint per key); docs/qcap.md\n"
-    "  --seeds N     run seeds 1..N (default: experiment.seeds)\n"
-    "  --slo S       SLO threshold on experiment.slo_metric, s (default: the median\n"
-    "                of experiment.slos)\n"
-    "  --grid ...    load grid, requests/s (default 0.25,0.5,1,...,512)\n"
-    "  --tol T       bisection relative tolerance (default 0.02)\n"
-    "  --safety X    share of the KV pool for warm prefixes (default 0.5)\n"
-    "  --keys K      top keys on the destination (default W; -1 = as configured)\n"
-    "  --duration S  arrivals per probe, s (default workload.duration_s)\n"
-    "  --jobs N      seeds in parallel (default: all cores)\n";
-
-int exp_calib_main(int argc, char **argv)
+int exp_calib_main(const exp_cli_args *a)
 {
-    const char *config = NULL;
-    const char **sets = sim_xcalloc((size_t)argc + 1, sizeof *sets);
+    const char *config = a->pos[0];
     size_t n_set = 0;
-    double slo = 0, tol = 0, safety = 0, duration = 0, keys = 0, nseeds = 0, jobs = 0;
+    const char *const *sets = exp_cli_list(a, "set", &n_set);
+    double slo = exp_cli_real(a, "slo", 0), tol = exp_cli_real(a, "tol", 0);
+    double safety = exp_cli_real(a, "safety", 0), duration = exp_cli_real(a, "duration", 0);
+    double keys = (double)exp_cli_int(a, "keys", 0), nseeds = (double)exp_cli_int(a, "seeds", 0);
+    double jobs = (double)exp_cli_int(a, "jobs", 0);
     double *grid = NULL;
     size_t n_grid = 0;
-    bool quiet = false;
+    bool quiet = exp_cli_has(a, "quiet");
     int rc = SIM_OK;
-    for (int i = 0; i < argc && rc == SIM_OK; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(calib_usage, stdout);
-            free(sets);
-            free(grid);
-            return SIM_OK;
-        } else if (strcmp(a, "--quiet") == 0) {
-            quiet = true;
-        } else if (a[0] == '-' && a[1] == '-') {
-            if (!v) {
-                rc = SIM_ERROR(SIM_EINVAL, "%s needs a value (crsim calibrate --help)", a);
-                break;
-            }
-            i++;
-            if (strcmp(a, "--set") == 0)
-                sets[n_set++] = v;
-            else if (strcmp(a, "--slo") == 0)
-                rc = parse_double(a, v, 0, &slo);
-            else if (strcmp(a, "--tol") == 0)
-                rc = parse_double(a, v, 0, &tol);
-            else if (strcmp(a, "--safety") == 0)
-                rc = parse_double(a, v, 0, &safety);
-            else if (strcmp(a, "--duration") == 0)
-                rc = parse_double(a, v, 0, &duration);
-            else if (strcmp(a, "--keys") == 0)
-                rc = parse_double(a, v, -2, &keys);
-            else if (strcmp(a, "--seeds") == 0)
-                rc = parse_double(a, v, 0, &nseeds);
-            else if (strcmp(a, "--jobs") == 0)
-                rc = parse_double(a, v, 0, &jobs);
-            else if (strcmp(a, "--grid") == 0) {
-                free(grid);
-                grid = NULL;
-                rc = parse_grid(v, &grid, &n_grid);
-            } else
-                rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s'; expected --set, --seeds, "
-                               "--slo, --grid, --tol, --safety, --keys, --duration, --jobs, "
-                               "--quiet (crsim calibrate --help)", a);
-            if (rc == SIM_OK && (strcmp(a, "--seeds") == 0 || strcmp(a, "--jobs") == 0 ||
-                                 strcmp(a, "--keys") == 0) &&
-                (v[strspn(v, "-0123456789")] != '\0' || fabs(keys) > 1e9 || nseeds > 1e6 ||
-                 jobs > 4096))
-                rc = SIM_ERROR(SIM_EINVAL, "%s '%s'; expected an integer (seeds <= 1e6, "
-                               "jobs <= 4096)", a, v);
-        } else if (!config) {
-            config = a;
-        } else {
-            rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one CONFIG "
-                           "(crsim calibrate --help)", a);
-        }
-    }
-    if (rc == SIM_OK && !config)
-        rc = SIM_ERROR(SIM_EINVAL, "missing CONFIG; usage: crsim calibrate CONFIG [options] "
-                       "(crsim calibrate --help)");
+    if (exp_cli_has(a, "grid"))
+        rc = parse_grid(exp_cli_str(a, "grid", NULL), &grid, &n_grid);
     exp_config cfg = {0};
     if (rc == SIM_OK)
         rc = exp_config_load(config, sets, n_set, &cfg);
@@ -888,7 +810,6 @@ int exp_calib_main(int argc, char **argv)
     }
     exp_config_fini(&cfg);
     free(seeds);
-    free(sets);
     free(grid);
     return rc;
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "workloads/request.h"
+#include "sim/exp/cli.h"
 #include "sim/exp/exp.h"
 
 /* ---- knee search (pure; no simulation) ---- */
@@ -219,11 +220,12 @@ void exp_calib_print(const exp_calib_result *r, FILE *f);
 /*
  * `crsim calibrate CONFIG [--set K=V]... [--seeds N] [--slo S]
  * [--grid a,b,...] [--tol T] [--safety X] [--keys K] [--duration S]
- * [--jobs N]`: argv[0] is CONFIG (argv excludes "calibrate").  Prints the
+ * [--jobs N] [--quiet]`, on the arguments parsed by sim/exp/cli.c (CONFIG
+ * is a->pos[0]; the options of its "calibrate" table entry).  Prints the
  * report to stdout and progress to stderr.  Returns SIM_OK or an error
  * code whose message sim_errmsg() holds (the caller maps it to an exit
  * status).
  */
-int exp_calib_main(int argc, char **argv);
+int exp_calib_main(const exp_cli_args *a);
 
 #endif

@@ -53,7 +53,7 @@ static int exec_sql(sqlite3 *db, const char *sql, const char *what)
     return SIM_OK;
 }
 
-int exp_merge_main(int argc, char **argv)
+int exp_merge_main(int argc, const char *const *argv)
 {
     if (argc < 2)
         return SIM_ERROR(SIM_EINVAL, "usage: crsim merge OUT.db IN.db [IN.db ...]; expected an "

@@ -13,10 +13,11 @@
  * order; a run index present twice is an error.  The merged experiment is
  * 'complete' when every run of the sweep is present and every input
  * completed, else 'incomplete'; capacities are computed when complete.
- * argv holds OUT then the inputs.  Returns SIM_OK; SIM_EINVAL/SIM_EIO for
+ * argv holds OUT then the inputs (the positional arguments parsed by
+ * sim/exp/cli.c).  Returns SIM_OK; SIM_EINVAL/SIM_EIO for
  * bad input (a missing file, not a crsim database, mismatched configs,
  * duplicate runs); SIM_EDB.
  */
-int exp_merge_main(int argc, char **argv);
+int exp_merge_main(int argc, const char *const *argv);
 
 #endif

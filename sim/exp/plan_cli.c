@@ -13,64 +13,16 @@
 #include "workloads/keyrates.h"
 #include "sim/core/error.h"
 
-static int parse_num(const char *opt, const char *v, double lo, double *out)
+int exp_plan_main(const exp_cli_args *args, FILE *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(x) || !(x > lo))
-        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a number > %g", opt, v, lo);
-    *out = x;
-    return SIM_OK;
-}
-
-int exp_plan_main(int argc, char **argv, FILE *out)
-{
-    const char *rates = NULL, *table = NULL;
-    double r = 0, q = 0, w = 0;
-    plan_params p = {.placement = PLAN_LPT, .replicate = 1, .vnodes = 256};
-    int rc = SIM_OK;
-    for (int i = 0; i < argc && rc == SIM_OK; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--no-replicate") == 0) {
-            p.replicate = 0;
-            continue;
-        }
-        if (!v) {
-            rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value (crsim --help)", a);
-            break;
-        }
-        i++;
-        if (strcmp(a, "--rates") == 0)
-            rates = v;
-        else if (strcmp(a, "--out") == 0)
-            table = v;
-        else if (strcmp(a, "--destinations") == 0)
-            rc = parse_num(a, v, 0, &r);
-        else if (strcmp(a, "--q-cap") == 0)
-            rc = parse_num(a, v, 0, &q);
-        else if (strcmp(a, "--slots") == 0)
-            rc = parse_num(a, v, 0, &w);
-        else if (strcmp(a, "--placement") == 0) {
-            if (strcmp(v, "lpt") == 0)
-                p.placement = PLAN_LPT;
-            else if (strcmp(v, "hash") == 0)
-                p.placement = PLAN_HASH;
-            else
-                rc = SIM_ERROR(SIM_EINVAL, "--placement '%s'; expected lpt or hash", v);
-        } else
-            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'plan'; expected --rates, "
-                           "--destinations, --q-cap, --slots, --placement, --no-replicate, "
-                           "--out", a);
-    }
-    if (rc)
-        return rc;
-    if (!rates || !(r > 0) || !(q > 0) || !(w > 0))
-        return SIM_ERROR(SIM_EINVAL, "crsim plan needs --rates FILE --destinations R --q-cap Q "
-                         "--slots W; expected all four");
-    if (r != floor(r) || r > 1e6)
-        return SIM_ERROR(SIM_EINVAL, "--destinations %g; expected a whole number of "
-                         "destinations", r);
+    /* The parser checked the four required options and their ranges. */
+    const char *rates = exp_cli_str(args, "rates", NULL), *table = exp_cli_str(args, "out", NULL);
+    int64_t r = exp_cli_int(args, "destinations", 1);
+    double q = exp_cli_real(args, "q-cap", 0), w = exp_cli_real(args, "slots", 0);
+    const char *placement = exp_cli_str(args, "placement", "lpt");
+    plan_params p = {.placement = strcmp(placement, "hash") == 0 ? PLAN_HASH : PLAN_LPT,
+                     .replicate = !exp_cli_has(args, "no-replicate"), .vnodes = 256};
+    int rc;
     p.n_dest = (uint32_t)r;
     p.q_cap = q;
     p.slots = w;

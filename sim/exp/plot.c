@@ -369,67 +369,16 @@ static const char *script_dir(void)
     return d && *d ? d : CRSIM_SCRIPT_DIR;
 }
 
-static void plot_usage(FILE *f)
+int exp_plot_main(const exp_cli_args *a)
 {
-    fputs("usage: crsim plot DB [--experiment ID] [--rate R] [--out DIR]\n"
-          "  figures of one experiment (default: the latest): SLO capacity per policy and\n"
-          "  threshold, the SLO metric against load, KV hit rate at the report rate R;\n"
-          "  data (.tsv) and figures (.png, .svg) go to DIR (default results/<experiment>/).\n"
-          "  Needs gnuplot.  See docs/report.md.\n",
-          f);
-}
-
-int exp_plot_main(int argc, char **argv)
-{
-    const char *path = NULL, *out_dir = NULL;
-    int64_t id = 0;
-    double rate = 0;
-    int rc = SIM_OK;
-    for (int i = 0; i < argc && rc == SIM_OK; i++) {
-        const char *a = argv[i];
-        const char *eq = strchr(a, '=');
-        size_t nlen = eq && a[0] == '-' ? (size_t)(eq - a) : strlen(a);
-        bool is_opt = a[0] == '-' && a[1] != '\0';
-        const char *v = NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            plot_usage(stdout);
-            return 0;
-        }
-        if (is_opt) {
-            if (eq)
-                v = eq + 1;
-            else if (i + 1 < argc)
-                v = argv[++i];
-            else {
-                rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", a);
-                break;
-            }
-        }
-        if (!is_opt) {
-            if (path)
-                rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one database "
-                               "file", a);
-            path = a;
-        } else if (nlen == 12 && strncmp(a, "--experiment", nlen) == 0) {
-            rc = exp__parse_id("--experiment", v, &id);
-        } else if (nlen == 6 && strncmp(a, "--rate", nlen) == 0) {
-            rc = exp__parse_pos("--rate", v, &rate);
-        } else if (nlen == 5 && strncmp(a, "--out", nlen) == 0) {
-            out_dir = v;
-        } else {
-            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%.*s' for 'plot'; expected "
-                           "--experiment, --rate or --out", (int)nlen, a);
-        }
-    }
-    if (rc == SIM_OK && !path)
-        rc = SIM_ERROR(SIM_EINVAL, "usage: crsim plot DB [--experiment ID] [--rate R] "
-                       "[--out DIR]");
-    if (rc)
-        return exp__exit_status(rc);
+    const char *path = a->pos[0], *out_dir = exp_cli_str(a, "out", NULL);
+    int64_t id = exp_cli_int(a, "experiment", 0);
+    double rate = exp_cli_real(a, "rate", 0);
+    int rc;
 
     exp__report *r = NULL;
     if ((rc = exp__report_read(path, id, rate, &r)))
-        return exp__exit_status(rc);
+        return exp_cli_fail(rc);
     exp__report_warn(r);
 
     char *dir;
@@ -485,7 +434,7 @@ int exp_plot_main(int argc, char **argv)
         }
     }
 
-    int status = rc ? exp__exit_status(rc) : 0;
+    int status = rc ? exp_cli_fail(rc) : 0;
     char *gnuplot = NULL;
     if (rc == SIM_OK && r->n_points == 0) {
         fprintf(stderr, "crsim: experiment %lld has no complete runs: nothing to plot\n",

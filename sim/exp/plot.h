@@ -7,9 +7,11 @@
 #ifndef CRSIM_SIM_PLOT_H
 #define CRSIM_SIM_PLOT_H
 
+#include "sim/exp/cli.h"
+
 /*
- * `crsim plot DB [--experiment ID] [--rate R] [--out DIR]`, with argv
- * holding only the arguments after "plot".  DIR defaults to
+ * `crsim plot DB [--experiment ID] [--rate R] [--out DIR]`, on the
+ * arguments parsed by sim/exp/cli.c (DB is a->pos[0]).  DIR defaults to
  * results/<experiment name>/ (relative to the current directory) and is
  * created if missing.  Per sweep point (suffix -p<point> when the
  * experiment has several) it writes capacity.tsv, p99.tsv and hit.tsv,
@@ -24,6 +26,6 @@
  * gnuplot is missing or fails, or the scripts are not found (the data
  * files are still written), or on database errors.
  */
-int exp_plot_main(int argc, char **argv);
+int exp_plot_main(const exp_cli_args *a);
 
 #endif

@@ -633,13 +633,25 @@ done:
 
 /* ---- command line ---- */
 
-int exp_regime_main(int argc, char **argv, FILE *out)
+int exp_regime_main(const exp_cli_args *a, FILE *out)
 {
-    regime_opts o = {.tie = 0.10, .jobs = 1};
+    regime_opts o = {.config = a->pos[0], .tie = exp_cli_real(a, "tie", 0.10)};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    o.jobs = ncpu > 0 ? (unsigned)ncpu : 1;
-    const char **sets = sim_xcalloc((size_t)argc * 4 + 8, sizeof *sets);
-    char **owned = sim_xcalloc((size_t)argc * 4 + 8, sizeof *owned);
+    o.jobs = (unsigned)exp_cli_int(a, "jobs", ncpu > 0 ? ncpu : 1);
+    o.n_seeds = (size_t)exp_cli_int(a, "seeds", 0);
+    o.slo = exp_cli_real(a, "slo", 0);
+    o.fast = exp_cli_has(a, "fast");
+    o.db = exp_cli_str(a, "db", NULL);
+    o.outdir = exp_cli_str(a, "out", NULL);
+    const exp_cli_val *map = exp_cli_get(a, "map");
+    if (map->count) {
+        o.map[0] = map->str;
+        o.map[1] = map->str2;
+    }
+    /* --set and the workload shorthands become --set lines, in command-line
+     * order (a later one overrides an earlier one). */
+    const char **sets = sim_xcalloc(a->n_seq * 4 + 8, sizeof *sets);
+    char **owned = sim_xcalloc(a->n_seq * 4 + 8, sizeof *owned);
     size_t n_set = 0, n_owned = 0;
     int rc = SIM_OK;
 #define OWN(...)                                                             \
@@ -649,94 +661,37 @@ int exp_regime_main(int argc, char **argv, FILE *out)
         owned[n_owned] = sim_xstrdup(b_);                                    \
         sets[n_set++] = owned[n_owned++];                                    \
     } while (0)
-    for (int i = 0; i < argc && rc == SIM_OK; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--fast") == 0) {
-            o.fast = true;
-            continue;
-        }
-        if (a[0] != '-') {
-            if (!o.config)
-                o.config = a;
-            else
-                rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one config", a);
-            continue;
-        }
-        if (strcmp(a, "--map") == 0) {
-            if (i + 2 >= argc) {
-                rc = SIM_ERROR(SIM_EINVAL, "--map needs two axes \"KEY=[v...]\"");
-                break;
-            }
-            o.map[0] = argv[i + 1];
-            o.map[1] = argv[i + 2];
-            i += 2;
-            continue;
-        }
-        if (!v) {
-            rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", a);
-            break;
-        }
-        i++;
-        char *end = NULL;
-        if (strcmp(a, "--set") == 0)
+    for (size_t i = 0; i < a->n_seq; i++) {
+        const char *nm = a->seq[i].opt->name, *v = a->seq[i].arg;
+        if (strcmp(nm, "set") == 0)
             sets[n_set++] = v;
-        else if (strcmp(a, "--rates") == 0) {
+        else if (strcmp(nm, "rates") == 0) {
             OWN("workload.type=synthetic");
             OWN("workload.keys.distribution=file");
             OWN("workload.keys.file=%s", v);
             OWN("workload.keys.cap=0");
-        } else if (strcmp(a, "--servegen") == 0) {
+        } else if (strcmp(nm, "servegen") == 0) {
             OWN("workload.type=synthetic");
             OWN("workload.keys.distribution=servegen");
             OWN("workload.keys.file=%s", v);
             OWN("workload.keys.cap=0");
-        } else if (strcmp(a, "--trace") == 0) {
+        } else if (strcmp(nm, "trace") == 0) {
             OWN("workload.type=mooncake");
             OWN("workload.trace=%s", v);
-        } else if (strcmp(a, "--iat") == 0) {
+        } else if (strcmp(nm, "iat") == 0) {
             OWN("workload.arrival.process=bootstrap");
             OWN("workload.arrival.iat_file=%s", v);
-        } else if (strcmp(a, "--prefix-tokens") == 0 || strcmp(a, "--input-tokens") == 0 ||
-                   strcmp(a, "--output-tokens") == 0) {
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 1000000) {
-                rc = SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a token count 1..1000000", a, v);
-                break;
-            }
-            const char *grp = a[2] == 'p' ? "prefix" : a[2] == 'i' ? "input" : "output";
+        } else if (strcmp(nm, "prefix-tokens") == 0 || strcmp(nm, "input-tokens") == 0 ||
+                   strcmp(nm, "output-tokens") == 0) {
+            long n = (long)a->seq[i].i;
+            const char *grp = nm[0] == 'p' ? "prefix" : nm[0] == 'i' ? "input" : "output";
             OWN("workload.%s.dist=const", grp);
             OWN("workload.%s.mean=%ld", grp, n);
             OWN("workload.%s.min=1", grp);
             OWN("workload.%s.max=%ld", grp, n);
-        } else if (strcmp(a, "--seeds") == 0) {
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 16)
-                rc = SIM_ERROR(SIM_EINVAL, "--seeds '%s'; expected 1..16", v);
-            o.n_seeds = (size_t)n;
-        } else if (strcmp(a, "--slo") == 0) {
-            o.slo = strtod(v, &end);
-            if (*end || !(o.slo > 0) || !isfinite(o.slo))
-                rc = SIM_ERROR(SIM_EINVAL, "--slo '%s'; expected seconds > 0", v);
-        } else if (strcmp(a, "--tie") == 0) {
-            o.tie = strtod(v, &end);
-            if (*end || !(o.tie >= 0) || o.tie >= 1)
-                rc = SIM_ERROR(SIM_EINVAL, "--tie '%s'; expected a fraction in [0, 1)", v);
-        } else if (strcmp(a, "--jobs") == 0) {
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 4096)
-                rc = SIM_ERROR(SIM_EINVAL, "--jobs '%s'; expected 1..4096", v);
-            o.jobs = (unsigned)n;
-        } else if (strcmp(a, "--db") == 0)
-            o.db = v;
-        else if (strcmp(a, "--out") == 0)
-            o.outdir = v;
-        else
-            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'regime' (crsim --help)", a);
+        }
     }
 #undef OWN
-    if (rc == SIM_OK && !o.config)
-        rc = SIM_ERROR(SIM_EINVAL, "crsim regime needs a base config (e.g. "
-                       "experiments/regime.yaml); expected CONFIG [--rates|--servegen|--trace ...]");
     o.sets = sets;
     o.n_set = n_set;
     char dbtmp[256] = "";

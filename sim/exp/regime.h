@@ -11,6 +11,8 @@
 
 #include <stdio.h>
 
+#include "sim/exp/cli.h"
+
 /* Verdicts. */
 enum exp_verdict { EXP_TIE = 0, EXP_WIN, EXP_LOSE };
 
@@ -44,9 +46,10 @@ const char *exp_verdict_name(enum exp_verdict v);
  *   [--prefix-tokens N] [--input-tokens N] [--output-tokens N] [--set K=V]...
  *   [--seeds N] [--slo S] [--tie X] [--jobs N] [--fast] [--db PATH]
  *   [--map "KEY=[v...]" "KEY=[v...]" [--out DIR]]
- * argv excludes "regime".  Prints to `out`.  Returns SIM_OK or an error
- * code (the message is in sim_errmsg()).
+ * on the arguments parsed by sim/exp/cli.c (CONFIG is a->pos[0]; the
+ * options of its "regime" table entry).  Prints to `out`.  Returns SIM_OK
+ * or an error code (the message is in sim_errmsg()).
  */
-int exp_regime_main(int argc, char **argv, FILE *out);
+int exp_regime_main(const exp_cli_args *a, FILE *out);
 
 #endif

@@ -46,39 +46,6 @@ static bool same_load(double a, double b)
     return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
 }
 
-int exp__exit_status(int rc)
-{
-    if (rc == SIM_OK)
-        return 0;
-    fprintf(stderr, "crsim: %s\n", sim_errmsg());
-    if (getenv("CRSIM_DEBUG"))
-        fprintf(stderr, "crsim: (%s at %s)\n", sim_strstatus(rc), sim_errsrc());
-    return rc == SIM_EINVAL || rc == SIM_EIO ? SIM_EXIT_BADINPUT : 1;
-}
-
-int exp__parse_id(const char *opt, const char *val, int64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = val ? strtoll(val, &end, 10) : 0;
-    if (!val || end == val || *end || errno || x < 1)
-        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected an experiment id (integer >= 1)", opt,
-                         val ? val : "");
-    *out = x;
-    return SIM_OK;
-}
-
-int exp__parse_pos(const char *opt, const char *val, double *out)
-{
-    char *end = NULL;
-    double x = val ? strtod(val, &end) : NAN;
-    if (!val || end == val || *end || !(isfinite(x) && x > 0))
-        return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected a load > 0 (requests/s)", opt,
-                         val ? val : "");
-    *out = x;
-    return SIM_OK;
-}
-
 /* Mean and sample sd of the non-NaN values; +Inf if any is +Inf. */
 static void mean_sd(const double *x, size_t n, double *mean, double *sd, size_t *n_inf)
 {
@@ -917,90 +884,24 @@ static void print_csv(const exp__report *r, FILE *out)
 
 /* ---- command line ------------------------------------------------------- */
 
-static void report_usage(FILE *f)
+int exp_report_main(const exp_cli_args *a)
 {
-    fputs("usage: crsim report DB [--experiment ID] [--format text|markdown|csv] [--rate R]\n"
-          "                       [--out FILE]\n"
-          "  tables of one experiment (default: the latest) of a result database: per sweep\n"
-          "  point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
-          "  SLO metric's p99 and load imbalance at the report rate R (requests/s, default\n"
-          "  the experiment's report_rate_rps).  See docs/report.md.\n",
-          f);
-}
-
-/* Value of option argv[*i] ("--opt VALUE" or "--opt=VALUE"), or NULL if
- * argv[*i] is not `name`.  Sets *missing when the value is absent. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-int exp_report_main(int argc, char **argv)
-{
-    const char *path = NULL, *out_path = NULL;
-    int64_t id = 0;
-    double rate = 0;
-    enum fmt f = FMT_TEXT;
-    int rc = SIM_OK;
-    for (int i = 0; i < argc && rc == SIM_OK; i++) {
-        bool missing = false;
-        const char *v;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            report_usage(stdout);
-            return 0;
-        } else if ((v = opt_value(argc, argv, &i, "--experiment", &missing))) {
-            rc = exp__parse_id("--experiment", v, &id);
-        } else if ((v = opt_value(argc, argv, &i, "--rate", &missing))) {
-            rc = exp__parse_pos("--rate", v, &rate);
-        } else if ((v = opt_value(argc, argv, &i, "--out", &missing))) {
-            out_path = v;
-        } else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
-            if (strcmp(v, "text") == 0)
-                f = FMT_TEXT;
-            else if (strcmp(v, "markdown") == 0 || strcmp(v, "md") == 0)
-                f = FMT_MARKDOWN;
-            else if (strcmp(v, "csv") == 0)
-                f = FMT_CSV;
-            else
-                rc = SIM_ERROR(SIM_EINVAL, "--format '%s'; expected text, markdown or csv", v);
-        } else if (missing) {
-            rc = SIM_ERROR(SIM_EINVAL, "option '%s' needs a value", argv[i]);
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            rc = SIM_ERROR(SIM_EINVAL, "unknown option '%s' for 'report'; expected "
-                           "--experiment, --format, --rate or --out", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            rc = SIM_ERROR(SIM_EINVAL, "unexpected argument '%s'; expected one database file",
-                           argv[i]);
-        }
-    }
-    if (rc == SIM_OK && !path)
-        rc = SIM_ERROR(SIM_EINVAL, "usage: crsim report DB [--experiment ID] "
-                       "[--format text|markdown|csv] [--rate R] [--out FILE]");
-    if (rc)
-        return exp__exit_status(rc);
-
+    const char *path = a->pos[0], *out_path = exp_cli_str(a, "out", NULL);
+    const char *fs = exp_cli_str(a, "format", "text");
+    enum fmt f = strcmp(fs, "csv") == 0    ? FMT_CSV
+                 : strcmp(fs, "text") == 0 ? FMT_TEXT
+                                           : FMT_MARKDOWN; /* "markdown" or "md" */
+    int rc;
     exp__report *r = NULL;
-    if ((rc = exp__report_read(path, id, rate, &r)))
-        return exp__exit_status(rc);
+    if ((rc = exp__report_read(path, exp_cli_int(a, "experiment", 0),
+                               exp_cli_real(a, "rate", 0), &r)))
+        return exp_cli_fail(rc);
 
     FILE *out = stdout;
     if (out_path && !(out = fopen(out_path, "w"))) {
         rc = SIM_ERROR(SIM_EIO, "%s: cannot write: %s", out_path, strerror(errno));
         exp__report_free(r);
-        return exp__exit_status(rc);
+        return exp_cli_fail(rc);
     }
     exp__report_warn(r);
     if (f == FMT_CSV)
@@ -1014,7 +915,7 @@ int exp_report_main(int argc, char **argv)
         rc = SIM_ERROR(SIM_EIO, "cannot write the report: %s", strerror(errno));
     }
     exp__report_free(r);
-    return exp__exit_status(rc);
+    return exp_cli_fail(rc);
 }
 
 int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out)

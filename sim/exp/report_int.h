@@ -96,13 +96,4 @@ void exp__report_free(exp__report *r);
  * stderr.  Cannot fail. */
 void exp__report_warn(const exp__report *r);
 
-/* Parse a decimal option value: integer id >= 1, or a finite real > 0.
- * Return SIM_OK or SIM_EINVAL naming `opt`. */
-int exp__parse_id(const char *opt, const char *val, int64_t *out);
-int exp__parse_pos(const char *opt, const char *val, double *out);
-
-/* Print "crsim: <last error>" to stderr and map a status code to the exit
- * status (SIM_EINVAL/SIM_EIO -> 2, others -> 1, SIM_OK -> 0). */
-int exp__exit_status(int rc);
-
 #endif
