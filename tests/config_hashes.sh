@@ -8,6 +8,7 @@
 # usage: config_hashes.sh CRSIM SOURCE_ROOT
 set -u
 CRSIM=$1
+case $CRSIM in /*) ;; *) CRSIM=$PWD/$CRSIM ;; esac  # meson may pass it build-relative
 cd "$2" || exit 99
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
