@@ -131,20 +131,21 @@ static int key_shares(const exp_setup *s, double **out, size_t *n)
     return SIM_OK;
 }
 
-/* Load the config with the extra sets appended to the options' sets. */
+/* The config derived with the extra sets after the options' sets
+ * (exp_config_derive), and in *all_out those sets in that order (for the
+ * sweep of the same derived config; caller frees the array). */
 static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_extra,
                     exp_config *cfg, const char ***all_out, size_t *n_all)
 {
+    const exp_config_src src = {.path = o->config, .sets = o->sets, .n_set = o->n_set};
+    int rc = exp_config_derive(&src, extra, n_extra, cfg);
+    if (rc)
+        return rc;
     const char **all = sim_xcalloc(o->n_set + n_extra + 1, sizeof *all);
     for (size_t i = 0; i < o->n_set; i++)
         all[i] = o->sets[i];
     for (size_t i = 0; i < n_extra; i++)
         all[o->n_set + i] = extra[i];
-    int rc = exp_config_load(o->config, all, o->n_set + n_extra, cfg);
-    if (rc) {
-        free(all);
-        return rc;
-    }
     *all_out = all;
     *n_all = o->n_set + n_extra;
     return SIM_OK;
