@@ -35,5 +35,15 @@ out=$(grep -rln --include='*.[ch]' '"models/route_int.h"' sim workloads tests | 
 [ -n "$out" ] && report "models/route_int.h included outside models/: $out"
 out=$(grep -rln --include='*.[ch]' '"sim/exp/report_int.h"' models workloads sim/core tests sim/exp | grep -Ev 'sim/exp/(report|plot)\.c')
 [ -n "$out" ] && report "sim/exp/report_int.h included outside report.c/plot.c: $out"
-[ $bad -eq 0 ] && echo "layers: ok (sim/exp -> models -> workloads -> sim/core)"
+# 4. The result store is a boundary: SQL lives in sim/exp/store*.c, and
+#    only the store's internal header includes <sqlite3.h>.
+out=$(grep -l 'sqlite3' sim/exp/*.c | grep -Ev '^sim/exp/store(_[a-z]+)?\.c$')
+[ -n "$out" ] && report "SQLite used outside the result store (expected exp_store_* calls, sim/exp/store.h): $out"
+out=$(grep -rln --include='*.[ch]' '#[[:space:]]*include[[:space:]]*<sqlite3\.h>' sim models workloads |
+      grep -v '^sim/exp/store_int\.h$')
+[ -n "$out" ] && report "<sqlite3.h> included outside sim/exp/store_int.h: $out"
+out=$(grep -rln --include='*.[ch]' '"sim/exp/store_int.h"' sim models workloads tests |
+      grep -Ev '^sim/exp/store(_[a-z]+)?\.c$')
+[ -n "$out" ] && report "sim/exp/store_int.h included outside the store: $out"
+[ $bad -eq 0 ] && echo "layers: ok (sim/exp -> models -> workloads -> sim/core; SQL only in the store)"
 exit $bad

@@ -2,15 +2,19 @@
  * Known-answer tests of the SLO capacity (docs/design.md §10): per-seed capacity
  * and censoring on hand-made pass/fail grids, including non-monotone ones,
  * unsorted input, Inf/NaN metrics and duplicate loads; the across-seed
- * aggregation and its table strings; and exp_capacity_store on a small
- * in-memory SQLite database with the v2 tables it reads and writes.
+ * aggregation and its table strings; and the result store's capacities
+ * (exp_store_capacity_rows, exp_store_capacities) on a small database whose
+ * runs are written here with SQL through a second connection.
  */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/exp/capacity.h"
+#include "sim/exp/store.h"
 #include "sim/core/error.h"
 #include "check.h"
 
@@ -226,23 +230,6 @@ static void test_parse(void)
     CHECK_INT_EQ(exp_censoring_parse("both", &c), SIM_EINVAL);
 }
 
-/* The v2 tables exp_capacity_store reads and writes (store.c schema_sql). */
-static const char schema[] =
-    "CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-    " n_points INTEGER NOT NULL, shard TEXT, slo_metric TEXT NOT NULL, slos TEXT NOT NULL,"
-    " report_rate_rps REAL NOT NULL, status TEXT NOT NULL);"
-    "CREATE TABLE runs(id INTEGER PRIMARY KEY, experiment_id INTEGER NOT NULL,"
-    " run_index INTEGER NOT NULL, point INTEGER NOT NULL, point_label TEXT NOT NULL,"
-    " policy TEXT NOT NULL, seed INTEGER NOT NULL, rate_rps REAL NOT NULL,"
-    " status TEXT NOT NULL);"
-    "CREATE TABLE run_metrics(run_id INTEGER PRIMARY KEY, ttft_p99 REAL, e2e_p99 REAL);"
-    "CREATE TABLE capacities(experiment_id INTEGER NOT NULL, point INTEGER NOT NULL,"
-    " point_label TEXT NOT NULL, policy TEXT NOT NULL, seed INTEGER NOT NULL,"
-    " slo_metric TEXT NOT NULL, slo_s REAL NOT NULL, capacity_rps REAL,"
-    " censoring TEXT NOT NULL CHECK (censoring IN ('none','left','right')),"
-    " lowest_rps REAL NOT NULL, highest_rps REAL NOT NULL, n_loads INTEGER NOT NULL,"
-    " PRIMARY KEY (experiment_id, point, policy, seed, slo_metric, slo_s));";
-
 static void exec(sqlite3 *db, const char *sql)
 {
     char *err = NULL;
@@ -268,7 +255,7 @@ static int run_id;
 static void add_run(sqlite3 *db, int64_t exp, int64_t point, const char *policy, int64_t seed,
                     double rate, double ttft, const char *status)
 {
-    char sql[512], val[64];
+    char sql[1024], val[64];
     run_id++;
     if (isnan(ttft))
         snprintf(val, sizeof val, "NULL");
@@ -277,22 +264,50 @@ static void add_run(sqlite3 *db, int64_t exp, int64_t point, const char *policy,
     else
         snprintf(val, sizeof val, "%.17g", ttft);
     snprintf(sql, sizeof sql,
-             "INSERT INTO runs VALUES (%d, %lld, %d, %lld, 'q=%lld', '%s', %lld, %.17g, '%s');"
-             "INSERT INTO run_metrics VALUES (%d, %s, 1);",
+             "INSERT INTO runs(id, experiment_id, run_index, point, point_label, policy, seed,"
+             " rate_rps, status, config_text, config_hash, build_version, started_at, wall_s)"
+             " VALUES (%d, %lld, %d, %lld, 'q=%lld', '%s', %lld, %.17g, '%s', '', '', '', '', 0);"
+             "INSERT INTO run_metrics(run_id, ttft_p99, e2e_p99, n_arrived, n_completed,"
+             " n_unfinished, n_rejected, n_measured, measured_completed, prompt_tokens,"
+             " hit_tokens, steps, events, preemptions, kv_pool_blocks, kv_pool_tokens)"
+             " VALUES (%d, %s, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);",
              run_id, (long long)exp, run_id, (long long)point, (long long)point, policy,
              (long long)seed, rate, status, run_id, val);
     exec(db, sql);
 }
 
+/* An experiments row with the columns capacities read; the rest filler. */
+static void add_exp(sqlite3 *db, int id, const char *name, const char *metric,
+                    const char *slos, const char *status)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO experiments(id, name, n_points, shard, slo_metric, slos,"
+             " report_rate_rps, status, config_text, config_hash, build_version, started_at,"
+             " n_runs_planned) VALUES (%d, '%s', 1, NULL, '%s', '%s', 100, '%s', '', '', '', '',"
+             " 0);", id, name, metric, slos, status);
+    exec(db, sql);
+}
+
+/* No transaction is left open on the database: another writer gets in at
+ * once (the fixture connection has no busy timeout). */
+static void check_unlocked(sqlite3 *db)
+{
+    CHECK(sqlite3_exec(db, "BEGIN IMMEDIATE; ROLLBACK;", NULL, NULL, NULL) == SQLITE_OK);
+}
+
 static void test_store(void)
 {
+    char dir[] = "/tmp/test_capacity.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[sizeof dir + 8];
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    exp_store *st = NULL;
+    CHECK_INT_EQ(exp_store_open(path, &st), SIM_OK);
     sqlite3 *db = NULL;
-    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    exec(db, schema);
-    exec(db, "INSERT INTO experiments VALUES (1, 'e', 2, NULL, 'ttft_p99', '2,3.5', 100,"
-             " 'complete');"
-             "INSERT INTO experiments VALUES (2, 'other', 1, NULL, 'ttft_p99', '3.5', 100,"
-             " 'complete');");
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    add_exp(db, 1, "e", "ttft_p99", "2,3.5", "complete");
+    add_exp(db, 2, "other", "ttft_p99", "3.5", "complete");
     /* Point 0: policy a seed 1 exact at 3.5 s (pass, pass, fail), left at 2 s. */
     add_run(db, 1, 0, "a", 1, 30, 2.5, "complete");
     add_run(db, 1, 0, "a", 1, 60, 3.0, "complete");
@@ -317,7 +332,7 @@ static void test_store(void)
 
     exp_capacity_row *rows = NULL;
     size_t n = 0;
-    CHECK_INT_EQ(exp_capacity_collect(db, 1, &rows, &n), SIM_OK);
+    CHECK_INT_EQ(exp_store_capacity_rows(st, 1, &rows, &n), SIM_OK);
     CHECK_INT_EQ(n, 8); /* 4 (point, policy, seed) x 2 thresholds */
     CHECK_INT_EQ(rows[0].point, 0);
     CHECK(strcmp(rows[0].policy, "a") == 0);
@@ -326,9 +341,9 @@ static void test_store(void)
     CHECK(strcmp(rows[6].point_label, "q=1") == 0);
     exp_capacity_rows_free(rows, n);
 
-    CHECK_INT_EQ(exp_capacity_store(db, 1), SIM_OK);
+    CHECK_INT_EQ(exp_store_capacities(st, 1), SIM_OK);
     /* Twice: rows are replaced, not duplicated. */
-    CHECK_INT_EQ(exp_capacity_store(db, 1), SIM_OK);
+    CHECK_INT_EQ(exp_store_capacities(st, 1), SIM_OK);
     CHECK_INT_EQ(count(db, "SELECT count(*) FROM capacities WHERE experiment_id = 1"), 8);
     CHECK_INT_EQ(count(db, "SELECT count(*) FROM capacities WHERE policy = 'stale'"), 0);
     CHECK_INT_EQ(count(db, "SELECT count(*) FROM capacities WHERE experiment_id = 2"), 1);
@@ -363,27 +378,29 @@ static void test_store(void)
 
     /* A duplicate load is an error, and nothing is changed. */
     add_run(db, 1, 0, "b", 1, 60, 0.4, "complete");
-    CHECK_INT_EQ(exp_capacity_store(db, 1), SIM_EINVAL);
+    CHECK_INT_EQ(exp_store_capacities(st, 1), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "point 0, policy b, seed 1");
     CHECK_STR_CONTAINS(sim_errmsg(), "load 60 requests/s tested twice");
     CHECK_INT_EQ(count(db, "SELECT count(*) FROM capacities WHERE experiment_id = 1"), 8);
-    CHECK(sqlite3_get_autocommit(db)); /* the transaction was rolled back */
+    check_unlocked(db); /* the transaction was rolled back */
 
     /* Unknown experiment, bad SLO settings. */
-    CHECK_INT_EQ(exp_capacity_store(db, 42), SIM_EINVAL);
+    CHECK_INT_EQ(exp_store_capacities(st, 42), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "experiment 42 does not exist");
-    exec(db, "INSERT INTO experiments VALUES (3, 'x', 1, NULL, 'hit_rate', '3.5', 1, 'running');"
-             "INSERT INTO experiments VALUES (4, 'y', 1, NULL, 'ttft_p99', '3.5,', 1,"
-             " 'running');");
-    CHECK_INT_EQ(exp_capacity_store(db, 3), SIM_EINVAL);
+    add_exp(db, 3, "x", "hit_rate", "3.5", "running");
+    add_exp(db, 4, "y", "ttft_p99", "3.5,", "running");
+    CHECK_INT_EQ(exp_store_capacities(st, 3), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "SLO metric 'hit_rate'");
-    CHECK_INT_EQ(exp_capacity_store(db, 4), SIM_EINVAL);
+    CHECK_INT_EQ(exp_store_capacities(st, 4), SIM_EINVAL);
     /* An experiment without runs: no rows, no error. */
-    exec(db, "INSERT INTO experiments VALUES (5, 'z', 1, NULL, 'e2e_p99', '3.5', 1, 'running');");
-    CHECK_INT_EQ(exp_capacity_store(db, 5), SIM_OK);
+    add_exp(db, 5, "z", "e2e_p99", "3.5", "running");
+    CHECK_INT_EQ(exp_store_capacities(st, 5), SIM_OK);
     CHECK_INT_EQ(count(db, "SELECT count(*) FROM capacities WHERE experiment_id = 5"), 0);
-    CHECK(sqlite3_get_autocommit(db));
+    check_unlocked(db);
     sqlite3_close(db);
+    exp_store_close(st);
+    unlink(path);
+    rmdir(dir);
 }
 
 int main(void)

@@ -9,7 +9,6 @@
 #ifndef CRSIM_SIM_CAPACITY_H
 #define CRSIM_SIM_CAPACITY_H
 
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,7 +97,8 @@ int exp_capacity_parse_slos(const char *text, double **slos, size_t *n);
  * pasted into. */
 int exp_capacity_check_metric(const char *column);
 
-/* One per-seed capacity of an experiment. */
+/* One per-seed capacity of an experiment (the result store computes and
+ * reads them: sim/exp/store.h). */
 typedef struct exp_capacity_row {
     int64_t point;        /* sweep point index */
     char *point_label;    /* owned by the row array */
@@ -108,33 +108,8 @@ typedef struct exp_capacity_row {
     exp_capacity cap;
 } exp_capacity_row;
 
-/*
- * Compute every per-seed capacity of experiment `experiment_id` from its
- * runs: for each (point, policy, seed) with at least one complete run and
- * each threshold in experiments.slos, the capacity of experiments.slo_metric
- * over the loads tested.  Runs with status 'interrupted' are ignored, and a
- * run without a run_metrics row counts as failing.  On success *rows is a
- * new array of *n rows, in the order of each (point, policy, seed)'s first
- * run (run_index) and then threshold order, that the caller frees with
- * exp_capacity_rows_free; an experiment without runs gives *n == 0.  Only
- * reads; works inside or outside a transaction.  Returns SIM_OK; SIM_EINVAL when the
- * experiment does not exist, its slo_metric or slos are invalid, or a
- * (point, policy, seed) has two runs at the same load; SIM_EDB on SQLite
- * errors.  On error *rows is NULL and *n is 0.
- */
-int exp_capacity_collect(sqlite3 *db, int64_t experiment_id, exp_capacity_row **rows,
-                         size_t *n);
-
-/* Free an array from exp_capacity_collect.  Accepts NULL. */
+/* Free an array of capacity rows (exp_store_capacity_rows,
+ * exp_store_read_capacities).  Accepts NULL. */
 void exp_capacity_rows_free(exp_capacity_row *rows, size_t n);
-
-/*
- * Compute the capacities of experiment `experiment_id` (as
- * exp_capacity_collect) and replace its rows of the capacities table with
- * them, in one transaction: on any error nothing is changed.  The
- * connection must be writable and outside a transaction.  Returns SIM_OK,
- * the errors of exp_capacity_collect, or SIM_EDB.
- */
-int exp_capacity_store(sqlite3 *db, int64_t experiment_id);
 
 #endif

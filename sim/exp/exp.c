@@ -193,6 +193,19 @@ int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp
     return rc;
 }
 
+int exp_config_derive(const exp_config_src *base, const char *const *sets, size_t n,
+                      exp_config *out)
+{
+    const char **all = sim_xcalloc(base->n_set + n + 1, sizeof *all);
+    for (size_t i = 0; i < base->n_set; i++)
+        all[i] = base->sets[i];
+    for (size_t i = 0; i < n; i++)
+        all[base->n_set + i] = sets[i];
+    int rc = exp_config_load(base->path, all, base->n_set + n, out);
+    free(all);
+    return rc;
+}
+
 void exp_config_fini(exp_config *cfg)
 {
     wl_config_fini(&cfg->wl);
@@ -581,16 +594,12 @@ int exp_run(const exp_run_opts *o, FILE *out)
     const size_t np = n_points(&base, ax);
     sweep_point *pts = sim_xcalloc(np, sizeof *pts);
     size_t np_ok = 0;
-    const char **sets = sim_xcalloc(o->n_set + base.n_sweep + 1, sizeof *sets);
+    const exp_config_src src = {.path = o->config_path, .sets = o->sets, .n_set = o->n_set};
     char **psets = sim_xcalloc(base.n_sweep + 1, sizeof *psets);
     size_t n_tasks = 0;
     for (size_t p = 0; p < np && rc == SIM_OK; p++) {
         point_sets(&base, ax, p, psets, pts[p].label, sizeof pts[p].label);
-        for (size_t i = 0; i < o->n_set; i++)
-            sets[i] = o->sets[i];
-        for (size_t i = 0; i < base.n_sweep; i++)
-            sets[o->n_set + i] = psets[i];
-        rc = exp_config_load(o->config_path, sets, o->n_set + base.n_sweep, &pts[p].cfg);
+        rc = exp_config_derive(&src, (const char *const *)psets, base.n_sweep, &pts[p].cfg);
         for (size_t i = 0; i < base.n_sweep; i++)
             free(psets[i]);
         if (rc)
@@ -603,7 +612,6 @@ int exp_run(const exp_run_opts *o, FILE *out)
         np_ok++;
         n_tasks += pts[p].cfg.n_rates * pts[p].cfg.n_seeds * pts[p].cfg.n_policies;
     }
-    free(sets);
     free(psets);
     axes_free(ax, base.n_sweep);
 

@@ -86,6 +86,24 @@ extern const sim_cfg_key exp_config_schema[];
  */
 int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg);
 
+/* Where a config comes from: a config file and its ordered "KEY=VALUE"
+ * overrides (not owned). */
+typedef struct exp_config_src {
+    const char *path;
+    const char *const *sets;
+    size_t n_set;
+} exp_config_src;
+
+/*
+ * The one way to make a derived config (a sweep point, a regime probe):
+ * exp_config_load of base->path with base's overrides followed by the `n`
+ * overrides `sets`, so every derived config is validated like a loaded one
+ * and dumps to canonical text.  Returns as exp_config_load; *out is then
+ * the caller's to exp_config_fini.
+ */
+int exp_config_derive(const exp_config_src *base, const char *const *sets, size_t n,
+                      exp_config *out);
+
 /* Free what a config owns.  Safe on a zeroed config and twice. */
 void exp_config_fini(exp_config *cfg);
 

@@ -10,7 +10,6 @@
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +25,7 @@
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
 #include "sim/exp/setup.h"
+#include "sim/exp/store.h"
 
 const char *exp_verdict_name(enum exp_verdict v)
 {
@@ -131,20 +131,21 @@ static int key_shares(const exp_setup *s, double **out, size_t *n)
     return SIM_OK;
 }
 
-/* Load the config with the extra sets appended to the options' sets. */
+/* The config derived with the extra sets after the options' sets
+ * (exp_config_derive), and in *all_out those sets in that order (for the
+ * sweep of the same derived config; caller frees the array). */
 static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_extra,
                     exp_config *cfg, const char ***all_out, size_t *n_all)
 {
+    const exp_config_src src = {.path = o->config, .sets = o->sets, .n_set = o->n_set};
+    int rc = exp_config_derive(&src, extra, n_extra, cfg);
+    if (rc)
+        return rc;
     const char **all = sim_xcalloc(o->n_set + n_extra + 1, sizeof *all);
     for (size_t i = 0; i < o->n_set; i++)
         all[i] = o->sets[i];
     for (size_t i = 0; i < n_extra; i++)
         all[o->n_set + i] = extra[i];
-    int rc = exp_config_load(o->config, all, o->n_set + n_extra, cfg);
-    if (rc) {
-        free(all);
-        return rc;
-    }
     *all_out = all;
     *n_all = o->n_set + n_extra;
     return SIM_OK;
@@ -197,21 +198,15 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     if (rc)
         return rc;
     /* Capacities of the experiment just stored. */
-    sqlite3 *dbh = NULL;
-    if (sqlite3_open_v2(db, &dbh, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        rc = SIM_ERROR(SIM_EDB, "%s: cannot reopen: %s", db, sqlite3_errmsg(dbh));
-        sqlite3_close(dbh);
+    exp_store *store = NULL;
+    if ((rc = exp_store_open_read(db, &store)))
         return rc;
-    }
     int64_t exp_id = 0;
-    sqlite3_stmt *q = NULL;
-    sqlite3_prepare_v2(dbh, "SELECT max(id) FROM experiments", -1, &q, NULL);
-    if (q && sqlite3_step(q) == SQLITE_ROW)
-        exp_id = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    rc = exp_store_latest_experiment(store, &exp_id);
     exp_capacity_row *rows = NULL;
     size_t nr = 0;
-    rc = exp_capacity_collect(dbh, exp_id, &rows, &nr);
+    if (rc == SIM_OK)
+        rc = exp_store_capacity_rows(store, exp_id, &rows, &nr);
     ev->n_seeds = ns;
     ev->cap_cr = sim_xcalloc(ns, sizeof *ev->cap_cr);
     ev->cap_fl = sim_xcalloc(ns, sizeof *ev->cap_fl);
@@ -231,22 +226,18 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     }
     exp_capacity_rows_free(rows, nr);
     /* Hit rates at the middle load, mean over seeds. */
-    const char *hq = "SELECT r.policy, avg(m.hit_rate) FROM runs r JOIN run_metrics m ON "
-                     "m.run_id = r.id WHERE r.experiment_id = ? AND r.rate_rps = ? GROUP BY "
-                     "r.policy";
-    if (rc == SIM_OK && sqlite3_prepare_v2(dbh, hq, -1, &q, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(q, 1, exp_id);
-        sqlite3_bind_double(q, 2, ev->loads[3]);
-        while (sqlite3_step(q) == SQLITE_ROW) {
-            double h = sqlite3_column_double(q, 1);
-            if (strcmp((const char *)sqlite3_column_text(q, 0), "cacheroute") == 0)
-                ev->hit_cr = h;
-            else
-                ev->hit_fl = h;
-        }
+    exp_store_policy_mean *hm = NULL;
+    size_t nh = 0;
+    if (rc == SIM_OK)
+        rc = exp_store_policy_means(store, exp_id, "hit_rate", ev->loads[3], &hm, &nh);
+    for (size_t i = 0; i < nh; i++) {
+        if (strcmp(hm[i].policy, "cacheroute") == 0)
+            ev->hit_cr = hm[i].mean;
+        else
+            ev->hit_fl = hm[i].mean;
     }
-    sqlite3_finalize(q);
-    sqlite3_close(dbh);
+    exp_store_policy_means_free(hm, nh);
+    exp_store_close(store);
     if (rc)
         return rc;
     return SIM_OK;

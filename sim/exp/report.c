@@ -21,23 +21,6 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static double col_real(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-static char *col_dup(sqlite3_stmt *st, int i)
-{
-    const unsigned char *s = sqlite3_column_text(st, i);
-    return sim_xstrdup(s ? (const char *)s : "");
-}
-
-static int db_fail(sqlite3 *db, const char *what)
-{
-    return SIM_ERROR(SIM_EDB, "%s: %s: %s", sqlite3_db_filename(db, "main"), what,
-                     sqlite3_errmsg(db));
-}
-
 /* Loads are compared with a relative tolerance: they come back from SQLite
  * as the doubles written, but a --rate typed by hand may differ in the
  * last digit. */
@@ -97,48 +80,6 @@ static int cmp_i64(const void *a, const void *b)
 
 /* ---- opening and loading ------------------------------------------------ */
 
-int exp__report_open(const char *path, sqlite3 **db)
-{
-    *db = NULL;
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open: %s; expected a crsim result database "
-                         "(crsim run writes results/<experiment>.db)", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return SIM_ERROR(SIM_EIO, "%s: not a regular file; expected a crsim result database",
-                         path);
-    sqlite3 *d = NULL;
-    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        int rc = SIM_ERROR(SIM_EIO, "%s: cannot open: %s", path,
-                           d ? sqlite3_errmsg(d) : "out of memory");
-        sqlite3_close(d);
-        return rc;
-    }
-    sqlite3_busy_timeout(d, 10000);
-    sqlite3_stmt *st = NULL;
-    int version = -1, rc = SIM_OK;
-    if (sqlite3_prepare_v2(d, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st,
-                           NULL) != SQLITE_OK) {
-        rc = SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (%s)", path,
-                       sqlite3_errmsg(d));
-    } else if (sqlite3_step(st) == SQLITE_ROW) {
-        version = sqlite3_column_int(st, 0);
-    } else {
-        rc = SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (no schema version)", path);
-    }
-    sqlite3_finalize(st);
-    if (rc == SIM_OK && version != EXP_STORE_SCHEMA_VERSION)
-        rc = SIM_ERROR(SIM_EINVAL, "%s: result schema version %d; this crsim reads version %d "
-                       "(re-run the experiment with this build)", path, version,
-                       EXP_STORE_SCHEMA_VERSION);
-    if (rc) {
-        sqlite3_close(d);
-        return rc;
-    }
-    *db = d;
-    return SIM_OK;
-}
-
 /* One complete run as read. */
 typedef struct run_rec {
     int64_t point, seed;
@@ -176,51 +117,27 @@ void exp__report_free(exp__report *r)
     free(r);
 }
 
-static int load_experiment(sqlite3 *db, int64_t id, exp__report *r)
+static int load_experiment(exp_store *db, int64_t id, exp__report *r)
 {
-    sqlite3_stmt *st = NULL;
-    const char *sql = id > 0
-        ? "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
-          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
-          " WHERE id = ?"
-        : "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
-          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
-          " ORDER BY id DESC LIMIT 1";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database of version %d (%s)",
-                         sqlite3_db_filename(db, "main"), EXP_STORE_SCHEMA_VERSION,
-                         sqlite3_errmsg(db));
-    if (id > 0)
-        sqlite3_bind_int64(st, 1, id);
-    int step = sqlite3_step(st), rc = SIM_OK;
-    if (step == SQLITE_ROW) {
-        r->id = sqlite3_column_int64(st, 0);
-        r->name = col_dup(st, 1);
-        r->status = col_dup(st, 2);
-        r->shard = col_dup(st, 3);
-        r->build = col_dup(st, 4);
-        r->host = col_dup(st, 5);
-        r->started_at = col_dup(st, 6);
-        r->finished_at = col_dup(st, 7);
-        r->slo_metric = col_dup(st, 8);
-        rc = exp_capacity_parse_slos((const char *)sqlite3_column_text(st, 9), &r->slos,
-                                     &r->n_slos);
-        r->stored_rate_rps = col_real(st, 10);
-        r->n_runs_planned = sqlite3_column_int64(st, 11);
-        r->n_points_planned = sqlite3_column_int64(st, 12);
-    } else if (step == SQLITE_DONE) {
-        if (id > 0)
-            rc = SIM_ERROR(SIM_EINVAL, "%s: no experiment with id %lld (see: sqlite3 %s "
-                           "'SELECT id, name, status FROM experiments')",
-                           sqlite3_db_filename(db, "main"), (long long)id,
-                           sqlite3_db_filename(db, "main"));
-        else
-            rc = SIM_ERROR(SIM_EINVAL, "%s: the database holds no experiment yet",
-                           sqlite3_db_filename(db, "main"));
-    } else {
-        rc = db_fail(db, "cannot read the experiment");
-    }
-    sqlite3_finalize(st);
+    exp_store_experiment e;
+    int rc = exp_store_read_experiment(db, id, &e);
+    if (rc)
+        return rc;
+    /* The strings move into the report. */
+    r->id = e.id;
+    r->name = e.name;
+    r->status = e.status;
+    r->shard = e.shard;
+    r->build = e.build;
+    r->host = e.host;
+    r->started_at = e.started_at;
+    r->finished_at = e.finished_at;
+    r->slo_metric = e.slo_metric;
+    r->stored_rate_rps = e.report_rate_rps;
+    r->n_runs_planned = e.n_runs_planned;
+    r->n_points_planned = e.n_points;
+    rc = exp_capacity_parse_slos(e.slos, &r->slos, &r->n_slos);
+    free(e.slos);
     if (rc == SIM_OK)
         rc = exp_capacity_check_metric(r->slo_metric);
     if (rc == SIM_OK) {
@@ -324,66 +241,15 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
     free(imb);
 }
 
-/* Read the stored capacities of the experiment into rows (same layout as
- * exp_capacity_collect).  Sets *n = 0 when the table has none. */
-static int read_stored_caps(sqlite3 *db, const exp__report *r, exp_capacity_row **rows,
-                            size_t *n)
-{
-    *rows = NULL;
-    *n = 0;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT point, point_label, policy, seed, slo_s, capacity_rps,"
-                           " censoring, lowest_rps, highest_rps, n_loads FROM capacities"
-                           " WHERE experiment_id = ? AND slo_metric = ?",
-                           -1, &st, NULL) != SQLITE_OK)
-        return db_fail(db, "cannot read the capacities");
-    sqlite3_bind_int64(st, 1, r->id);
-    sqlite3_bind_text(st, 2, r->slo_metric, -1, SQLITE_STATIC);
-    size_t cap = 0;
-    int step, rc = SIM_OK;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap)
-            *rows = sim_xrealloc(*rows, (cap = cap ? 2 * cap : 64) * sizeof **rows);
-        exp_capacity_row *w = &(*rows)[*n];
-        const char *cens = (const char *)sqlite3_column_text(st, 6);
-        *w = (exp_capacity_row){.point = sqlite3_column_int64(st, 0),
-                                .point_label = col_dup(st, 1), .policy = col_dup(st, 2),
-                                .seed = sqlite3_column_int64(st, 3),
-                                .slo_s = sqlite3_column_double(st, 4)};
-        (*n)++;
-        w->cap.capacity_rps = col_real(st, 5);
-        w->cap.lowest_rps = sqlite3_column_double(st, 7);
-        w->cap.highest_rps = sqlite3_column_double(st, 8);
-        w->cap.n_loads = (size_t)sqlite3_column_int64(st, 9);
-        rc = exp_censoring_parse(cens ? cens : "", &w->cap.censoring);
-        if (rc) {
-            char *why = sim_xstrdup(sim_errmsg()); /* SIM_ERROR overwrites it */
-            rc = SIM_ERROR(SIM_EINVAL, "%s: capacities table: %s",
-                           sqlite3_db_filename(db, "main"), why);
-            free(why);
-            break;
-        }
-    }
-    if (rc == SIM_OK && step != SQLITE_DONE)
-        rc = db_fail(db, "cannot read the capacities");
-    sqlite3_finalize(st);
-    if (rc) {
-        exp_capacity_rows_free(*rows, *n);
-        *rows = NULL;
-        *n = 0;
-    }
-    return rc;
-}
-
-int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out)
+int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **out)
 {
     *out = NULL;
     exp__report *r = sim_xcalloc(1, sizeof *r);
     run_rec *runs = NULL;
     size_t n_runs = 0, cap_runs = 0;
     strpool pool = {0};
-    sqlite3_stmt *st = NULL;
+    exp_store_run *stored = NULL;
+    size_t n_stored = 0;
     exp_capacity_row *caps = NULL;
     size_t n_caps = 0;
     exp_capacity *tmp = NULL;
@@ -392,44 +258,29 @@ int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out
     if (rc)
         goto done;
 
-    char sql[640];
-    snprintf(sql, sizeof sql,
-             "SELECT r.point, r.point_label, r.policy, r.seed, r.rate_rps, r.status,"
-             " m.run_id IS NOT NULL, m.hit_rate, m.%s, m.%s, m.imbalance_work"
-             " FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id"
-             " WHERE r.experiment_id = ? ORDER BY r.run_index, r.id",
-             r->p99_metric, r->slo_metric);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        rc = db_fail(db, "cannot read the runs");
+    const char *cols[] = {"hit_rate", r->p99_metric, r->slo_metric, "imbalance_work"};
+    if ((rc = exp_store_read_runs(db, r->id, cols, 4, &stored, &n_stored)))
         goto done;
-    }
-    sqlite3_bind_int64(st, 1, r->id);
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *status = (const char *)sqlite3_column_text(st, 5);
-        if (status && strcmp(status, "interrupted") == 0) {
+    for (size_t i = 0; i < n_stored; i++) {
+        const exp_store_run *sr = &stored[i];
+        if (sr->interrupted) {
             r->n_interrupted++;
             continue;
         }
         if (n_runs == cap_runs)
             runs = sim_xrealloc(runs, (cap_runs = cap_runs ? 2 * cap_runs : 64) * sizeof *runs);
-        const char *label = (const char *)sqlite3_column_text(st, 1);
-        const char *policy = (const char *)sqlite3_column_text(st, 2);
-        bool has_m = sqlite3_column_int(st, 6) != 0;
+        bool has_m = sr->has_metrics;
         runs[n_runs++] = (run_rec){
-            .point = sqlite3_column_int64(st, 0), .seed = sqlite3_column_int64(st, 3),
-            .label = intern(&pool, label ? label : ""), .policy = intern(&pool, policy ? policy : ""),
-            .rate = sqlite3_column_double(st, 4),
+            .point = sr->point, .seed = sr->seed,
+            .label = intern(&pool, sr->point_label), .policy = intern(&pool, sr->policy),
+            .rate = sr->rate_rps,
             /* A run without a metrics row is counted as unfinished. */
-            .hit = has_m ? col_real(st, 7) : NAN, .p99 = has_m ? col_real(st, 8) : INFINITY,
-            .slo = has_m ? col_real(st, 9) : INFINITY, .imb = has_m ? col_real(st, 10) : NAN};
+            .hit = has_m ? sr->v[0] : NAN, .p99 = has_m ? sr->v[1] : INFINITY,
+            .slo = has_m ? sr->v[2] : INFINITY, .imb = has_m ? sr->v[3] : NAN};
     }
-    if (step != SQLITE_DONE) {
-        rc = db_fail(db, "cannot read the runs");
-        goto done;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
+    exp_store_runs_free(stored, n_stored);
+    stored = NULL;
+    n_stored = 0;
     r->n_runs = n_runs;
 
     for (size_t i = 0; i < n_runs; i++) {
@@ -515,7 +366,7 @@ int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out
     }
 
     /* Capacities: the stored table when it matches the runs, else computed. */
-    rc = read_stored_caps(db, r, &caps, &n_caps);
+    rc = exp_store_read_capacities(db, r->id, r->slo_metric, &caps, &n_caps);
     if (rc)
         goto done;
     r->caps_source = 1;
@@ -524,7 +375,7 @@ int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out
         exp_capacity_rows_free(caps, n_caps);
         caps = NULL;
         n_caps = 0;
-        rc = exp_capacity_collect(db, r->id, &caps, &n_caps);
+        rc = exp_store_capacity_rows(db, r->id, &caps, &n_caps);
         if (rc)
             goto done;
     }
@@ -546,7 +397,7 @@ int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out
     }
 
 done:
-    sqlite3_finalize(st);
+    exp_store_runs_free(stored, n_stored);
     free(tmp);
     exp_capacity_rows_free(caps, n_caps);
     free(runs);
@@ -920,10 +771,10 @@ int exp_report_main(const exp_cli_args *a)
 
 int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out)
 {
-    sqlite3 *db = NULL;
-    int rc = exp__report_open(path, &db);
+    exp_store *db = NULL;
+    int rc = exp_store_open_read(path, &db);
     if (rc == SIM_OK)
         rc = exp__report_load(db, id, rate_rps, out);
-    sqlite3_close(db);
+    exp_store_close(db);
     return rc;
 }

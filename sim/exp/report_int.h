@@ -7,13 +7,13 @@
 #ifndef CRSIM_SIM_EXP_REPORT_INT_H
 #define CRSIM_SIM_EXP_REPORT_INT_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "sim/exp/capacity.h"
 #include "sim/exp/report.h"
+#include "sim/exp/store.h"
 
 /* The runs of one (point, policy) at one tested load, over seeds. */
 typedef struct exp__rep_load {
@@ -69,23 +69,19 @@ typedef struct exp__report {
     size_t n_points;
 } exp__report;
 
-/* Open the result database at `path` read-only and check it is a crsim
- * database of schema version EXP_STORE_SCHEMA_VERSION.  Returns SIM_OK
- * (close *db with sqlite3_close); SIM_EIO when the file is missing or
- * unreadable; SIM_EINVAL when it is not a crsim database or of another
- * schema version. */
-int exp__report_open(const char *path, sqlite3 **db);
-
-/* Load experiment `id` (0 = the latest, highest id) of `db`.  `rate_rps`
+/* Load experiment `id` (0 = the latest, highest id) of the store `db`
+ * (opened with exp_store_open_read or exp_store_open).  `rate_rps`
  * > 0 selects the report rate, which must be a tested load; 0 uses the
  * experiment's report_rate_rps (or, if that was not tested, the nearest
  * tested load, with rate_fallback set).  Returns SIM_OK and a new *out
  * (free with exp__report_free); SIM_EINVAL for an unknown experiment, an
  * untested --rate or invalid SLO settings; SIM_EDB on SQLite errors. */
-int exp__report_load(sqlite3 *db, int64_t id, double rate_rps, exp__report **out);
+int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **out);
 
-/* exp__report_open + exp__report_load of the database at `path`, closing
- * it again: the one call report and plot make.  Same returns. */
+/* exp_store_open_read + exp__report_load of the database at `path`,
+ * closing it again: the one call report and plot make.  Returns SIM_OK;
+ * SIM_EIO when the file is missing or unreadable; SIM_EINVAL when it is
+ * not a crsim database of this schema version, and as exp__report_load. */
 int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out);
 
 /* Free a report.  Accepts NULL. */

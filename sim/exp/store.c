@@ -3,11 +3,10 @@
  * REAL columns that may hold +Inf (an unfinished request's latency) or
  * NULL (a metric that is undefined, e.g. TPOT with no multi-token output).
  */
-#include "sim/exp/store.h"
+#include "sim/exp/store_int.h"
 
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,11 +15,6 @@
 
 #include "sim/exp/capacity.h"
 #include "sim/core/error.h"
-
-struct exp_store {
-    sqlite3 *db;
-    char *path;
-};
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
@@ -117,11 +111,29 @@ static const char schema_sql[] =
     "CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash, status);\n"
     "CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id, run_index);\n";
 
-static int db_error(exp_store *s, const char *what)
+int exp__store_fail(const exp_store *s, int code, const char *file, const char *what)
 {
-    return SIM_ERROR(SIM_EDB, "%s: %s: %s; expected a writable crsim result database",
-                     s->path, what, sqlite3_errmsg(s->db));
+    return SIM_ERROR(code, "%s: %s: %s", file ? file : s->path, what,
+                     s->db ? sqlite3_errmsg(s->db) : "out of memory");
 }
+
+double exp__store_col_real(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+const char *exp__store_col_str(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+char *exp__store_col_dup(sqlite3_stmt *st, int i)
+{
+    return sim_xstrdup(exp__store_col_str(st, i));
+}
+
+const char *exp_store_path(const exp_store *s) { return s->path; }
 
 /* mkdir -p of the folder part of `path` (one or more levels). */
 static int make_parent(const char *path)
@@ -157,17 +169,15 @@ int exp_store_open(const char *path, exp_store **out)
     s->path = sim_xstrdup(path);
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
-        rc = db_error(s, "cannot open");
+        rc = exp__store_dberr(s, "cannot open");
         exp_store_close(s);
         return rc;
     }
     sqlite3_busy_timeout(s->db, 10000);
-    char *err = NULL;
-    if (sqlite3_exec(s->db, "PRAGMA foreign_keys=ON;", NULL, NULL, &err) != SQLITE_OK ||
-        sqlite3_exec(s->db, schema_sql, NULL, NULL, &err) != SQLITE_OK) {
-        rc = SIM_ERROR(SIM_EDB, "%s: cannot create the schema: %s; expected a crsim result "
-                       "database or a new file", path, err ? err : "?");
-        sqlite3_free(err);
+    if (sqlite3_exec(s->db, "PRAGMA foreign_keys=ON;", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(s->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK) {
+        rc = exp__store_dberr(s, "cannot create the schema (expected a crsim result database "
+                              "or a new file)");
         exp_store_close(s);
         return rc;
     }
@@ -184,7 +194,7 @@ int exp_store_open(const char *path, exp_store **out)
                  "INSERT INTO meta(key, value) VALUES ('schema_version', '%d')",
                  EXP_STORE_SCHEMA_VERSION);
         if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            rc = db_error(s, "cannot write the schema version");
+            rc = exp__store_dberr(s, "cannot write the schema version");
             exp_store_close(s);
             return rc;
         }
@@ -238,7 +248,7 @@ int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id)
                            " slo_metric, slos, report_rate_rps, status)"
                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,'running')",
                            -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, "cannot prepare the experiment row");
+        return exp__store_dberr(s, "cannot prepare the experiment row");
     sqlite3_bind_text(st, 1, m->name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, m->config_path, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, m->config_text, -1, SQLITE_TRANSIENT);
@@ -255,7 +265,7 @@ int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id)
     sqlite3_bind_text(st, 11, m->slo_metric, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 12, m->slos, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 13, m->report_rate);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot add the experiment");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot add the experiment");
     sqlite3_finalize(st);
     if (rc == SIM_OK)
         *id = sqlite3_last_insert_rowid(s->db);
@@ -271,7 +281,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
     if (t->n_iv) {
         if (sqlite3_prepare_v2(s->db, "INSERT INTO router_intervals VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                -1, &st, NULL) != SQLITE_OK)
-            return db_error(s, "cannot prepare router intervals");
+            return exp__store_dberr(s, "cannot prepare router intervals");
         for (size_t i = 0; i < t->n_iv; i++) {
             const route_interval *v = &t->iv[i];
             sqlite3_bind_int64(st, 1, rid);
@@ -287,7 +297,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
             bind_real(st, 11, v->churn_k);
             if (sqlite3_step(st) != SQLITE_DONE) {
                 sqlite3_finalize(st);
-                return db_error(s, "cannot add router intervals");
+                return exp__store_dberr(s, "cannot add router intervals");
             }
             sqlite3_reset(st);
         }
@@ -296,7 +306,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
     if (t->n_keys) {
         if (sqlite3_prepare_v2(s->db, "INSERT INTO plan_keys VALUES (?,?,?,?,?,?)", -1, &st,
                                NULL) != SQLITE_OK)
-            return db_error(s, "cannot prepare plan keys");
+            return exp__store_dberr(s, "cannot prepare plan keys");
         char *dests = sim_xmalloc(12 * (size_t)res->n_dest + 1);
         for (size_t i = 0; i < t->n_keys; i++) {
             char key[17];
@@ -314,7 +324,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
             if (sqlite3_step(st) != SQLITE_DONE) {
                 free(dests);
                 sqlite3_finalize(st);
-                return db_error(s, "cannot add plan keys");
+                return exp__store_dberr(s, "cannot add plan keys");
             }
             sqlite3_reset(st);
         }
@@ -324,7 +334,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
     if (res->n_win) {
         if (sqlite3_prepare_v2(s->db, "INSERT INTO timeline VALUES (?,?,?,?,?,?)", -1, &st,
                                NULL) != SQLITE_OK)
-            return db_error(s, "cannot prepare the timeline");
+            return exp__store_dberr(s, "cannot prepare the timeline");
         for (size_t w = 0; w < res->n_win; w++) {
             sqlite3_bind_int64(st, 1, rid);
             sqlite3_bind_int64(st, 2, (sqlite3_int64)w);
@@ -334,7 +344,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
             bind_real(st, 6, res->win_ttft_p99[w]);
             if (sqlite3_step(st) != SQLITE_DONE) {
                 sqlite3_finalize(st);
-                return db_error(s, "cannot add the timeline");
+                return exp__store_dberr(s, "cannot add the timeline");
             }
             sqlite3_reset(st);
         }
@@ -347,7 +357,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
                       const cluster_result *res, int64_t *run_id)
 {
     if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_error(s, "cannot begin a transaction");
+        return exp__store_dberr(s, "cannot begin a transaction");
     sqlite3_stmt *st = NULL;
     int rc = SIM_OK;
     int64_t rid = 0;
@@ -359,7 +369,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
                            " SELECT ?,?,?,?,?,?, build_version, ?, ?, ?, ?, ?, ? FROM experiments"
                            " WHERE id = ?",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_error(s, "cannot prepare a run row");
+        rc = exp__store_dberr(s, "cannot prepare a run row");
         goto fail;
     }
     sqlite3_bind_int64(st, 1, exp_id);
@@ -376,7 +386,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_bind_text(st, 12, row->point_label, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 13, exp_id);
     if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
-        rc = db_error(s, "cannot add a run");
+        rc = exp__store_dberr(s, "cannot add a run");
         goto fail;
     }
     sqlite3_finalize(st);
@@ -387,7 +397,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
                            "INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                            "?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_error(s, "cannot prepare a metrics row");
+        rc = exp__store_dberr(s, "cannot prepare a metrics row");
         goto fail;
     }
     int i = 1;
@@ -423,7 +433,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_bind_int64(st, i++, res->pool_blocks);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
     if (sqlite3_step(st) != SQLITE_DONE) {
-        rc = db_error(s, "cannot add run metrics");
+        rc = exp__store_dberr(s, "cannot add run metrics");
         goto fail;
     }
     sqlite3_finalize(st);
@@ -432,7 +442,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO dest_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_error(s, "cannot prepare a destination row");
+        rc = exp__store_dberr(s, "cannot prepare a destination row");
         goto fail;
     }
     for (uint32_t d = 0; d < res->n_dest; d++) {
@@ -456,7 +466,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
         sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
         sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.ctx_read_tokens);
         if (sqlite3_step(st) != SQLITE_DONE) {
-            rc = db_error(s, "cannot add destination metrics");
+            rc = exp__store_dberr(s, "cannot add destination metrics");
             goto fail;
         }
         sqlite3_reset(st);
@@ -466,7 +476,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     if ((rc = add_extras(s, rid, res)))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_error(s, "cannot commit a run");
+        rc = exp__store_dberr(s, "cannot commit a run");
         goto fail;
     }
     if (run_id)
@@ -486,11 +496,11 @@ int exp_store_end(exp_store *s, int64_t exp_id, const char *status)
     if (sqlite3_prepare_v2(s->db,
                            "UPDATE experiments SET finished_at = ?, status = ? WHERE id = ?", -1,
                            &st, NULL) != SQLITE_OK)
-        return db_error(s, "cannot prepare the experiment update");
+        return exp__store_dberr(s, "cannot prepare the experiment update");
     sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, status, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, exp_id);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot finish the experiment");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot finish the experiment");
     sqlite3_finalize(st);
     return rc;
 }
@@ -503,13 +513,13 @@ int exp_store_find_run(exp_store *s, const char *hash, int64_t *run_id)
                            "SELECT id FROM runs WHERE config_hash = ? AND status = 'complete'"
                            " ORDER BY id DESC LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, "cannot look up stored runs");
+        return exp__store_dberr(s, "cannot look up stored runs");
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
     int r = sqlite3_step(st);
     if (r == SQLITE_ROW)
         *run_id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    return r == SQLITE_ROW || r == SQLITE_DONE ? SIM_OK : db_error(s, "cannot look up stored runs");
+    return r == SQLITE_ROW || r == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot look up stored runs");
 }
 
 /* Run `sql` with up to three int64 parameters; SIM_OK or SIM_EDB. */
@@ -517,14 +527,14 @@ static int exec3(exp_store *s, const char *sql, int64_t a, int64_t b, int64_t c,
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, "cannot prepare a copy");
+        return exp__store_dberr(s, "cannot prepare a copy");
     if (n >= 1)
         sqlite3_bind_int64(st, 1, a);
     if (n >= 2)
         sqlite3_bind_int64(st, 2, b);
     if (n >= 3)
         sqlite3_bind_int64(st, 3, c);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : db_error(s, "cannot copy a run");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot copy a run");
     sqlite3_finalize(st);
     return rc;
 }
@@ -532,7 +542,7 @@ static int exec3(exp_store *s, const char *sql, int64_t a, int64_t b, int64_t c,
 int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int64_t from)
 {
     if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_error(s, "cannot begin a transaction");
+        return exp__store_dberr(s, "cannot begin a transaction");
     sqlite3_stmt *st = NULL;
     int rc = SIM_OK;
     if (sqlite3_prepare_v2(s->db,
@@ -543,7 +553,7 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                            " config_hash, build_version, started_at, wall_s, status"
                            " FROM runs WHERE id = ?",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_error(s, "cannot prepare a resumed run");
+        rc = exp__store_dberr(s, "cannot prepare a resumed run");
         goto fail;
     }
     sqlite3_bind_int64(st, 1, exp_id);
@@ -552,7 +562,7 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
     sqlite3_bind_text(st, 4, row->point_label, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 5, from);
     if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
-        rc = db_error(s, "cannot copy a resumed run");
+        rc = exp__store_dberr(s, "cannot copy a resumed run");
         goto fail;
     }
     sqlite3_finalize(st);
@@ -581,7 +591,7 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " FROM timeline WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_error(s, "cannot commit a resumed run");
+        rc = exp__store_dberr(s, "cannot commit a resumed run");
         goto fail;
     }
     return SIM_OK;
@@ -591,12 +601,6 @@ fail:
     return rc;
 }
 
-struct sqlite3 *exp_store_db(exp_store *s) { return s->db; }
-
-int exp_store_capacities(exp_store *s, int64_t exp_id)
-{
-    return exp_capacity_store(s->db, exp_id);
-}
 
 int exp_store_run_metric(exp_store *s, int64_t run_id, const char *column, double *value)
 {
@@ -605,10 +609,224 @@ int exp_store_run_metric(exp_store *s, int64_t run_id, const char *column, doubl
     sqlite3_stmt *st = NULL;
     *value = NAN;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, "cannot read a stored metric");
+        return exp__store_dberr(s, "cannot read a stored metric");
     sqlite3_bind_int64(st, 1, run_id);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
         *value = sqlite3_column_double(st, 0);
     sqlite3_finalize(st);
     return SIM_OK;
+}
+
+int exp_store_capacities(exp_store *s, int64_t exp_id)
+{
+    exp_capacity_row *rows = NULL;
+    size_t n = 0;
+    exp_store_experiment e = {0};
+    sqlite3_stmt *st = NULL;
+    /* Read the runs inside the write transaction, so the rows written match
+     * the runs committed at that moment even with a concurrent writer. */
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot begin a transaction");
+    int rc = exp_store_capacity_rows(s, exp_id, &rows, &n);
+    if (rc == SIM_OK)
+        rc = exp_store_read_experiment(s, exp_id, &e);
+    if (rc)
+        goto fail;
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM capacities WHERE experiment_id = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        rc = exp__store_dberr(s, "cannot prepare the capacities update");
+        goto fail;
+    }
+    sqlite3_bind_int64(st, 1, exp_id);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        rc = exp__store_dberr(s, "cannot delete old capacities");
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO capacities(experiment_id, point, point_label, policy,"
+                           " seed, slo_metric, slo_s, capacity_rps, censoring, lowest_rps,"
+                           " highest_rps, n_loads) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = exp__store_dberr(s, "cannot prepare a capacities row");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const exp_capacity_row *r = &rows[i];
+        sqlite3_bind_int64(st, 1, exp_id);
+        sqlite3_bind_int64(st, 2, r->point);
+        sqlite3_bind_text(st, 3, r->point_label, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->policy, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, r->seed);
+        sqlite3_bind_text(st, 6, e.slo_metric, -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 7, r->slo_s);
+        if (r->cap.censoring == EXP_CENS_LEFT)
+            sqlite3_bind_null(st, 8);
+        else
+            sqlite3_bind_double(st, 8, r->cap.capacity_rps);
+        sqlite3_bind_text(st, 9, exp_censoring_name(r->cap.censoring), -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 10, r->cap.lowest_rps);
+        sqlite3_bind_double(st, 11, r->cap.highest_rps);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64)r->cap.n_loads);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            rc = exp__store_dberr(s, "cannot add a capacities row");
+            goto fail;
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = exp__store_dberr(s, "cannot commit the capacities");
+        goto fail;
+    }
+    exp_store_experiment_fini(&e);
+    exp_capacity_rows_free(rows, n);
+    return SIM_OK;
+fail:
+    sqlite3_finalize(st);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    exp_store_experiment_fini(&e);
+    exp_capacity_rows_free(rows, n);
+    return rc;
+}
+
+/* ---- merging shards ------------------------------------------------------ */
+
+/* Run one or more statements of `sql` (an sqlite3_mprintf result, freed
+ * here); SIM_OK or the store's error naming `what`. */
+static int exec_owned(exp_store *s, char *sql, const char *what)
+{
+    int ok = sql && sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_free(sql);
+    return ok ? SIM_OK : exp__store_dberr(s, what);
+}
+
+int exp_store_shard_attach(exp_store *s, const char *path, exp_store_shard *out)
+{
+    *out = (exp_store_shard){.path = path};
+    int rc = exec_owned(s, sqlite3_mprintf("ATTACH DATABASE %Q AS src", path),
+                        "cannot attach a shard database");
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT id, config_hash, n_runs_planned, status FROM "
+                           "src.experiments ORDER BY id DESC LIMIT 1", -1, &st, NULL) !=
+        SQLITE_OK) {
+        rc = exp__store_fail(s, SIM_EINVAL, path, "not a crsim result database (expected the "
+                             "output of crsim run)");
+    } else if (sqlite3_step(st) == SQLITE_ROW) {
+        out->id = sqlite3_column_int64(st, 0);
+        snprintf(out->config_hash, sizeof out->config_hash, "%s", exp__store_col_str(st, 1));
+        out->n_runs_planned = sqlite3_column_int64(st, 2);
+        out->complete = strcmp(exp__store_col_str(st, 3), "complete") == 0;
+    } else {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: holds no experiment; expected the output of crsim run",
+                       path);
+    }
+    sqlite3_finalize(st);
+    if (rc)
+        exp_store_shard_detach(s);
+    return rc;
+}
+
+void exp_store_shard_detach(exp_store *s)
+{
+    sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, NULL);
+}
+
+int exp_store_shard_adopt(exp_store *s, const exp_store_shard *sh, int64_t *exp_id)
+{
+    int rc = exec_owned(s, sqlite3_mprintf(
+        "INSERT INTO experiments(name, config_path, config_text, config_hash,"
+        " build_version, host, started_at, finished_at, n_runs_planned, n_points, shard,"
+        " slo_metric, slos, report_rate_rps, status)"
+        " SELECT name, config_path, config_text, config_hash, build_version, host,"
+        " started_at, NULL, n_runs_planned, n_points, NULL, slo_metric, slos,"
+        " report_rate_rps, 'running' FROM src.experiments WHERE id = %lld",
+        (long long)sh->id), "cannot add the merged experiment");
+    if (rc == SIM_OK)
+        *exp_id = sqlite3_last_insert_rowid(s->db);
+    return rc;
+}
+
+int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id)
+{
+    /* A run index may come from one shard only. */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM src.runs s JOIN main.runs m"
+                           " ON m.run_index = s.run_index AND m.experiment_id = ?1"
+                           " WHERE s.experiment_id = ?2", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot compare the shard's runs");
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_int64(st, 2, sh->id);
+    int rc = SIM_OK;
+    if (sqlite3_step(st) != SQLITE_ROW)
+        rc = exp__store_dberr(s, "cannot compare the shard's runs");
+    else if (sqlite3_column_int64(st, 0) > 0)
+        rc = SIM_ERROR(SIM_EINVAL, "%s: %lld run(s) already merged from another input; "
+                       "expected disjoint shards", sh->path,
+                       (long long)sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot begin a transaction");
+    /* Copy runs, then their metrics through the old->new id map. */
+    rc = exec_owned(s, sqlite3_mprintf(
+        "CREATE TEMP TABLE idmap(old INTEGER PRIMARY KEY, new INTEGER);"
+        "INSERT INTO main.runs(experiment_id, run_index, point, point_label,"
+        " resumed_from, policy, seed, rate_rps, config_text, config_hash,"
+        " build_version, started_at, wall_s, status)"
+        " SELECT %lld, run_index, point, point_label, resumed_from, policy, seed,"
+        " rate_rps, config_text, config_hash, build_version, started_at, wall_s,"
+        " status FROM src.runs WHERE experiment_id = %lld ORDER BY run_index;"
+        "INSERT INTO idmap SELECT s.id, m.id FROM src.runs s JOIN main.runs m"
+        " ON m.experiment_id = %lld AND m.run_index = s.run_index"
+        " WHERE s.experiment_id = %lld;"
+        "INSERT INTO main.run_metrics SELECT i.new, n_arrived, n_completed,"
+        " n_unfinished, n_rejected, n_measured, measured_completed, prompt_tokens,"
+        " hit_tokens, hit_rate, ttft_p50, ttft_p90, ttft_p99, ttft_mean, tpot_p50,"
+        " tpot_p90, tpot_p99, e2e_p50, e2e_p90, e2e_p99, imbalance_work,"
+        " imbalance_requests, first_arrival_s, last_arrival_s, sim_end_s,"
+        " throughput_rps, steps, events, preemptions, kv_pool_blocks, kv_pool_tokens"
+        " FROM src.run_metrics r JOIN idmap i ON i.old = r.run_id;"
+        "INSERT INTO main.dest_metrics SELECT i.new, dest, routed, routed_measured,"
+        " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
+        " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
+        " rejected, kv_pool_blocks, kv_pool_tokens, ctx_read_tokens"
+        " FROM src.dest_metrics d JOIN idmap i ON i.old = d.run_id;"
+        "INSERT INTO main.router_intervals SELECT i.new, idx, t_s, keys, admitted,"
+        " sum_k, admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k"
+        " FROM src.router_intervals r JOIN idmap i ON i.old = r.run_id;"
+        "INSERT INTO main.plan_keys SELECT i.new, rank, routing_key, rate_rps, k_b,"
+        " destinations FROM src.plan_keys p JOIN idmap i ON i.old = p.run_id;"
+        "INSERT INTO main.timeline SELECT i.new, idx, t0_s, arrivals, hit_rate,"
+        " ttft_p99 FROM src.timeline t JOIN idmap i ON i.old = t.run_id;"
+        "DROP TABLE idmap;",
+        (long long)exp_id, (long long)sh->id, (long long)exp_id, (long long)sh->id),
+        "cannot copy the shard's runs");
+    if (rc == SIM_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = exp__store_dberr(s, "cannot commit the shard's runs");
+    if (rc)
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n)
+{
+    sqlite3_stmt *st = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(DISTINCT run_index) FROM runs WHERE "
+                           "experiment_id = ?", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot count the merged runs");
+    sqlite3_bind_int64(st, 1, exp_id);
+    int rc = SIM_OK;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *n = sqlite3_column_int64(st, 0);
+    else
+        rc = exp__store_dberr(s, "cannot count the merged runs");
+    sqlite3_finalize(st);
+    return rc;
 }

@@ -7,13 +7,23 @@
  * one transaction, and finally marks the experiment 'complete' or
  * 'incomplete'.  Nothing is ever overwritten; an interrupted run leaves the
  * runs stored so far intact.
+ *
+ * The store is the only module that speaks SQL: every statement of the
+ * tree lives in store.c (writing, resuming, merging shards) and
+ * store_read.c (reading back for report, plot, regime and capacities), and
+ * every failing SQLite call is reported the same way, naming the database
+ * file, what was being done and SQLite's message (SIM_EDB unless said
+ * otherwise).  Callers hold an opaque exp_store; none sees the connection.
  */
 #ifndef CRSIM_SIM_STORE_H
 #define CRSIM_SIM_STORE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "models/cluster.h"
+#include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
 #define EXP_STORE_SCHEMA_VERSION 3
@@ -72,16 +82,19 @@ int exp_store_find_run(exp_store *s, const char *hash, int64_t *run_id);
  * one transaction.  Returns SIM_OK or SIM_EDB. */
 int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int64_t from);
 
-/* Compute and store the SLO capacities of experiment `exp_id` from its runs
- * (sim/capacity.h).  Returns SIM_OK or SIM_EDB. */
+/*
+ * Compute the per-seed SLO capacities of experiment `exp_id` (as
+ * exp_store_capacity_rows) and replace its rows of the capacities table
+ * with them, in one transaction that also encloses the reading, so the
+ * rows match the runs committed at that moment: on any error nothing is
+ * changed.  The store must be writable and outside a transaction.  Returns
+ * SIM_OK, the errors of exp_store_capacity_rows, or SIM_EDB.
+ */
 int exp_store_capacities(exp_store *s, int64_t exp_id);
 
 /* The value of run_metrics column `column` (a known column name) of run
  * `run_id` into *value (NAN when NULL).  Returns SIM_OK or SIM_EDB. */
 int exp_store_run_metric(exp_store *s, int64_t run_id, const char *column, double *value);
-
-/* The underlying connection (for report and merge code).  Owned by `s`. */
-struct sqlite3 *exp_store_db(exp_store *s);
 
 /* Store one finished run of experiment `exp_id` (runs, run_metrics and
  * dest_metrics rows) in one transaction.  Returns SIM_OK or SIM_EDB (then
@@ -95,5 +108,154 @@ int exp_store_end(exp_store *s, int64_t exp_id, const char *status);
 
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (>= 21 bytes). */
 void exp_utc_now(char *buf, size_t n);
+
+/* ---- reading (store_read.c) ---------------------------------------- */
+
+/* Open the existing result database at `path` read-only and check it is a
+ * crsim database of schema version EXP_STORE_SCHEMA_VERSION.  Returns
+ * SIM_OK (*out set; close with exp_store_close); SIM_EIO when the file is
+ * missing, not a regular file or cannot be opened; SIM_EINVAL when it is
+ * not a crsim database or of another schema version.  Never creates or
+ * writes anything. */
+int exp_store_open_read(const char *path, exp_store **out);
+
+/* The database path the store was opened with.  Owned by `s`. */
+const char *exp_store_path(const exp_store *s);
+
+/* One experiments row as read (strings owned; free with
+ * exp_store_experiment_fini).  NULL text columns read as "". */
+typedef struct exp_store_experiment {
+    int64_t id;
+    char *name, *status, *shard, *build, *host, *started_at, *finished_at;
+    char *slo_metric;         /* run_metrics column the SLOs apply to */
+    char *slos;               /* thresholds, s, comma-separated (as stored) */
+    double report_rate_rps;   /* requests/s; NAN when NULL */
+    int64_t n_runs_planned, n_points;
+} exp_store_experiment;
+
+/* Read experiment `id` (0 = the latest, highest id) into *out (zeroed
+ * first).  Returns SIM_OK; SIM_EINVAL when there is no such experiment (or
+ * none at all for id 0), or the experiments table is not of this schema;
+ * SIM_EDB on SQLite errors.  On error *out holds nothing to free. */
+int exp_store_read_experiment(exp_store *s, int64_t id, exp_store_experiment *out);
+
+/* Free what an experiment row owns.  Safe on a zeroed row and twice. */
+void exp_store_experiment_fini(exp_store_experiment *e);
+
+/* The id of the latest (highest-id) experiment into *id, 0 when there is
+ * none.  Returns SIM_OK or SIM_EDB. */
+int exp_store_latest_experiment(exp_store *s, int64_t *id);
+
+/* Most run_metrics columns exp_store_read_runs returns per run. */
+#define EXP_STORE_RUN_COLS 8
+
+/* One stored run of an experiment with selected run_metrics values. */
+typedef struct exp_store_run {
+    int64_t point;            /* sweep point */
+    char *point_label;        /* owned by the array */
+    char *policy;             /* owned by the array */
+    int64_t seed;
+    double rate_rps;          /* offered load, requests/s, exactly as stored */
+    bool interrupted;         /* status 'interrupted' */
+    bool has_metrics;         /* a run_metrics row exists */
+    double v[EXP_STORE_RUN_COLS]; /* the requested columns, NAN when NULL or
+                                     without metrics row (+Inf as stored) */
+} exp_store_run;
+
+/*
+ * Every run of experiment `exp_id`, in run order (run_index, then id),
+ * interrupted ones included, with the `n_cols` (<= EXP_STORE_RUN_COLS)
+ * run_metrics columns `cols` (names of REAL columns of run_metrics, e.g.
+ * "hit_rate", "ttft_p99", "imbalance_work"; checked against the schema,
+ * since they are pasted into the SQL).  *runs is a new array of *n runs
+ * (NULL and 0 when there are none) freed with exp_store_runs_free.
+ * Returns SIM_OK; SIM_EINVAL for an unknown column or too many; SIM_EDB.
+ * On error *runs is NULL and *n is 0.
+ */
+int exp_store_read_runs(exp_store *s, int64_t exp_id, const char *const *cols, size_t n_cols,
+                        exp_store_run **runs, size_t *n);
+
+/* Free an array from exp_store_read_runs.  Accepts NULL. */
+void exp_store_runs_free(exp_store_run *runs, size_t n);
+
+/*
+ * The rows of the capacities table of experiment `exp_id` for SLO metric
+ * `slo_metric`, in table order, into a new array *rows of *n (free with
+ * exp_capacity_rows_free; *n == 0 when the table holds none).  Returns
+ * SIM_OK; SIM_EINVAL for a censoring value other than none/left/right;
+ * SIM_EDB.  On error *rows is NULL and *n is 0.
+ */
+int exp_store_read_capacities(exp_store *s, int64_t exp_id, const char *slo_metric,
+                              exp_capacity_row **rows, size_t *n);
+
+/*
+ * Compute every per-seed capacity of experiment `exp_id` from its runs
+ * (sim/exp/capacity.h): for each (point, policy, seed) with at least one
+ * complete run and each threshold in experiments.slos, the capacity of
+ * experiments.slo_metric over the loads tested.  Interrupted runs are
+ * ignored, and a run without a run_metrics row counts as failing.  *rows
+ * is a new array of *n rows in the order of each (point, policy, seed)'s
+ * first run and then threshold order (free with exp_capacity_rows_free);
+ * an experiment without runs gives *n == 0.  Only reads; works inside or
+ * outside a transaction.  Returns SIM_OK; SIM_EINVAL when the experiment
+ * does not exist, its slo_metric or slos are invalid, or a (point, policy,
+ * seed) has two runs at the same load; SIM_EDB.  On error *rows is NULL
+ * and *n is 0.
+ */
+int exp_store_capacity_rows(exp_store *s, int64_t exp_id, exp_capacity_row **rows, size_t *n);
+
+/* The SQL average of run_metrics column `column` (checked as in
+ * exp_store_read_runs) per policy over the runs of experiment `exp_id` at
+ * load exactly `rate_rps` that have a metrics row.  One entry per policy. */
+typedef struct exp_store_policy_mean {
+    char *policy;             /* owned by the array */
+    double mean;              /* 0 when every value is NULL (as SQLite's avg reads) */
+} exp_store_policy_mean;
+
+/* Fill a new array *out of *n entries (free with exp_store_policy_means_free).
+ * Returns SIM_OK, SIM_EINVAL (unknown column) or SIM_EDB; on error *out is
+ * NULL and *n is 0. */
+int exp_store_policy_means(exp_store *s, int64_t exp_id, const char *column, double rate_rps,
+                           exp_store_policy_mean **out, size_t *n);
+
+/* Free an array from exp_store_policy_means.  Accepts NULL. */
+void exp_store_policy_means_free(exp_store_policy_mean *m, size_t n);
+
+/* ---- merging shards (store.c) -------------------------------------- */
+
+/* The latest experiment of an attached shard database. */
+typedef struct exp_store_shard {
+    const char *path;         /* as given; not owned */
+    int64_t id;               /* its experiment id in the shard */
+    char config_hash[17];     /* hex XXH3-64 of its config text */
+    int64_t n_runs_planned;
+    bool complete;            /* status 'complete' */
+} exp_store_shard;
+
+/* Attach the shard database at `path` to the writable store `s` and read
+ * its latest experiment into *out.  Returns SIM_OK (detach with
+ * exp_store_shard_detach); SIM_EINVAL when it is not a crsim result
+ * database or holds no experiment (then it is detached again); SIM_EDB
+ * when it cannot be attached.  One shard at a time. */
+int exp_store_shard_attach(exp_store *s, const char *path, exp_store_shard *out);
+
+/* Add a new experiments row to `s` that copies the attached shard's
+ * experiment, unsharded, status 'running', no finish time; its id into
+ * *exp_id.  Returns SIM_OK or SIM_EDB. */
+int exp_store_shard_adopt(exp_store *s, const exp_store_shard *sh, int64_t *exp_id);
+
+/* Copy every run of the attached shard's experiment (with its metrics,
+ * destination, router-interval, plan-key and timeline rows) into
+ * experiment `exp_id` of `s`, in run-index order, in one transaction.
+ * Returns SIM_OK; SIM_EINVAL when a run index of the shard is already
+ * present in `exp_id` (nothing copied); SIM_EDB. */
+int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id);
+
+/* Detach the shard database.  Cannot fail (a detach error is ignored). */
+void exp_store_shard_detach(exp_store *s);
+
+/* The number of distinct run indexes stored for experiment `exp_id` into
+ * *n.  Returns SIM_OK or SIM_EDB. */
+int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n);
 
 #endif
