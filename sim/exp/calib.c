@@ -13,13 +13,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "models/cluster.h"
 #include "models/route.h"
 #include "sim/core/error.h"
 #include "sim/exp/setup.h"
+#include "sim/core/wall.h"
 
 #define CALIB_DEFAULT_TOL 0.02
 #define CALIB_DEFAULT_SAFETY 0.5
@@ -28,13 +28,6 @@
 #define CALIB_FP_RATE 10.0 /* the estimate does not depend on it (docs/qcap.md) */
 
 static const double default_grid[] = {0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ */
 /* knee search                                                         */
@@ -533,7 +526,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
                        exp_calib_result *out)
 {
     memset(out, 0, sizeof *out);
-    double t_start = wall_now();
+    double t_start = sim_wall_s();
     exp_calib_opts def = {0};
     if (!o)
         o = &def;
@@ -676,7 +669,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     out->q_cap_min_rps = out->n_exact ? mn : NAN;
     out->q_cap_sd_rps = out->n_exact >= 2 ? sqrt(fmax(0, (sum2 - sum * sum / ne) / (ne - 1)))
                                           : NAN;
-    out->wall_s = wall_now() - t_start;
+    out->wall_s = sim_wall_s() - t_start;
     return rc;
 }
 

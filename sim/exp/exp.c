@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -28,6 +27,7 @@
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
 #include "version.h"
+#include "sim/core/wall.h"
 
 /* Policy names accepted in experiment.policies; a test checks that this
  * list equals the router registry. */
@@ -241,13 +241,6 @@ static char *run_config_text(const exp_config *cfg, size_t ip, size_t ir, size_t
 static void hash_hex(const char *text, char out[17])
 {
     snprintf(out, 17, "%016llx", (unsigned long long)XXH3_64bits(text, strlen(text)));
-}
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void fmt_s(char *buf, size_t n, double x)
@@ -474,11 +467,11 @@ static void run_task(pool *pl, task *t)
     cp.stop = pl->stop;
     exp_stream *st = NULL;
     exp_utc_now(t->started, sizeof t->started);
-    double t0 = wall_now();
+    double t0 = sim_wall_s();
     t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
     if (t->rc == SIM_OK)
         t->rc = cluster_run(&cp, rt, &rp, exp_stream_source(st), &t->res);
-    t->wall_s = wall_now() - t0;
+    t->wall_s = sim_wall_s() - t0;
     exp_stream_close(st);
     if (t->rc)
         snprintf(t->err, sizeof t->err, "%s", sim_errmsg());
@@ -741,7 +734,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
     for (unsigned w = 0; w < nw; w++)
         pthread_create(&th[w], NULL, worker, &pl);
     const bool tty = !o->quiet && isatty(2);
-    const double t_start = wall_now();
+    const double t_start = sim_wall_s();
     size_t stored = 0;
     for (size_t i = 0; i < n_tasks; i++) {
         task *t = &tasks[i];
@@ -789,7 +782,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
                 fflush(out);
                 if (!o->quiet)
-                    progress(tty, stored, n_selected, wall_now() - t_start, t, pt);
+                    progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
             } else {
                 pthread_mutex_lock(&pl.mu);
                 pl.abort = 1;

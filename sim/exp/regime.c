@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "models/plan.h"
@@ -26,6 +25,7 @@
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
 #include "sim/exp/setup.h"
+#include "sim/core/wall.h"
 
 const char *exp_verdict_name(enum exp_verdict v)
 {
@@ -109,13 +109,6 @@ typedef struct regime_eval {
     double calib_wall_s, diag_wall_s, sim_wall_s;
 } regime_eval;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Relative key shares of the workload, descending (for the conditions). */
 static int key_shares(const exp_setup *s, double **out, size_t *n)
 {
@@ -190,9 +183,9 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     memcpy(runsets + n_all, more, nm * sizeof *runsets);
     exp_run_opts ro = {.config_path = o->config, .sets = runsets, .n_set = n_all + nm,
                        .jobs = o->jobs ? o->jobs : 1, .quiet = true};
-    t0 = now_s();
+    t0 = sim_wall_s();
     rc = exp_run(&ro, log);
-    ev->sim_wall_s += now_s() - t0;
+    ev->sim_wall_s += sim_wall_s() - t0;
     free(runsets);
     if (rc)
         return rc;
@@ -281,7 +274,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
 
     /* 0. A workload without any prefix reuse has nothing to recover, and no
      * warm footprint to calibrate W from: say so without simulating. */
-    double t0 = now_s();
+    double t0 = sim_wall_s();
     {
         exp_stream *st0 = NULL;
         if ((rc = exp_stream_open(&s, 1, (double)ev->n_dest, &st0)))
@@ -295,7 +288,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         if (ev->diag.affinity_hit < 0.005) {
             ev->diag_rate = (double)ev->n_dest;
             ev->q_cap = NAN;
-            ev->diag_wall_s = now_s() - t0;
+            ev->diag_wall_s = sim_wall_s() - t0;
             ev->verdict = EXP_TIE;
             ev->ratio = NAN;
             ev->reason = "nothing to recover: no request re-uses a cached prefix (tie/lose)";
@@ -304,7 +297,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     }
 
     /* 1. q_cap and W. */
-    t0 = now_s();
+    t0 = sim_wall_s();
     if (calib) {
         ev->q_cap = calib->q_cap;
         ev->slots = calib->slots;
@@ -337,10 +330,10 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         if (rc)
             goto out_setup;
     }
-    ev->calib_wall_s = now_s() - t0;
+    ev->calib_wall_s = sim_wall_s() - t0;
 
     /* 2. Fast diagnostic at half the nominal cluster capacity. */
-    t0 = now_s();
+    t0 = sim_wall_s();
     ev->diag_rate = 0.5 * ev->n_dest * ev->q_cap;
     exp_stream *st = NULL;
     if ((rc = exp_stream_open(&s, 1, ev->diag_rate, &st)))
@@ -352,7 +345,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     exp_stream_close(st);
     if (rc)
         goto out_setup;
-    ev->diag_wall_s = now_s() - t0;
+    ev->diag_wall_s = sim_wall_s() - t0;
 
     /* 3. Conditions from the key shares. */
     double *share = NULL;
