@@ -34,7 +34,11 @@ typedef struct cacheroute {
     double interval_s;
     double last_tick_s;
     int replan;
-    /* Per-key request counts of the current interval (open addressing). */
+    /* Per-key request counts of the current interval (open addressing,
+     * XXH3 slots).  Deliberately not the shared sim_u64map: the plan is
+     * built from the keys in this table's slot order, plan_build sums
+     * their rates in that order, and the sum's last bits decide LPT ties,
+     * so another table (or order) changes recorded cacheroute results. */
     uint64_t *ck;
     uint32_t *cc;
     uint64_t cmask;

@@ -24,6 +24,7 @@
 #include "sim/exp/capacity.h"
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
+#include "sim/exp/plot.h"
 #include "sim/exp/setup.h"
 #include "sim/core/wall.h"
 
@@ -600,21 +601,15 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     if (rc)
         goto done;
     /* The figure. */
-    const char *dir = getenv("CRSIM_SCRIPT_DIR");
-#ifdef CRSIM_SCRIPT_DIR
-    if (!dir || !*dir)
-        dir = CRSIM_SCRIPT_DIR;
-#endif
-    if (!dir)
-        dir = "scripts";
-    const char *gp = getenv("CRSIM_GNUPLOT");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "%s -e \"datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu\" "
-             "'%s/plot-regime-map.gp'",
-             gp && *gp ? gp : "gnuplot", tsv, outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n,
-             dir);
-    if (system(cmd) != 0)
+    char vars[2048], script[1024];
+    snprintf(vars, sizeof vars,
+             "datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu", tsv,
+             outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n);
+    snprintf(script, sizeof script, "%s/plot-regime-map.gp", exp_plot_script_dir());
+    char *gp = exp_plot_find_gnuplot();
+    const int gp_st = gp ? exp_plot_run_gnuplot(gp, vars, script) : -1;
+    free(gp);
+    if (gp_st != 0)
         fprintf(stderr, "crsim: warning: gnuplot failed; the map data is in %s\n", tsv);
     else
         fprintf(out, "wrote %s/map.png, %s/map.svg and %s\n", outdir, outdir, tsv);
