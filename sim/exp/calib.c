@@ -20,6 +20,7 @@
 #include "models/cluster.h"
 #include "models/route.h"
 #include "sim/core/error.h"
+#include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
 #include "sim/core/u64map.h"
 #include "sim/core/wall.h"
@@ -413,24 +414,29 @@ static void run_seed(seed_job *j)
         snprintf(j->err, sizeof j->err, "%s", sim_errmsg());
 }
 
+/* Pool callbacks (sim/exp/pool.h): the seeds in order. */
 typedef struct seed_pool {
     seed_job *jobs;
     size_t n, next;
-    pthread_mutex_t mu;
 } seed_pool;
 
-static void *seed_worker(void *arg)
+static void *take_seed(void *ctx, int *finished)
 {
-    seed_pool *p = arg;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        size_t i = p->next < p->n ? p->next++ : p->n;
-        pthread_mutex_unlock(&p->mu);
-        if (i >= p->n)
-            return NULL;
-        run_seed(&p->jobs[i]);
+    seed_pool *p = ctx;
+    if (p->next >= p->n) {
+        *finished = 1;
+        return NULL;
     }
+    return &p->jobs[p->next++];
 }
+
+static void run_seed_task(void *ctx, void *job)
+{
+    (void)ctx;
+    run_seed(job);
+}
+
+static const exp_pool_ops seed_ops = {.take = take_seed, .run = run_seed_task};
 
 void exp_calib_result_fini(exp_calib_result *r)
 {
@@ -537,25 +543,11 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     unsigned nj = o->jobs > 0 ? o->jobs : 1;
     if (nj > n_seeds)
         nj = (unsigned)n_seeds;
-    seed_pool pool = {.jobs = jobs, .n = n_seeds};
-    pthread_mutex_init(&pool.mu, NULL);
-    if (nj <= 1) {
-        seed_worker(&pool);
-    } else {
-        pthread_t *th = sim_xcalloc(nj, sizeof *th);
-        unsigned started = 0;
-        for (unsigned t = 0; t < nj; t++)
-            if (pthread_create(&th[t], NULL, seed_worker, &pool) == 0)
-                started++;
-            else
-                break;
-        if (started == 0)
-            seed_worker(&pool);
-        for (unsigned t = 0; t < started; t++)
-            pthread_join(th[t], NULL);
-        free(th);
-    }
-    pthread_mutex_destroy(&pool.mu);
+    seed_pool sp = {.jobs = jobs, .n = n_seeds};
+    exp_pool wp;
+    if (exp_pool_start(&wp, nj > 1 ? nj : 0, &seed_ops, &sp) == 0)
+        exp_pool_work(&wp); /* one job, or no thread could start */
+    exp_pool_join(&wp);
     exp_setup_fini(&s);
 
     out->n_seeds = n_seeds;

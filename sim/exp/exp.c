@@ -16,7 +16,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <pthread.h>
 
 #include "models/cluster.h"
 #include "models/route.h"
@@ -24,6 +23,7 @@
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
+#include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
 #include "version.h"
@@ -389,14 +389,12 @@ typedef struct pool {
     task *tasks;
     size_t n_tasks;
     size_t next;          /* next task a worker takes */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    exp_pool wp;          /* the workers; its mutex guards the task states */
     const volatile sig_atomic_t *stop;
     int abort;            /* stop taking new tasks */
     int prune;            /* experiment.prune */
     int slo_metric;       /* experiment.slo_metric of the base config */
     double max_slo;       /* the largest SLO threshold, s */
-    unsigned in_flight;   /* tasks being simulated */
 } pool;
 
 static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
@@ -446,8 +444,7 @@ static task *next_task(pool *pl, int *finished)
         if (t->failed_before && t->prunable) {
             /* Capacity is decided by the first failure: loads above it
              * cannot change it (DESIGN.md §8). */
-            t->pruned = 1;
-            pthread_cond_broadcast(&pl->cv);
+            t->pruned = 1; /* the pool broadcasts after the take */
             continue;
         }
         return t;
@@ -477,42 +474,40 @@ static void run_task(pool *pl, task *t)
         snprintf(t->err, sizeof t->err, "%s", sim_errmsg());
 }
 
-static void *worker(void *arg)
+/* Pool callbacks (sim/exp/pool.h): take and done run under the pool's
+ * mutex, run_task outside it. */
+static void *take_task(void *ctx, int *finished)
 {
-    pool *pl = arg;
-    pthread_mutex_lock(&pl->mu);
-    for (;;) {
-        if (pl->abort)
-            break;
-        int finished;
-        task *t = next_task(pl, &finished);
-        if (finished)
-            break;
-        if (!t) {
-            if (pl->in_flight == 0)
-                break; /* nothing can unblock the rest (cannot happen) */
-            pthread_cond_wait(&pl->cv, &pl->mu);
-            continue;
-        }
-        t->taken = 1;
-        pl->in_flight++;
-        pthread_mutex_unlock(&pl->mu);
-        run_task(pl, t);
-        pthread_mutex_lock(&pl->mu);
-        pl->in_flight--;
-        t->done = 1;
-        if (t->rc) {
-            pl->abort = 1;
-        } else {
-            double m = slo_value(&t->res, pl->slo_metric);
-            t->fails = !(m <= pl->max_slo);
-        }
-        pthread_cond_broadcast(&pl->cv);
+    pool *pl = ctx;
+    if (pl->abort) {
+        *finished = 1;
+        return NULL;
     }
-    pthread_cond_broadcast(&pl->cv);
-    pthread_mutex_unlock(&pl->mu);
-    return NULL;
+    task *t = next_task(pl, finished);
+    if (t)
+        t->taken = 1;
+    return t;
 }
+
+static void run_one(void *ctx, void *t)
+{
+    run_task(ctx, t);
+}
+
+static void task_done(void *ctx, void *arg)
+{
+    pool *pl = ctx;
+    task *t = arg;
+    t->done = 1;
+    if (t->rc) {
+        pl->abort = 1;
+    } else {
+        double m = slo_value(&t->res, pl->slo_metric);
+        t->fails = !(m <= pl->max_slo);
+    }
+}
+
+static const exp_pool_ops sweep_ops = {.take = take_task, .run = run_one, .done = task_done};
 
 static void print_header(FILE *out, bool sweep)
 {
@@ -727,12 +722,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
                .prune = base.prune, .slo_metric = base.slo_metric};
     for (size_t i = 0; i < base.n_slos; i++)
         pl.max_slo = fmax(pl.max_slo, base.slos[i]);
-    pthread_mutex_init(&pl.mu, NULL);
-    pthread_cond_init(&pl.cv, NULL);
-    unsigned nw = o->jobs ? o->jobs : 1;
-    pthread_t *th = sim_xcalloc(nw, sizeof *th);
-    for (unsigned w = 0; w < nw; w++)
-        pthread_create(&th[w], NULL, worker, &pl);
+    if (exp_pool_start(&pl.wp, o->jobs ? o->jobs : 1, &sweep_ops, &pl) == 0)
+        exp_pool_work(&pl.wp); /* no thread could start: simulate everything here first */
     const bool tty = !o->quiet && isatty(2);
     const double t_start = sim_wall_s();
     size_t stored = 0;
@@ -756,11 +747,11 @@ int exp_run(const exp_run_opts *o, FILE *out)
             }
             continue;
         }
-        pthread_mutex_lock(&pl.mu);
+        exp_pool_lock(&pl.wp);
         while (!t->done && !t->pruned && !(pl.abort && !t->taken))
-            pthread_cond_wait(&pl.cv, &pl.mu);
+            exp_pool_wait(&pl.wp);
         const int pruned = t->pruned, done = t->done;
-        pthread_mutex_unlock(&pl.mu);
+        exp_pool_unlock(&pl.wp);
         if (pruned)
             continue; /* not run: its series failed at a lower load */
         if (!done)
@@ -784,22 +775,18 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 if (!o->quiet)
                     progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
             } else {
-                pthread_mutex_lock(&pl.mu);
+                exp_pool_lock(&pl.wp);
                 pl.abort = 1;
-                pthread_mutex_unlock(&pl.mu);
+                exp_pool_unlock(&pl.wp);
             }
         }
         cluster_result_fini(&t->res);
     }
-    for (unsigned w = 0; w < nw; w++)
-        pthread_join(th[w], NULL);
-    free(th);
+    exp_pool_join(&pl.wp);
     /* Results of tasks finished after an abort are dropped (not stored). */
     for (size_t i = 0; i < n_tasks; i++)
         if (tasks[i].done && tasks[i].res.rec)
             cluster_result_fini(&tasks[i].res);
-    pthread_mutex_destroy(&pl.mu);
-    pthread_cond_destroy(&pl.cv);
     if (tty)
         fputc('\n', stderr);
     if (rc == SIM_OK && !shard[0])
