@@ -35,8 +35,9 @@ static const char *const policy_names[] = {"flat_lb",    "sticky",       "chwbl"
                                             "dualmap",    "preble",       "cacheroute",
                                             "cr_replicate", "cr_affinity", NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
-const char *const exp_slo_metric_names[] = {"ttft_p99", "ttft_p90", "ttft_p50", "e2e_p99",
-                                            "e2e_p90", "tpot_p99", NULL};
+#define SLO_NAME(c, f) #f,
+const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
+#undef SLO_NAME
 const char *const exp_sweep_mode_names[] = {"grid", "zip", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
@@ -404,13 +405,12 @@ static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0;
 static double slo_value(const cluster_result *r, int metric)
 {
     switch (metric) {
-    case 0: return r->ttft_p99;
-    case 1: return r->ttft_p90;
-    case 2: return r->ttft_p50;
-    case 3: return r->e2e_p99;
-    case 4: return r->e2e_p90;
-    default: return r->tpot_p99;
+#define SLO_CASE(c, f) case EXP_SLO_##c: return r->f;
+    EXP_SLO_METRICS(SLO_CASE)
+#undef SLO_CASE
     }
+    /* The schema's choices are the list: another value is a bug. */
+    sim_panic(__FILE__, __LINE__, "unknown SLO metric");
 }
 
 static int resolved(const task *t)
