@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "sim/core/error.h"
 #include "models/route_int.h"
@@ -118,8 +117,7 @@ void plan_fini(plan *pl)
     free(pl->off);
     free(pl->dest);
     free(pl->load);
-    free(pl->tab_key);
-    free(pl->tab_idx);
+    sim_u64map_fini(&pl->idx);
     memset(pl, 0, sizeof *pl);
 }
 
@@ -197,19 +195,16 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
     out->off = malloc((na + 1) * sizeof *out->off);
     out->dest = malloc((sum_k ? sum_k : 1) * sizeof *out->dest);
     out->load = malloc(R * sizeof *out->load);
-    uint64_t slots_tab = 16;
-    while (slots_tab < 2 * (uint64_t)na)
+    size_t slots_tab = 16;
+    while (slots_tab < 2 * (size_t)na + 2)
         slots_tab <<= 1;
-    out->tab_key = malloc(slots_tab * sizeof *out->tab_key);
-    out->tab_idx = malloc(slots_tab * sizeof *out->tab_idx);
     heap_ent *h = malloc(R * sizeof *h);
-    if (!out->key || !out->rate || !out->k || !out->off || !out->dest || !out->load ||
-        !out->tab_key || !out->tab_idx || !h) {
+    if (!out->key || !out->rate || !out->k || !out->off || !out->dest || !out->load || !h ||
+        sim_u64map_init(&out->idx, slots_tab)) {
         free(sorted), free(kb), free(adm), free(h);
         plan_fini(out);
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
     }
-    out->mask = slots_tab - 1;
 
     /* 3. Placement, starting from the cold-tail share. */
     const double cold_share = out->cold_rate / R;
@@ -268,14 +263,8 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
     route__ring_fini(&ring);
 
     /* Key index. */
-    memset(out->tab_idx, 0xff, slots_tab * sizeof *out->tab_idx);
-    for (size_t a = 0; a < na; a++) {
-        uint64_t i = XXH3_64bits(&out->key[a], sizeof out->key[a]) & out->mask;
-        while (out->tab_idx[i] != UINT32_MAX)
-            i = (i + 1) & out->mask;
-        out->tab_key[i] = out->key[a];
-        out->tab_idx[i] = (uint32_t)a;
-    }
+    for (size_t a = 0; a < na; a++) /* sized above: never grows */
+        sim_u64map_put(&out->idx, out->key[a], (uint32_t)a);
     free(sorted);
     free(kb);
     free(adm);
@@ -285,14 +274,10 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
 
 int64_t plan_lookup(const plan *pl, uint64_t key)
 {
-    if (!pl->tab_idx)
+    if (!pl->idx.slot)
         return -1;
-    for (uint64_t i = XXH3_64bits(&key, sizeof key) & pl->mask;; i = (i + 1) & pl->mask) {
-        if (pl->tab_idx[i] == UINT32_MAX)
-            return -1;
-        if (pl->tab_key[i] == key)
-            return pl->tab_idx[i];
-    }
+    const uint32_t i = sim_u64map_get(&pl->idx, key);
+    return i == SIM_U64MAP_NONE ? -1 : (int64_t)i;
 }
 
 double plan_imbalance(const plan *pl)

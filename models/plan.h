@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/core/u64map.h"
+
 /* One key and its measured rate (requests/s, >= 0). */
 typedef struct plan_key {
     uint64_t key;
@@ -61,10 +63,7 @@ typedef struct plan {
     uint64_t capacity;    /* C = floor(R · W) */
     double admitted_rate; /* Σ λ_b over admitted keys */
     double cold_rate;     /* Σ λ_b over the rest */
-    /* key -> admitted index (open addressing) */
-    uint64_t *tab_key;
-    uint32_t *tab_idx;
-    uint64_t mask;
+    sim_u64map idx;       /* key -> admitted index (empty before the first build) */
 } plan;
 
 /*

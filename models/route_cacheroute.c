@@ -19,12 +19,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
 #include "sim/core/error.h"
 #include "models/plan.h"
 #include "models/route_int.h"
+#include "sim/core/wall.h"
 
 typedef struct cacheroute {
     plan pl;
@@ -34,7 +34,11 @@ typedef struct cacheroute {
     double interval_s;
     double last_tick_s;
     int replan;
-    /* Per-key request counts of the current interval (open addressing). */
+    /* Per-key request counts of the current interval (open addressing,
+     * XXH3 slots).  Deliberately not the shared sim_u64map: the plan is
+     * built from the keys in this table's slot order, plan_build sums
+     * their rates in that order, and the sum's last bits decide LPT ties,
+     * so another table (or order) changes recorded cacheroute results. */
     uint64_t *ck;
     uint32_t *cc;
     uint64_t cmask;
@@ -203,18 +207,17 @@ static void cr_interval(void *state, double now_s)
             keys[n++] = (plan_key){s->ck[i], s->cc[i] / len};
             total += s->cc[i] / len;
         }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = sim_wall_s();
     plan fresh;
     int rc = plan_build(keys, n, &s->pp, &fresh);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double build_wall_s = sim_wall_s() - t0;
     free(keys);
     SIM_ALWAYS(rc == SIM_OK); /* parameters were validated at create */
     route_interval rec = {
         .t_s = now_s, .keys = n, .admitted = fresh.n_admitted, .sum_k = fresh.sum_k,
         .admitted_share = total > 0 ? fresh.admitted_rate / total : 0,
         .plan_imbalance = plan_imbalance(&fresh),
-        .build_wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+        .build_wall_s = build_wall_s,
         .churn_dest = NAN, .churn_k = NAN};
     if (s->have_plan) {
         size_t both = 0, moved = 0, rek = 0;

@@ -108,6 +108,8 @@
 #include "sim/core/error.h"
 #include "models/cost.h"
 #include "sim/core/prefetch.h"
+#include "sim/core/hash.h"
+#include "sim/core/lruq.h"
 #include "sim/core/u64map.h"
 #include "models/route_int.h"
 
@@ -123,19 +125,6 @@
 #define DM_LIST_MAX 256 /* waiting requests read per destination */
 #define DM_NONE UINT32_MAX
 #define DM_PF 16 /* how many blocks ahead the index loops prefetch */
-
-/* splitmix64 finaliser (the router-side index key mixes block and
- * destination). */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
 
 /* ---- router state ---- */
 
@@ -153,20 +142,13 @@ typedef struct dm_entry {
     uint32_t pos; /* position of its live LRU-queue entry (mod 2^32) */
 } dm_entry;
 
-/* One destination's LRU order as a FIFO queue of entry indices with lazy
- * deletion (the same exact scheme as the engine's prefix cache,
- * models/pcache.c): a touch appends the entry and records the position;
- * earlier queue entries of it go stale; eviction takes the first live
- * entry (the one whose entry records that position).  The live entries in
- * queue order are the least- to most-recently-touched blocks, exactly the
- * move-to-front list this replaces, without the two random writes per
- * touch of unlinking, and the next victims are known ahead, so their
- * entries and map slots are prefetched. */
+/* One destination's LRU order: a lazy LRU queue of entry indices
+ * (sim/core/lruq.h, the same exact scheme as the engine's prefix cache,
+ * models/pcache.c), whose next victims' entries and map slots are
+ * prefetched. */
 typedef struct dm_lru {
-    uint32_t *q;
-    uint64_t mask;       /* capacity - 1 (a power of two); q is NULL before first use */
-    uint64_t head, tail; /* positions (monotone) */
-    uint32_t n;          /* live entries */
+    sim_lruq q;
+    uint32_t n; /* live entries */
 } dm_lru;
 
 /* One window entry of the hot-prefix detector: the keys of depths 1..d. */
@@ -207,66 +189,23 @@ static void dm_destroy(void *state);
 
 static uint64_t pidx_key(uint64_t block, uint32_t dest)
 {
-    return mix64(block ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)dest + 1)));
-}
-
-/* Squeeze the stale entries out of d's full queue; double it if it stays
- * more than half full (amortised O(1) per touch).  Allocates it on first
- * use. */
-static void lru_make_room(dualmap *s, dm_lru *l)
-{
-    if (!l->q) {
-        l->q = sim_xmalloc(1024 * sizeof *l->q);
-        l->mask = 1023;
-        return;
-    }
-    uint64_t w = l->head;
-    for (uint64_t p = l->head; p != l->tail; p++) {
-        const uint32_t e = l->q[p & l->mask];
-        if (s->ent[e].pos == (uint32_t)p) {
-            l->q[w & l->mask] = e;
-            s->ent[e].pos = (uint32_t)w;
-            w++;
-        }
-    }
-    l->tail = w;
-    const uint64_t cap = l->mask + 1;
-    if (2 * (w - l->head) > cap) {
-        uint32_t *q = sim_xmalloc(2 * cap * sizeof *q);
-        for (uint64_t p = l->head; p != l->tail; p++)
-            q[p & (2 * cap - 1)] = l->q[p & l->mask];
-        free(l->q);
-        l->q = q;
-        l->mask = 2 * cap - 1;
-    }
+    return sim_hash_pair(block, dest);
 }
 
 /* Make entry e the most recently touched of d (e is live or new). */
 static inline void lru_touch(dualmap *s, dm_lru *l, uint32_t e)
 {
-    /* Until it is queued, e's old position must not match a stale entry
-     * that compaction would keep: point it past the queue's end. */
-    s->ent[e].pos = (uint32_t)l->tail;
-    if (!l->q || l->tail - l->head > l->mask)
-        lru_make_room(s, l);
-    const uint64_t p = l->tail++;
-    l->q[p & l->mask] = e;
-    s->ent[e].pos = (uint32_t)p;
+    sim_lruq_touch(&l->q, &s->ent[0].pos, sizeof *s->ent, e);
 }
 
 /* Take d's least recently touched live entry off its queue (l->n > 0). */
 static inline uint32_t lru_pop(dualmap *s, dm_lru *l)
 {
-    for (;;) {
-        const uint64_t p = l->head++;
-        if (p + 16 < l->tail)
-            SIM_PREFETCH(&s->ent[l->q[(p + 16) & l->mask]]);
-        if (p + 8 < l->tail)
-            sim_u64map_prefetch(&s->pidx, s->ent[l->q[(p + 8) & l->mask]].key);
-        const uint32_t e = l->q[p & l->mask];
-        if (s->ent[e].pos == (uint32_t)p)
-            return e;
-    }
+    const uint32_t e = sim_lruq_front(&l->q, &s->ent[0].pos, sizeof *s->ent);
+    sim_lruq_pop_front(&l->q);
+    if (l->q.head + 8 < l->q.tail)
+        sim_u64map_prefetch(&s->pidx, s->ent[sim_lruq_at(&l->q, l->q.head + 8)].key);
+    return e;
 }
 
 /* Record that `block` was sent to `d` (most recent). */
@@ -694,7 +633,7 @@ static void dm_destroy(void *state)
     free(s->ent);
     if (s->lru)
         for (uint32_t d = 0; d < s->n_dest; d++)
-            free(s->lru[d].q);
+            sim_lruq_fini(&s->lru[d].q);
     free(s->lru);
     free(s->rq);
     for (uint32_t i = 0; i < DM_WINDOW; i++)

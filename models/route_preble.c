@@ -110,6 +110,7 @@
 #include "sim/core/error.h"
 #include "models/cost.h"
 #include "sim/core/prefetch.h"
+#include "sim/core/lruq.h"
 #include "sim/core/u64map.h"
 #include "models/route.h"
 
@@ -155,16 +156,10 @@ typedef struct preble {
     pnode *nd;
     uint64_t *alloc; /* words per node */
     uint32_t n_cap, n_used, n_free;
-    /* LRU order of the tree's nodes (for pruning) as a FIFO queue of node
-     * indices with lazy deletion: a touch appends the node and records the
-     * position in it, leaving its earlier entries stale; the live entries
-     * (those whose node records their position), in queue order, are the
-     * nodes least to most recently touched: exactly the move-to-front list
-     * this replaces, without its two random writes per touch, and the next
-     * nodes to prune are known ahead (prefetched).  Grows by doubling;
-     * stale entries are squeezed out when it is full. */
-    uint32_t *lq;
-    uint64_t lq_mask, lq_head, lq_tail;
+    /* LRU order of the tree's nodes (for pruning): a lazy LRU queue of
+     * node indices (sim/core/lruq.h), whose next nodes to prune are
+     * known ahead and prefetched. */
+    sim_lruq lq;
     sim_u64map map;
     /* History window (FIFO ring). */
     pentry *win;
@@ -288,42 +283,10 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
 
 /* ---- tree maintenance ---- */
 
-/* Squeeze the stale entries out of the full queue; double it if it stays
- * more than half full (amortised O(1) per touch). */
-static void lq_make_room(preble *s)
-{
-    uint64_t w = s->lq_head;
-    for (uint64_t p = s->lq_head; p != s->lq_tail; p++) {
-        const uint32_t n = s->lq[p & s->lq_mask];
-        if (s->nd[n].lpos == (uint32_t)p) {
-            s->lq[w & s->lq_mask] = n;
-            s->nd[n].lpos = (uint32_t)w;
-            w++;
-        }
-    }
-    s->lq_tail = w;
-    const uint64_t cap = s->lq_mask + 1;
-    if (2 * (w - s->lq_head) > cap) {
-        uint32_t *q = sim_xmalloc(2 * cap * sizeof *q);
-        for (uint64_t p = s->lq_head; p != s->lq_tail; p++)
-            q[p & (2 * cap - 1)] = s->lq[p & s->lq_mask];
-        free(s->lq);
-        s->lq = q;
-        s->lq_mask = 2 * cap - 1;
-    }
-}
-
 /* Node n becomes the most recently touched. */
 static inline void lru_touch(preble *s, uint32_t n)
 {
-    /* Until it is queued, n's old position must not match a stale entry
-     * that compaction would keep: point it past the queue's end. */
-    s->nd[n].lpos = (uint32_t)s->lq_tail;
-    if (s->lq_tail - s->lq_head > s->lq_mask)
-        lq_make_room(s);
-    const uint64_t p = s->lq_tail++;
-    s->lq[p & s->lq_mask] = n;
-    s->nd[n].lpos = (uint32_t)p;
+    sim_lruq_touch(&s->lq, &s->nd[0].lpos, sizeof *s->nd, n);
 }
 
 static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
@@ -414,21 +377,14 @@ static void expire(preble *s, double now)
         s->w_head = (s->w_head + 1) % s->w_cap;
         s->w_n--;
     }
-    while (s->lq_head != s->lq_tail) {
-        const uint64_t p = s->lq_head;
-        if (p + 16 < s->lq_tail)
-            SIM_PREFETCH(&s->nd[s->lq[(p + 16) & s->lq_mask]]);
-        if (p + 8 < s->lq_tail)
-            sim_u64map_prefetch(&s->map, s->nd[s->lq[(p + 8) & s->lq_mask]].hash);
-        const uint32_t n = s->lq[p & s->lq_mask];
-        if (s->nd[n].lpos == (uint32_t)p) { /* live: the least recently touched node */
-            if (!(s->nd[n].last_seen < cutoff))
-                break;
-            s->lq_head++;
-            node_free(s, n);
-        } else {
-            s->lq_head++; /* stale */
-        }
+    for (;;) { /* prune from the least recently touched node */
+        const uint32_t n = sim_lruq_front(&s->lq, &s->nd[0].lpos, sizeof *s->nd);
+        if (n == SIM_LRUQ_NONE || !(s->nd[n].last_seen < cutoff))
+            break;
+        sim_lruq_pop_front(&s->lq);
+        if (s->lq.head + 8 < s->lq.tail)
+            sim_u64map_prefetch(&s->map, s->nd[sim_lruq_at(&s->lq, s->lq.head + 8)].hash);
+        node_free(s, n);
     }
 }
 
@@ -581,8 +537,6 @@ static int pb_create(void *state, const route_params *p)
         uint32_t ct = p->batch_tokens ? p->batch_tokens : 2048;
         s->tp_s = prefill_time(s, ct, 0) / ct;
     }
-    s->lq_mask = 1023;
-    s->lq = malloc((s->lq_mask + 1) * sizeof *s->lq);
     s->n_free = PB_NONE;
     s->last_rebalance_s = -INFINITY;
     s->n_cap = 1024;
@@ -593,7 +547,7 @@ static int pb_create(void *state, const route_params *p)
     s->load = calloc(p->n_dest, sizeof *s->load);
     s->dropped = calloc(p->n_dest, 1);
     int rc = SIM_OK;
-    if (!s->nd || !s->lq || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
+    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
         rc = sim_u64map_init(&s->map, 64);
@@ -719,7 +673,7 @@ static void pb_destroy(void *state)
     preble *s = state;
     sim_u64map_fini(&s->map);
     free(s->nd);
-    free(s->lq);
+    sim_lruq_fini(&s->lq);
     free(s->alloc);
     free(s->win);
     free(s->active);

@@ -19,7 +19,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "models/cluster.h"
@@ -30,15 +29,9 @@
 #include "workloads/diag.h"
 #include "workloads/synth.h"
 #include "check.h"
+#include "sim/core/wall.h"
 
 #define TOL_PP 0.05 /* accuracy requirement, absolute share */
-
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- rates form ---------------------------------------------------- */
 
@@ -357,19 +350,19 @@ static void validate(const char *label, const char *cfg_text, const char *const 
     const uint64_t seed = (uint64_t)cfg.seeds[0];
     const double rate = cfg.rates[0];
 
-    double t0 = wall();
+    double t0 = sim_wall_s();
     double h_sticky = sim_hit(&s, "sticky", seed, rate);
     double h_flat = sim_hit(&s, "flat_lb", seed, rate);
-    double t_sim = wall() - t0;
+    double t_sim = sim_wall_s() - t0;
 
     wl_diag_opts o = {.block_size = (uint32_t)cfg.block_size, .n_dest = s.cp.n_dest,
                       .pool_tokens = s.pool_tokens, .warmup_s = cfg.warmup_s};
     exp_stream *st = NULL;
     wl_diag d, dr;
     CHECK_INT_EQ(exp_stream_open(&s, seed, rate, &st), SIM_OK);
-    t0 = wall();
+    t0 = sim_wall_s();
     CHECK_INT_EQ(wl_diag_stream_opts(exp_stream_source(st), &o, &d), SIM_OK);
-    double t_diag = wall() - t0;
+    double t_diag = sim_wall_s() - t0;
     exp_stream_close(st);
 
     /* Coarser cache units: the same answer when sharing happens at unit
@@ -378,9 +371,9 @@ static void validate(const char *label, const char *cfg_text, const char *const 
         wl_diag dg;
         o.group = group;
         CHECK_INT_EQ(exp_stream_open(&s, seed, rate, &st), SIM_OK);
-        t0 = wall();
+        t0 = sim_wall_s();
         CHECK_INT_EQ(wl_diag_stream_opts(exp_stream_source(st), &o, &dg), SIM_OK);
-        double t_g = wall() - t0;
+        double t_g = sim_wall_s() - t0;
         exp_stream_close(st);
         fprintf(stderr, "%s: group %u: affinity %.4f spread %.4f in %.2f s (exact %.4f %.4f)\n",
                 label, group, dg.affinity_hit, dg.spread_hit, t_g, d.affinity_hit, d.spread_hit);
@@ -433,9 +426,9 @@ static void validate(const char *label, const char *cfg_text, const char *const 
             L[b] = cfg.wl.prefix.mean + cfg.wl.input.mean;
         }
         wl_diag dq;
-        t0 = wall();
+        t0 = sim_wall_s();
         CHECK_INT_EQ(wl_diag_rates(kr.rate, P, L, kr.n, s.cp.n_dest, s.pool_tokens, &dq), SIM_OK);
-        double t_q = wall() - t0;
+        double t_q = sim_wall_s() - t0;
         printf("| %-26s | rates form: affinity %5.1f %% (sim %5.1f %%), spread %5.1f %% "
                "(sim %5.1f %%), T_aff %.0f s, T_spr %.0f s, %.4f s |\n",
                label, 100 * dq.affinity_hit, 100 * h_sticky, 100 * dq.spread_hit, 100 * h_flat,

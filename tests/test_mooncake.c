@@ -7,30 +7,23 @@
  * pins exact values on a tiny valid file.  An optional argv[2] names
  * tests/bad-inputs, whose fixtures are checked against its README.
  */
-#define _POSIX_C_SOURCE 200809L /* mkstemp, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "sim/core/error.h"
 #include "workloads/mooncake.h"
 #include "check.h"
+#include "sim/core/wall.h"
 
 /* A pointer that no successful load can produce, to detect writes to *out. */
 static wl_trace sentinel_trace;
 #define SENTINEL (&sentinel_trace)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Write `content` to a fresh temporary file; its path goes to `path`. */
 static void write_tmp(const char *content, char *path, size_t pathsz)
@@ -113,9 +106,9 @@ static int cmp_u64(const void *a, const void *b)
 static void test_real(const char *path)
 {
     wl_trace *t = NULL;
-    double t0 = now_s();
+    double t0 = sim_wall_s();
     int rc = wl_mooncake_load(path, WL_MOONCAKE_BLOCK_TOKENS, &t);
-    double dt = now_s() - t0;
+    double dt = sim_wall_s() - t0;
     if (rc != SIM_OK) {
         fprintf(stderr, "cannot load %s: %s\n", path, sim_errmsg());
         exit(1); /* the real trace is required data, not optional: no skip */

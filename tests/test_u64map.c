@@ -1,6 +1,7 @@
 /*
  * The shared u64 -> u32 map against a brute-force reference over random
- * put/get/delete sequences (growth, backward-shift deletion, clear).
+ * put/insert/get/delete sequences (growth, backward-shift deletion,
+ * iteration, clear).
  */
 #include <stdlib.h>
 
@@ -21,7 +22,7 @@ int main(void)
     size_t n = 0;
     for (int it = 0; it < 200000; it++) {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint32_t k = (uint32_t)(x >> 33) % NK, op = (uint32_t)(x >> 20) % 3;
+        uint32_t k = (uint32_t)(x >> 33) % NK, op = (uint32_t)(x >> 20) % 4;
         uint64_t key = (uint64_t)k * 0x100000001ULL; /* collide in low bits */
         if (op == 0) {
             uint32_t v = (uint32_t)(x >> 40) % 1000;
@@ -32,12 +33,30 @@ int main(void)
             n -= ref[k] != SIM_U64MAP_NONE;
             sim_u64map_del(&m, key);
             ref[k] = SIM_U64MAP_NONE;
+        } else if (op == 2) {
+            uint32_t v = (uint32_t)(x >> 40) % 1000;
+            CHECK_INT_EQ(sim_u64map_insert(&m, key, v), ref[k]);
+            if (ref[k] == SIM_U64MAP_NONE) {
+                ref[k] = v;
+                n++;
+            }
         }
         CHECK_INT_EQ(sim_u64map_get(&m, key), ref[k]);
         CHECK_INT_EQ(m.n, n);
         if (it % 5000 == 0)
             for (int j = 0; j < NK; j++)
                 CHECK_INT_EQ(sim_u64map_get(&m, (uint64_t)j * 0x100000001ULL), ref[j]);
+        if (it % 20000 == 0) { /* iteration visits every entry once */
+            size_t pos = 0, seen = 0;
+            uint64_t key2;
+            uint32_t v2;
+            while (sim_u64map_next(&m, &pos, &key2, &v2)) {
+                CHECK_INT_EQ(key2 % 0x100000001ULL, 0);
+                CHECK_INT_EQ(v2, ref[key2 / 0x100000001ULL]);
+                seen++;
+            }
+            CHECK_INT_EQ(seen, n);
+        }
     }
     sim_u64map_clear(&m);
     CHECK_INT_EQ(m.n, 0);

@@ -1,73 +1,23 @@
 /*
- * Stream statistics (see describe.h).  Block hashes and keys go into
- * open-addressing sets of uint64 (linear probing, grown at half load); 0 is
- * the empty marker, which is safe because block hashes are never 0 and keys
- * are stored as key + 1 (a key of 2^64 − 1 would wrap to 0: it is counted
- * by a separate flag).
+ * Stream statistics (see describe.h).  Block hashes and keys go into sets
+ * (the shared hash map, sim/core/u64map.h, with a dummy value); the
+ * inter-arrival gaps into GSL's running statistics (gsl_rstat), which
+ * computes the variance stably in one pass.
  */
 #include "workloads/describe.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+#include <gsl/gsl_rstat.h>
+
 #include "sim/core/error.h"
+#include "sim/core/u64map.h"
 
-typedef struct u64set {
-    uint64_t *a;
-    size_t cap, n;
-} u64set;
-
-static uint64_t mix(uint64_t x)
+/* Add v to the set (aborts if out of memory while growing). */
+static void set_add(sim_u64map *s, uint64_t v)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static int set_grow(u64set *s)
-{
-    size_t cap = s->cap ? 2 * s->cap : 1024;
-    uint64_t *a = calloc(cap, sizeof *a);
-    if (!a)
-        return SIM_ERROR(SIM_ENOMEM, "out of memory describing a request stream");
-    for (size_t i = 0; i < s->cap; i++) {
-        uint64_t v = s->a[i];
-        if (!v)
-            continue;
-        size_t j = mix(v) & (cap - 1);
-        while (a[j])
-            j = (j + 1) & (cap - 1);
-        a[j] = v;
-    }
-    free(s->a);
-    s->a = a;
-    s->cap = cap;
-    return SIM_OK;
-}
-
-static int set_has(const u64set *s, uint64_t v)
-{
-    if (!s->cap)
-        return 0;
-    for (size_t j = mix(v) & (s->cap - 1); s->a[j]; j = (j + 1) & (s->cap - 1))
-        if (s->a[j] == v)
-            return 1;
-    return 0;
-}
-
-/* Insert v (nonzero); returns 1 if new, 0 if present, -1 on OOM. */
-static int set_add(u64set *s, uint64_t v)
-{
-    if (2 * (s->n + 1) > s->cap && set_grow(s))
-        return -1;
-    size_t j = mix(v) & (s->cap - 1);
-    for (; s->a[j]; j = (j + 1) & (s->cap - 1))
-        if (s->a[j] == v)
-            return 0;
-    s->a[j] = v;
-    s->n++;
-    return 1;
+    (void)sim_u64map_insert(s, v, 0);
 }
 
 int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stream_stats *out)
@@ -75,9 +25,16 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
     *out = (wl_stream_stats){0};
     if (block_size == 0)
         return SIM_ERROR(SIM_EINVAL, "block size 0; expected at least 1 token");
-    u64set blocks = {0}, keys = {0};
-    int rc = SIM_OK, key_max = 0;
-    double first = 0, prev = 0, sg = 0, sg2 = 0, so = 0;
+    sim_u64map blocks = {0}, keys = {0};
+    gsl_rstat_workspace *gaps = gsl_rstat_alloc();
+    int rc = SIM_OK;
+    if (!gaps || sim_u64map_init(&blocks, 1024) || sim_u64map_init(&keys, 1024)) {
+        if (gaps)
+            gsl_rstat_free(gaps);
+        sim_u64map_fini(&blocks);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory describing a request stream");
+    }
+    double first = 0, prev = 0, so = 0;
     wl_request r;
     while ((!max || out->requests < max) && src.next(src.state, &r)) {
         if (out->requests == 0)
@@ -91,23 +48,18 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
                 wl_request_fini(&r);
                 break;
             }
-            sg += g;
-            sg2 += g * g;
+            gsl_rstat_add(g, gaps);
         }
         prev = r.arrival_s;
         /* At most the prompt's full blocks less one token, as the engine
          * (the request's own output blocks can never be hits). */
         const uint32_t lim = r.prompt_tokens ? (r.prompt_tokens - 1) / block_size : 0;
         uint32_t hit = 0;
-        while (hit < r.n_blocks && hit < lim && set_has(&blocks, r.blocks[hit]))
+        while (hit < r.n_blocks && hit < lim && sim_u64map_get(&blocks, r.blocks[hit]) != SIM_U64MAP_NONE)
             hit++;
-        for (uint32_t i = hit; i < r.n_blocks && rc == SIM_OK; i++)
-            if (set_add(&blocks, r.blocks[i]) < 0)
-                rc = SIM_ENOMEM;
-        if (r.key == UINT64_MAX)
-            key_max = 1;
-        else if (rc == SIM_OK && set_add(&keys, r.key + 1) < 0)
-            rc = SIM_ENOMEM;
+        for (uint32_t i = hit; i < r.n_blocks; i++)
+            set_add(&blocks, r.blocks[i]);
+        set_add(&keys, r.key);
         out->requests++;
         out->prompt_tokens += r.prompt_tokens;
         out->hit_tokens += (uint64_t)hit * block_size;
@@ -116,21 +68,27 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
         if (rc)
             break;
     }
-    free(blocks.a);
-    free(keys.a);
-    if (rc)
+    out->keys = keys.n;
+    sim_u64map_fini(&blocks);
+    sim_u64map_fini(&keys);
+    if (rc) {
+        gsl_rstat_free(gaps);
         return rc;
+    }
     uint64_t n = out->requests;
-    out->keys = keys.n + (uint64_t)key_max;
     out->span_s = n ? prev - first : 0;
     out->rate = out->span_s > 0 ? (double)(n - 1) / out->span_s : 0;
     out->mean_prompt = n ? (double)out->prompt_tokens / (double)n : 0;
     out->mean_output = n ? so / (double)n : 0;
     if (n > 2) {
-        double m = sg / (double)(n - 1);
-        double var = sg2 / (double)(n - 1) - m * m;
+        /* The CV of the n - 1 gaps as a population (divisor n - 1 gaps),
+         * from GSL's sample variance (divisor n - 2). */
+        const double k = (double)gsl_rstat_n(gaps);
+        double m = gsl_rstat_mean(gaps);
+        double var = gsl_rstat_variance(gaps) * (k - 1) / k;
         out->iat_cv = m > 0 && var > 0 ? sqrt(var) / m : 0;
     }
+    gsl_rstat_free(gaps);
     out->inf_hit_rate = out->prompt_tokens ? (double)out->hit_tokens / (double)out->prompt_tokens
                                            : 0;
     return SIM_OK;

@@ -5,8 +5,8 @@
  * destinations 0..R−1 are the affinity placement, R..2R−1 the spreading
  * placement, so both run in one pass over the stream.  Cached blocks are
  * nodes (block hash, virtual destination, last touch, LRU links) in one
- * array; an open-addressing table (linear probing, backward-shift
- * deletion, grown at half load) maps (hash, destination) to a node.  An
+ * array; the shared hash map (sim/core/u64map.h) maps (hash, destination)
+ * to a node.  An
  * insertion into a full destination reuses its coldest node, so memory
  * stays bounded by the live cache contents.
  *
@@ -22,7 +22,9 @@
 #include <gsl/gsl_roots.h>
 
 #include "sim/core/error.h"
+#include "sim/core/hash.h"
 #include "sim/core/prefetch.h"
+#include "sim/core/u64map.h"
 
 #define NIL 0u /* node index meaning "none"; node 0 is never used */
 
@@ -43,11 +45,6 @@ typedef struct node {
     double t;        /* last touch, s */
 } node;
 
-typedef struct slot {
-    uint64_t k;      /* key of node i (valid when i != NIL) */
-    uint32_t i;      /* node index, NIL = empty */
-} slot;
-
 typedef struct vdest {
     uint32_t head, tail; /* warm end, cold end */
     uint64_t count;      /* cached blocks (including pinned ones) */
@@ -59,87 +56,22 @@ typedef struct lru {
     node *nd;
     uint32_t n_nodes, cap_nodes;   /* used (incl. node 0), allocated */
     uint32_t free_head;            /* chain (by .next) of reusable nodes */
-    slot *tab;
-    size_t tab_cap, tab_n;         /* power of two; occupied slots */
+    sim_u64map tab;                /* key -> node */
     vdest *vd;
     uint64_t cap_blocks;           /* per destination */
 } lru;
 
-static uint64_t mix(uint64_t x)
-{
-    /* splitmix64 finaliser */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
+#define mix sim_hash_mix64
 
 static uint64_t key_of(uint64_t h, uint32_t v)
 {
-    return mix(h ^ ((uint64_t)(v + 1) * 0x9e3779b97f4a7c15ULL));
+    return sim_hash_pair(h, v);
 }
 
 static uint32_t find(const lru *c, uint64_t k)
 {
-    const size_t mask = c->tab_cap - 1;
-    for (size_t j = (size_t)k & mask;; j = (j + 1) & mask) {
-        if (c->tab[j].i == NIL)
-            return NIL;
-        if (c->tab[j].k == k)
-            return c->tab[j].i;
-    }
-}
-
-static int tab_grow(lru *c)
-{
-    size_t cap = c->tab_cap ? 2 * c->tab_cap : 4096;
-    slot *t = calloc(cap, sizeof *t);
-    if (!t)
-        return SIM_ERROR(SIM_ENOMEM, "out of memory in the regime diagnostic (%zu slots)", cap);
-    for (size_t j = 0; j < c->tab_cap; j++) {
-        if (c->tab[j].i == NIL)
-            continue;
-        size_t k = (size_t)c->tab[j].k & (cap - 1);
-        while (t[k].i != NIL)
-            k = (k + 1) & (cap - 1);
-        t[k] = c->tab[j];
-    }
-    free(c->tab);
-    c->tab = t;
-    c->tab_cap = cap;
-    return SIM_OK;
-}
-
-static void tab_put(lru *c, uint64_t k, uint32_t i)
-{
-    const size_t mask = c->tab_cap - 1;
-    size_t j = (size_t)k & mask;
-    while (c->tab[j].i != NIL)
-        j = (j + 1) & mask;
-    c->tab[j] = (slot){.k = k, .i = i};
-    c->tab_n++;
-}
-
-/* Remove node i (key k) from the table (backward-shift deletion). */
-static void tab_del(lru *c, uint64_t k, uint32_t i)
-{
-    const size_t mask = c->tab_cap - 1;
-    size_t hole = (size_t)k & mask;
-    while (c->tab[hole].i != i)
-        hole = (hole + 1) & mask;
-    for (size_t j = (hole + 1) & mask; c->tab[j].i != NIL; j = (j + 1) & mask) {
-        size_t home = (size_t)c->tab[j].k & mask;
-        /* Move j into the hole unless its home lies cyclically in (hole, j]. */
-        int stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-        if (!stays) {
-            c->tab[hole] = c->tab[j];
-            hole = j;
-        }
-    }
-    c->tab[hole].i = NIL;
-    c->tab_n--;
+    const uint32_t i = sim_u64map_get(&c->tab, k);
+    return i == SIM_U64MAP_NONE ? NIL : i;
 }
 
 static void list_unlink(lru *c, uint32_t i)
@@ -188,14 +120,14 @@ static int insert(lru *c, uint64_t k, uint32_t size, uint32_t v, double t)
         /* The next victims are i's predecessors: start loading them. */
         uint32_t p = c->nd[i].prev;
         if (p != NIL) {
-            SIM_PREFETCH(&c->tab[(size_t)c->nd[p].k & (c->tab_cap - 1)]);
+            sim_u64map_prefetch(&c->tab, c->nd[p].k);
             if (c->nd[p].prev != NIL)
                 SIM_PREFETCH(&c->nd[c->nd[p].prev]);
         }
         d->age_sum += t - c->nd[i].t;
         d->evictions++;
         list_unlink(c, i);
-        tab_del(c, c->nd[i].k, i);
+        sim_u64map_del(&c->tab, c->nd[i].k);
         d->count -= c->nd[i].size;
     }
     if (i == NIL && c->free_head != NIL) {
@@ -216,13 +148,8 @@ static int insert(lru *c, uint64_t k, uint32_t size, uint32_t v, double t)
         }
         i = c->n_nodes++;
     }
-    if (2 * (c->tab_n + 1) > c->tab_cap) {
-        int rc = tab_grow(c);
-        if (rc)
-            return rc;
-    }
     c->nd[i] = (node){.k = k, .v = v, .size = size, .t = t};
-    tab_put(c, k, i);
+    sim_u64map_put(&c->tab, k, i);
     list_push_head(c, i);
     d->count += size;
     return SIM_OK;
@@ -253,11 +180,10 @@ static int64_t serve(lru *c, const wl_request *r, uint32_t v, uint32_t block_siz
 {
     const uint32_t n = r->n_blocks;
     const uint32_t nu = n / g + (n % g != 0);
-    const size_t mask = c->tab_cap - 1;
     uint32_t m = 0;
     while (m < nu) {
         if (m + PF_DIST < nu)
-            SIM_PREFETCH(&c->tab[(size_t)unit_key(r, m + PF_DIST, g, v) & mask]);
+            sim_u64map_prefetch(&c->tab, unit_key(r, m + PF_DIST, g, v));
         uint32_t k = find(c, unit_key(r, m, g, v));
         if (k == NIL)
             break;
@@ -266,7 +192,7 @@ static int64_t serve(lru *c, const wl_request *r, uint32_t v, uint32_t block_siz
     }
     for (uint32_t u = nu; u-- > m;) {
         if (u >= m + PF_DIST)
-            SIM_PREFETCH(&c->tab[(size_t)unit_key(r, u - PF_DIST, g, v) & (c->tab_cap - 1)]);
+            sim_u64map_prefetch(&c->tab, unit_key(r, u - PF_DIST, g, v));
         uint32_t size = u + 1 < nu || n % g == 0 ? g : n % g;
         if (insert(c, unit_key(r, u, g, v), size, v, r->arrival_s))
             return -1;
@@ -322,7 +248,7 @@ int wl_diag_stream_opts(wl_source src, const wl_diag_opts *o, wl_diag *out)
     uint32_t *found = NULL;
     uint32_t found_cap = 0;
     int rc = SIM_OK;
-    if (!c.vd || !c.nd || tab_grow(&c)) {
+    if (!c.vd || !c.nd || sim_u64map_init(&c.tab, 4096)) {
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory in the regime diagnostic");
         goto done;
     }
@@ -398,7 +324,7 @@ int wl_diag_stream_opts(wl_source src, const wl_diag_opts *o, wl_diag *out)
 done:
     free(found);
     free(c.nd);
-    free(c.tab);
+    sim_u64map_fini(&c.tab);
     free(c.vd);
     return rc;
 }

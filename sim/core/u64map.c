@@ -8,7 +8,7 @@
 
 #include "sim/core/error.h"
 
-#define mix64 sim_u64map_mix
+#define mix64 sim_hash_mix64
 
 static void empty_all(sim_u64map_slot *s, size_t n)
 {
@@ -98,4 +98,32 @@ void sim_u64map_del(sim_u64map *m, uint64_t k)
     }
     m->slot[i].val = SIM_U64MAP_NONE;
     m->n--;
+}
+
+uint32_t sim_u64map_insert(sim_u64map *m, uint64_t k, uint32_t v)
+{
+    size_t i = slot_of(m, k);
+    if (m->slot[i].val != SIM_U64MAP_NONE)
+        return m->slot[i].val;
+    if (2 * (m->n + 1) > m->mask + 1) {
+        grow(m);
+        i = slot_of(m, k);
+    }
+    m->slot[i].key = k;
+    m->slot[i].val = v;
+    m->n++;
+    return SIM_U64MAP_NONE;
+}
+
+int sim_u64map_next(const sim_u64map *m, size_t *pos, uint64_t *k, uint32_t *v)
+{
+    for (size_t i = *pos; i <= m->mask; i++)
+        if (m->slot[i].val != SIM_U64MAP_NONE) {
+            *k = m->slot[i].key;
+            *v = m->slot[i].val;
+            *pos = i + 1;
+            return 1;
+        }
+    *pos = m->mask + 1;
+    return 0;
 }

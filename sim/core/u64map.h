@@ -1,9 +1,14 @@
 /*
  * A small open-addressing hash map from 64-bit keys to 32-bit values
- * (linear probing, a splitmix64 finaliser for the slot, backward-shift
+ * (linear probing, the splitmix64 finaliser sim_hash_mix64 for the slot, backward-shift
  * deletion, growth at half load), shared by the routers that keep
  * router-side indexes (dualmap's prefix index and hot-key counts,
- * preble's prefix tree).  Plain data: callers embed it.
+ * preble's prefix tree, the prefix cache's node map, cacheroute's plan
+ * index and interval counts) and the offline tools (the regime
+ * diagnostic, the calibration footprint, the stream description).  The
+ * tree's only hash table: a table that needs more than a u32 per key maps
+ * keys to dense indices into its own arrays.  Plain data: callers embed
+ * it.
  */
 #ifndef CRSIM_SIM_U64MAP_H
 #define CRSIM_SIM_U64MAP_H
@@ -11,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/core/hash.h"
 #include "sim/core/prefetch.h"
 
 /* The value that marks "absent" (never store it). */
@@ -49,17 +55,19 @@ void sim_u64map_put(sim_u64map *m, uint64_t k, uint32_t v);
 /* Remove `k` if present.  O(1) expected. */
 void sim_u64map_del(sim_u64map *m, uint64_t k);
 
-/* The slot hash: a splitmix64 finaliser (keys may be small integers or
- * hashes).  Cannot fail. */
-static inline uint64_t sim_u64map_mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
+/* If `k` is absent, set k -> v (v != SIM_U64MAP_NONE) and return
+ * SIM_U64MAP_NONE; if present, return its value and change nothing.  One
+ * probe for the common "find, else add" (e.g. a key -> dense index map).
+ * Grows like sim_u64map_put (aborts if out of memory while growing).
+ * O(1) amortised. */
+uint32_t sim_u64map_insert(sim_u64map *m, uint64_t k, uint32_t v);
+
+/* Iterate: starting from *pos = 0, each call stores the next entry's key
+ * and value in *k and *v, advances *pos and returns 1; it returns 0 when
+ * no entry is left.  The order is the slot order (deterministic for a
+ * given sequence of operations, but not insertion order).  The map must
+ * not change during an iteration.  Cannot fail. */
+int sim_u64map_next(const sim_u64map *m, size_t *pos, uint64_t *k, uint32_t *v);
 
 /* Ask the CPU to fetch the home slot of `k` ahead of a lookup (a hint for
  * loops over many keys; large maps miss the cache on every probe).  No
@@ -67,7 +75,7 @@ static inline uint64_t sim_u64map_mix(uint64_t x)
  * Cannot fail. */
 static inline void sim_u64map_prefetch(const sim_u64map *m, uint64_t k)
 {
-    SIM_PREFETCH(&m->slot[(size_t)sim_u64map_mix(k) & m->mask]);
+    SIM_PREFETCH(&m->slot[(size_t)sim_hash_mix64(k) & m->mask]);
 }
 
 #endif

@@ -13,13 +13,17 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include <gsl/gsl_statistics_double.h>
 
 #include "models/cluster.h"
 #include "models/route.h"
 #include "sim/core/error.h"
+#include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
+#include "sim/core/u64map.h"
+#include "sim/core/wall.h"
 
 #define CALIB_DEFAULT_TOL 0.02
 #define CALIB_DEFAULT_SAFETY 0.5
@@ -28,13 +32,6 @@
 #define CALIB_FP_RATE 10.0 /* the estimate does not depend on it (docs/qcap.md) */
 
 static const double default_grid[] = {0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ */
 /* knee search                                                         */
@@ -96,32 +93,22 @@ int exp_knee_search(const double *grid, size_t n_grid, double slo_s, double rel_
 /* ------------------------------------------------------------------ */
 /* footprint                                                           */
 
-typedef struct blk_tab {
-    uint64_t *h;      /* 0 = empty (block hashes are never 0) */
-    double *first, *last;
-    uint64_t *key;    /* key of the first use */
-    uint8_t *reused;
+/* A table of distinct 64-bit ids (block hashes or keys) with per-id data
+ * in dense arrays, in order of first use: the shared hash map maps an id
+ * to its index. */
+typedef struct id_tab {
+    sim_u64map idx;
+    uint64_t *id;
+    double *first, *last; /* blocks: first and last use; keys: span of re-used blocks */
+    uint64_t *key;        /* blocks: key of the first use */
+    uint8_t *reused;      /* blocks: used more than once */
     size_t cap, n;
-} blk_tab;
+} id_tab;
 
-typedef struct key_tab {
-    uint64_t *k;
-    uint8_t *used;
-    double *first, *last; /* span of the key's re-used blocks */
-    size_t cap, n;
-} key_tab;
-
-static size_t slot_of(uint64_t x, size_t cap)
+static void tab_fini(id_tab *t)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x & (cap - 1);
-}
-
-static void blk_fini(blk_tab *t)
-{
-    free(t->h);
+    sim_u64map_fini(&t->idx);
+    free(t->id);
     free(t->first);
     free(t->last);
     free(t->key);
@@ -129,116 +116,51 @@ static void blk_fini(blk_tab *t)
     memset(t, 0, sizeof *t);
 }
 
-static int blk_alloc(blk_tab *t, size_t cap)
+/* Index of `id`, adding it (with first = a, last = b) if absent; *added
+ * says which.  Returns SIZE_MAX if out of memory (error recorded). */
+static size_t tab_add(id_tab *t, uint64_t id, double a, double b, int *added)
 {
-    t->cap = cap;
-    t->n = 0;
-    t->h = calloc(cap, sizeof *t->h);
-    t->first = malloc(cap * sizeof *t->first);
-    t->last = malloc(cap * sizeof *t->last);
-    t->key = malloc(cap * sizeof *t->key);
-    t->reused = calloc(cap, 1);
-    if (!t->h || !t->first || !t->last || !t->key || !t->reused) {
-        blk_fini(t);
-        return SIM_ERROR(SIM_ENOMEM, "out of memory in the footprint table (%zu blocks)", cap);
+    if (!t->idx.slot && sim_u64map_init(&t->idx, 1024))
+        return SIZE_MAX;
+    *added = 0;
+    if (t->n == UINT32_MAX - 1) {
+        SIM_ERROR(SIM_ENOMEM, "footprint: more than 2^32 distinct blocks or keys");
+        return SIZE_MAX;
     }
-    return SIM_OK;
-}
-
-/* Index of hash h (inserting it with first = last = t if absent). */
-static size_t blk_find(const blk_tab *t, uint64_t h)
-{
-    size_t i = slot_of(h, t->cap);
-    while (t->h[i] && t->h[i] != h)
-        i = (i + 1) & (t->cap - 1);
-    return i;
-}
-
-static int blk_grow(blk_tab *t)
-{
-    blk_tab g;
-    int rc = blk_alloc(&g, t->cap ? 2 * t->cap : 1u << 16);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->h[i])
-            continue;
-        size_t j = blk_find(&g, t->h[i]);
-        g.h[j] = t->h[i];
-        g.first[j] = t->first[i];
-        g.last[j] = t->last[i];
-        g.key[j] = t->key[i];
-        g.reused[j] = t->reused[i];
-        g.n++;
-    }
-    blk_fini(t);
-    *t = g;
-    return SIM_OK;
-}
-
-static void key_fini(key_tab *t)
-{
-    free(t->k);
-    free(t->used);
-    free(t->first);
-    free(t->last);
-    memset(t, 0, sizeof *t);
-}
-
-static int key_alloc(key_tab *t, size_t cap)
-{
-    t->cap = cap;
-    t->n = 0;
-    t->k = malloc(cap * sizeof *t->k);
-    t->used = calloc(cap, 1);
-    t->first = malloc(cap * sizeof *t->first);
-    t->last = malloc(cap * sizeof *t->last);
-    if (!t->k || !t->used || !t->first || !t->last) {
-        key_fini(t);
-        return SIM_ERROR(SIM_ENOMEM, "out of memory in the footprint key table (%zu keys)", cap);
-    }
-    return SIM_OK;
-}
-
-static size_t key_find(const key_tab *t, uint64_t k)
-{
-    size_t i = slot_of(k, t->cap);
-    while (t->used[i] && t->k[i] != k)
-        i = (i + 1) & (t->cap - 1);
-    return i;
-}
-
-/* Insert key k if absent (growing as needed); its slot in *slot. */
-static int key_add(key_tab *t, uint64_t k, size_t *slot)
-{
-    if (2 * (t->n + 1) > t->cap) {
-        key_tab g;
-        int rc = key_alloc(&g, t->cap ? 2 * t->cap : 1024);
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < t->cap; i++) {
-            if (!t->used[i])
-                continue;
-            size_t j = key_find(&g, t->k[i]);
-            g.used[j] = 1;
-            g.k[j] = t->k[i];
-            g.first[j] = t->first[i];
-            g.last[j] = t->last[i];
-            g.n++;
+    uint32_t i = sim_u64map_insert(&t->idx, id, (uint32_t)t->n);
+    if (i != SIM_U64MAP_NONE)
+        return i;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        uint64_t *ids = realloc(t->id, cap * sizeof *ids);
+        if (ids)
+            t->id = ids;
+        double *f = ids ? realloc(t->first, cap * sizeof *f) : NULL;
+        if (f)
+            t->first = f;
+        double *l = f ? realloc(t->last, cap * sizeof *l) : NULL;
+        if (l)
+            t->last = l;
+        uint64_t *k = l ? realloc(t->key, cap * sizeof *k) : NULL;
+        if (k)
+            t->key = k;
+        uint8_t *r = k ? realloc(t->reused, cap) : NULL;
+        if (!r) {
+            sim_u64map_del(&t->idx, id);
+            SIM_ERROR(SIM_ENOMEM, "out of memory in the footprint table (%zu entries)", cap);
+            return SIZE_MAX;
         }
-        key_fini(t);
-        *t = g;
+        t->reused = r;
+        t->cap = cap;
     }
-    size_t i = key_find(t, k);
-    if (!t->used[i]) {
-        t->used[i] = 1;
-        t->k[i] = k;
-        t->first[i] = INFINITY;
-        t->last[i] = -INFINITY;
-        t->n++;
-    }
-    *slot = i;
-    return SIM_OK;
+    const size_t j = t->n++;
+    t->id[j] = id;
+    t->first[j] = a;
+    t->last[j] = b;
+    t->key[j] = 0;
+    t->reused[j] = 0;
+    *added = 1;
+    return j;
 }
 
 /* Length of [a, b] ∩ [lo, hi] (0 if empty). */
@@ -253,11 +175,8 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
 {
     if (block_size == 0)
         return SIM_ERROR(SIM_EINVAL, "footprint: block size 0; expected >= 1 token");
-    blk_tab bt = {0};
-    key_tab kt = {0};
-    int rc = blk_grow(&bt);
-    if (rc)
-        return rc;
+    id_tab bt = {0}, kt = {0};
+    int rc = SIM_OK, added;
     exp_calib_footprint f = {0};
     double t0 = NAN, t1 = NAN, prompt_sum = 0, reuse_sum = 0;
     wl_request r;
@@ -274,30 +193,28 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
         t1 = r.arrival_s;
         f.requests++;
         prompt_sum += r.prompt_tokens;
-        size_t ks;
-        if ((rc = key_add(&kt, r.key, &ks))) {
+        if (tab_add(&kt, r.key, INFINITY, -INFINITY, &added) == SIZE_MAX) {
             wl_request_fini(&r);
+            rc = SIM_ENOMEM;
             goto done;
         }
         bool prefix = true;
         uint32_t reuse = 0;
         for (uint32_t b = 0; b < r.n_blocks; b++) {
-            if (2 * (bt.n + 1) > bt.cap && (rc = blk_grow(&bt))) {
+            size_t i = tab_add(&bt, r.blocks[b], r.arrival_s, r.arrival_s, &added);
+            if (i == SIZE_MAX) {
                 wl_request_fini(&r);
+                rc = SIM_ENOMEM;
                 goto done;
             }
-            size_t i = blk_find(&bt, r.blocks[b]);
-            if (bt.h[i]) {
+            if (!added) {
                 bt.last[i] = r.arrival_s;
                 bt.reused[i] = 1;
                 if (prefix)
                     reuse++;
             } else {
                 prefix = false;
-                bt.h[i] = r.blocks[b];
-                bt.first[i] = bt.last[i] = r.arrival_s;
                 bt.key[i] = r.key;
-                bt.n++;
             }
         }
         reuse_sum += (double)reuse * block_size;
@@ -312,20 +229,21 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
     }
     double ta = t0 + 0.25 * (t1 - t0), tb = t0 + 0.75 * (t1 - t0);
     f.window_s = tb - ta;
+    /* Sums in order of first use (deterministic for a given stream). */
     double live = 0;
-    for (size_t i = 0; i < bt.cap; i++) {
-        if (!bt.h[i] || !bt.reused[i])
+    for (size_t i = 0; i < bt.n; i++) {
+        if (!bt.reused[i])
             continue;
         live += overlap(bt.first[i], bt.last[i], ta, tb);
-        size_t ks = key_find(&kt, bt.key[i]);
+        size_t ks = sim_u64map_get(&kt.idx, bt.key[i]);
         if (bt.first[i] < kt.first[ks])
             kt.first[ks] = bt.first[i];
         if (bt.last[i] > kt.last[ks])
             kt.last[ks] = bt.last[i];
     }
     double live_keys = 0;
-    for (size_t i = 0; i < kt.cap; i++)
-        if (kt.used[i] && kt.last[i] > kt.first[i])
+    for (size_t i = 0; i < kt.n; i++)
+        if (kt.last[i] > kt.first[i])
             live_keys += overlap(kt.first[i], kt.last[i], ta, tb);
     f.live_blocks = live / f.window_s;
     f.live_keys = live_keys / f.window_s;
@@ -341,8 +259,8 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
     *out = f;
     rc = SIM_OK;
 done:
-    blk_fini(&bt);
-    key_fini(&kt);
+    tab_fini(&bt);
+    tab_fini(&kt);
     return rc;
 }
 
@@ -496,24 +414,29 @@ static void run_seed(seed_job *j)
         snprintf(j->err, sizeof j->err, "%s", sim_errmsg());
 }
 
+/* Pool callbacks (sim/exp/pool.h): the seeds in order. */
 typedef struct seed_pool {
     seed_job *jobs;
     size_t n, next;
-    pthread_mutex_t mu;
 } seed_pool;
 
-static void *seed_worker(void *arg)
+static void *take_seed(void *ctx, int *finished)
 {
-    seed_pool *p = arg;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        size_t i = p->next < p->n ? p->next++ : p->n;
-        pthread_mutex_unlock(&p->mu);
-        if (i >= p->n)
-            return NULL;
-        run_seed(&p->jobs[i]);
+    seed_pool *p = ctx;
+    if (p->next >= p->n) {
+        *finished = 1;
+        return NULL;
     }
+    return &p->jobs[p->next++];
 }
+
+static void run_seed_task(void *ctx, void *job)
+{
+    (void)ctx;
+    run_seed(job);
+}
+
+static const exp_pool_ops seed_ops = {.take = take_seed, .run = run_seed_task};
 
 void exp_calib_result_fini(exp_calib_result *r)
 {
@@ -533,7 +456,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
                        exp_calib_result *out)
 {
     memset(out, 0, sizeof *out);
-    double t_start = wall_now();
+    double t_start = sim_wall_s();
     exp_calib_opts def = {0};
     if (!o)
         o = &def;
@@ -620,25 +543,11 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     unsigned nj = o->jobs > 0 ? o->jobs : 1;
     if (nj > n_seeds)
         nj = (unsigned)n_seeds;
-    seed_pool pool = {.jobs = jobs, .n = n_seeds};
-    pthread_mutex_init(&pool.mu, NULL);
-    if (nj <= 1) {
-        seed_worker(&pool);
-    } else {
-        pthread_t *th = sim_xcalloc(nj, sizeof *th);
-        unsigned started = 0;
-        for (unsigned t = 0; t < nj; t++)
-            if (pthread_create(&th[t], NULL, seed_worker, &pool) == 0)
-                started++;
-            else
-                break;
-        if (started == 0)
-            seed_worker(&pool);
-        for (unsigned t = 0; t < started; t++)
-            pthread_join(th[t], NULL);
-        free(th);
-    }
-    pthread_mutex_destroy(&pool.mu);
+    seed_pool sp = {.jobs = jobs, .n = n_seeds};
+    exp_pool wp;
+    if (exp_pool_start(&wp, nj > 1 ? nj : 0, &seed_ops, &sp) == 0)
+        exp_pool_work(&wp); /* one job, or no thread could start */
+    exp_pool_join(&wp);
     exp_setup_fini(&s);
 
     out->n_seeds = n_seeds;
@@ -647,7 +556,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     for (size_t i = 0; i < n_seeds; i++)
         total += jobs[i].n_probes;
     out->probes = sim_xcalloc(total ? total : 1, sizeof *out->probes);
-    double sum = 0, sum2 = 0, mn = INFINITY;
+    double *exact = sim_xmalloc((n_seeds ? n_seeds : 1) * sizeof *exact), mn = INFINITY;
     for (size_t i = 0; i < n_seeds; i++) {
         seed_job *j = &jobs[i];
         if (j->rc && rc == SIM_OK)
@@ -663,20 +572,17 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
         } else if (j->knee.censoring == 2) {
             out->n_right++;
         } else {
-            out->n_exact++;
-            sum += j->knee.knee_rps;
-            sum2 += j->knee.knee_rps * j->knee.knee_rps;
+            exact[out->n_exact++] = j->knee.knee_rps;
             if (j->knee.knee_rps < mn)
                 mn = j->knee.knee_rps;
         }
     }
     free(jobs);
-    double ne = (double)out->n_exact;
-    out->q_cap_rps = out->n_exact ? sum / ne : NAN;
+    out->q_cap_rps = out->n_exact ? gsl_stats_mean(exact, 1, out->n_exact) : NAN;
     out->q_cap_min_rps = out->n_exact ? mn : NAN;
-    out->q_cap_sd_rps = out->n_exact >= 2 ? sqrt(fmax(0, (sum2 - sum * sum / ne) / (ne - 1)))
-                                          : NAN;
-    out->wall_s = wall_now() - t_start;
+    out->q_cap_sd_rps = out->n_exact >= 2 ? gsl_stats_sd(exact, 1, out->n_exact) : NAN;
+    free(exact);
+    out->wall_s = sim_wall_s() - t_start;
     return rc;
 }
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_statistics_double.h>
+
 #include "sim/core/error.h"
 
 typedef struct load_metric {
@@ -76,12 +78,11 @@ void exp_capacity_aggregate(const exp_capacity *caps, size_t n, exp_capacity_agg
 {
     exp_capacity_agg a = {.n_seeds = n, .mean_rps = NAN, .sd_rps = NAN,
                           .left_bound = NAN, .right_bound = NAN};
-    double sum = 0;
+    double *v = sim_xmalloc((n ? n : 1) * sizeof *v);
     for (size_t i = 0; i < n; i++) {
         switch (caps[i].censoring) {
         case EXP_CENS_NONE:
-            a.n_exact++;
-            sum += caps[i].capacity_rps;
+            v[a.n_exact++] = caps[i].capacity_rps;
             break;
         case EXP_CENS_LEFT:
             a.n_left++;
@@ -95,18 +96,11 @@ void exp_capacity_aggregate(const exp_capacity *caps, size_t n, exp_capacity_agg
             break;
         }
     }
-    if (a.n_exact > 0) {
-        a.mean_rps = sum / (double)a.n_exact;
-        if (a.n_exact > 1) {
-            /* Two-pass sample variance: the values are few and close. */
-            double ss = 0;
-            for (size_t i = 0; i < n; i++)
-                if (caps[i].censoring == EXP_CENS_NONE)
-                    ss += (caps[i].capacity_rps - a.mean_rps) *
-                          (caps[i].capacity_rps - a.mean_rps);
-            a.sd_rps = sqrt(ss / (double)(a.n_exact - 1));
-        }
-    }
+    if (a.n_exact > 0)
+        a.mean_rps = gsl_stats_mean(v, 1, a.n_exact);
+    if (a.n_exact > 1)
+        a.sd_rps = gsl_stats_sd_m(v, 1, a.n_exact, a.mean_rps);
+    free(v);
     *out = a;
 }
 

@@ -13,11 +13,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <pthread.h>
 
 #include "models/cluster.h"
 #include "models/route.h"
@@ -25,9 +23,11 @@
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
+#include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
 #include "version.h"
+#include "sim/core/wall.h"
 
 /* Policy names accepted in experiment.policies; a test checks that this
  * list equals the router registry. */
@@ -35,8 +35,9 @@ static const char *const policy_names[] = {"flat_lb",    "sticky",       "chwbl"
                                             "dualmap",    "preble",       "cacheroute",
                                             "cr_replicate", "cr_affinity", NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
-const char *const exp_slo_metric_names[] = {"ttft_p99", "ttft_p90", "ttft_p50", "e2e_p99",
-                                            "e2e_p90", "tpot_p99", NULL};
+#define SLO_NAME(c, f) #f,
+const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
+#undef SLO_NAME
 const char *const exp_sweep_mode_names[] = {"grid", "zip", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
@@ -256,13 +257,6 @@ static void hash_hex(const char *text, char out[17])
     snprintf(out, 17, "%016llx", (unsigned long long)XXH3_64bits(text, strlen(text)));
 }
 
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void fmt_s(char *buf, size_t n, double x)
 {
     if (isnan(x))
@@ -409,14 +403,12 @@ typedef struct pool {
     task *tasks;
     size_t n_tasks;
     size_t next;          /* next task a worker takes */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    exp_pool wp;          /* the workers; its mutex guards the task states */
     const volatile sig_atomic_t *stop;
     int abort;            /* stop taking new tasks */
     int prune;            /* experiment.prune */
     int slo_metric;       /* experiment.slo_metric of the base config */
     double max_slo;       /* the largest SLO threshold, s */
-    unsigned in_flight;   /* tasks being simulated */
 } pool;
 
 static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
@@ -426,13 +418,12 @@ static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0;
 static double slo_value(const cluster_result *r, int metric)
 {
     switch (metric) {
-    case 0: return r->ttft_p99;
-    case 1: return r->ttft_p90;
-    case 2: return r->ttft_p50;
-    case 3: return r->e2e_p99;
-    case 4: return r->e2e_p90;
-    default: return r->tpot_p99;
+#define SLO_CASE(c, f) case EXP_SLO_##c: return r->f;
+    EXP_SLO_METRICS(SLO_CASE)
+#undef SLO_CASE
     }
+    /* The schema's choices are the list: another value is a bug. */
+    sim_panic(__FILE__, __LINE__, "unknown SLO metric");
 }
 
 static int resolved(const task *t)
@@ -466,8 +457,7 @@ static task *next_task(pool *pl, int *finished)
         if (t->failed_before && t->prunable) {
             /* Capacity is decided by the first failure: loads above it
              * cannot change it (docs/design.md §10). */
-            t->pruned = 1;
-            pthread_cond_broadcast(&pl->cv);
+            t->pruned = 1; /* the pool broadcasts after the take */
             continue;
         }
         return t;
@@ -487,52 +477,50 @@ static void run_task(pool *pl, task *t)
     cp.stop = pl->stop;
     exp_stream *st = NULL;
     exp_utc_now(t->started, sizeof t->started);
-    double t0 = wall_now();
+    double t0 = sim_wall_s();
     t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
     if (t->rc == SIM_OK)
         t->rc = cluster_run(&cp, rt, &rp, exp_stream_source(st), &t->res);
-    t->wall_s = wall_now() - t0;
+    t->wall_s = sim_wall_s() - t0;
     exp_stream_close(st);
     if (t->rc)
         snprintf(t->err, sizeof t->err, "%s", sim_errmsg());
 }
 
-static void *worker(void *arg)
+/* Pool callbacks (sim/exp/pool.h): take and done run under the pool's
+ * mutex, run_task outside it. */
+static void *take_task(void *ctx, int *finished)
 {
-    pool *pl = arg;
-    pthread_mutex_lock(&pl->mu);
-    for (;;) {
-        if (pl->abort)
-            break;
-        int finished;
-        task *t = next_task(pl, &finished);
-        if (finished)
-            break;
-        if (!t) {
-            if (pl->in_flight == 0)
-                break; /* nothing can unblock the rest (cannot happen) */
-            pthread_cond_wait(&pl->cv, &pl->mu);
-            continue;
-        }
-        t->taken = 1;
-        pl->in_flight++;
-        pthread_mutex_unlock(&pl->mu);
-        run_task(pl, t);
-        pthread_mutex_lock(&pl->mu);
-        pl->in_flight--;
-        t->done = 1;
-        if (t->rc) {
-            pl->abort = 1;
-        } else {
-            double m = slo_value(&t->res, pl->slo_metric);
-            t->fails = !(m <= pl->max_slo);
-        }
-        pthread_cond_broadcast(&pl->cv);
+    pool *pl = ctx;
+    if (pl->abort) {
+        *finished = 1;
+        return NULL;
     }
-    pthread_cond_broadcast(&pl->cv);
-    pthread_mutex_unlock(&pl->mu);
-    return NULL;
+    task *t = next_task(pl, finished);
+    if (t)
+        t->taken = 1;
+    return t;
 }
+
+static void run_one(void *ctx, void *t)
+{
+    run_task(ctx, t);
+}
+
+static void task_done(void *ctx, void *arg)
+{
+    pool *pl = ctx;
+    task *t = arg;
+    t->done = 1;
+    if (t->rc) {
+        pl->abort = 1;
+    } else {
+        double m = slo_value(&t->res, pl->slo_metric);
+        t->fails = !(m <= pl->max_slo);
+    }
+}
+
+static const exp_pool_ops sweep_ops = {.take = take_task, .run = run_one, .done = task_done};
 
 static void print_header(FILE *out, bool sweep)
 {
@@ -742,14 +730,10 @@ int exp_run(const exp_run_opts *o, FILE *out)
                .prune = base.prune, .slo_metric = base.slo_metric};
     for (size_t i = 0; i < base.n_slos; i++)
         pl.max_slo = fmax(pl.max_slo, base.slos[i]);
-    pthread_mutex_init(&pl.mu, NULL);
-    pthread_cond_init(&pl.cv, NULL);
-    unsigned nw = o->jobs ? o->jobs : 1;
-    pthread_t *th = sim_xcalloc(nw, sizeof *th);
-    for (unsigned w = 0; w < nw; w++)
-        pthread_create(&th[w], NULL, worker, &pl);
+    if (exp_pool_start(&pl.wp, o->jobs ? o->jobs : 1, &sweep_ops, &pl) == 0)
+        exp_pool_work(&pl.wp); /* no thread could start: simulate everything here first */
     const bool tty = !o->quiet && isatty(2);
-    const double t_start = wall_now();
+    const double t_start = sim_wall_s();
     size_t stored = 0;
     for (size_t i = 0; i < n_tasks; i++) {
         task *t = &tasks[i];
@@ -771,11 +755,11 @@ int exp_run(const exp_run_opts *o, FILE *out)
             }
             continue;
         }
-        pthread_mutex_lock(&pl.mu);
+        exp_pool_lock(&pl.wp);
         while (!t->done && !t->pruned && !(pl.abort && !t->taken))
-            pthread_cond_wait(&pl.cv, &pl.mu);
+            exp_pool_wait(&pl.wp);
         const int pruned = t->pruned, done = t->done;
-        pthread_mutex_unlock(&pl.mu);
+        exp_pool_unlock(&pl.wp);
         if (pruned)
             continue; /* not run: its series failed at a lower load */
         if (!done)
@@ -797,24 +781,20 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
                 fflush(out);
                 if (!o->quiet)
-                    progress(tty, stored, n_selected, wall_now() - t_start, t, pt);
+                    progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
             } else {
-                pthread_mutex_lock(&pl.mu);
+                exp_pool_lock(&pl.wp);
                 pl.abort = 1;
-                pthread_mutex_unlock(&pl.mu);
+                exp_pool_unlock(&pl.wp);
             }
         }
         cluster_result_fini(&t->res);
     }
-    for (unsigned w = 0; w < nw; w++)
-        pthread_join(th[w], NULL);
-    free(th);
+    exp_pool_join(&pl.wp);
     /* Results of tasks finished after an abort are dropped (not stored). */
     for (size_t i = 0; i < n_tasks; i++)
         if (tasks[i].done && tasks[i].res.rec)
             cluster_result_fini(&tasks[i].res);
-    pthread_mutex_destroy(&pl.mu);
-    pthread_cond_destroy(&pl.cv);
     if (tty)
         fputc('\n', stderr);
     if (rc == SIM_OK && !shard[0])

@@ -67,8 +67,26 @@ typedef struct exp_config {
     double pb_window_s, pb_high_load;
 } exp_config;
 
-/* Names of experiment.slo_metric (run_metrics columns) and
- * experiment.sweep_mode, NULL-terminated. */
+/* The SLO metrics, defined once (X-macro): X(constant suffix, name =
+ * run_metrics column and cluster_result field).  The order is the value of
+ * experiment.slo_metric; append only. */
+#define EXP_SLO_METRICS(X) \
+    X(TTFT_P99, ttft_p99)  \
+    X(TTFT_P90, ttft_p90)  \
+    X(TTFT_P50, ttft_p50)  \
+    X(E2E_P99, e2e_p99)    \
+    X(E2E_P90, e2e_p90)    \
+    X(TPOT_P99, tpot_p99)
+
+enum exp_slo_metric {
+#define EXP__SLO_ENUM(c, f) EXP_SLO_##c,
+    EXP_SLO_METRICS(EXP__SLO_ENUM)
+#undef EXP__SLO_ENUM
+    EXP_SLO_N /* number of metrics */
+};
+
+/* Names of experiment.slo_metric (run_metrics columns; from
+ * EXP_SLO_METRICS) and experiment.sweep_mode, NULL-terminated. */
 extern const char *const exp_slo_metric_names[];
 extern const char *const exp_sweep_mode_names[];
 

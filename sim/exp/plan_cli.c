@@ -7,11 +7,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "models/plan.h"
 #include "workloads/keyrates.h"
 #include "sim/core/error.h"
+#include "sim/core/wall.h"
 
 int exp_plan_main(const exp_cli_args *args, FILE *out)
 {
@@ -37,11 +37,9 @@ int exp_plan_main(const exp_cli_args *args, FILE *out)
         total += kr.rate[i];
     }
     plan pl;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = sim_wall_s();
     rc = plan_build(keys, kr.n, &p, &pl);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double ms = 1e3 * (sim_wall_s() - t0);
     if (rc == SIM_OK) {
         double mx = 0;
         for (uint32_t d = 0; d < pl.n_dest; d++)

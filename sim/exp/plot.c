@@ -279,8 +279,7 @@ static int write_hit(const exp__report *r, const exp__rep_point *pt, const char 
     return close_data(f, path);
 }
 
-/* The gnuplot binary: $CRSIM_GNUPLOT or "gnuplot"; NULL if not found. */
-static char *find_gnuplot(void)
+char *exp_plot_find_gnuplot(void)
 {
     const char *g = getenv("CRSIM_GNUPLOT");
     if (!g || !*g)
@@ -302,9 +301,7 @@ static char *find_gnuplot(void)
     return NULL;
 }
 
-/* Run `gnuplot -e VARS SCRIPT`; returns its exit status, or -1 if it
- * could not be started or was killed. */
-static int run_gnuplot(const char *gnuplot, const char *vars, const char *script)
+int exp_plot_run_gnuplot(const char *gnuplot, const char *vars, const char *script)
 {
     char *argv[] = {(char *)"gnuplot", (char *)"-e", (char *)vars, (char *)script, NULL};
     pid_t pid;
@@ -363,7 +360,7 @@ static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
     sb_printf(b, "'; rate=%.10g; nseeds=%zu", r->rate_rps, r->n_seeds);
 }
 
-static const char *script_dir(void)
+const char *exp_plot_script_dir(void)
 {
     const char *d = getenv("CRSIM_SCRIPT_DIR");
     return d && *d ? d : CRSIM_SCRIPT_DIR;
@@ -412,7 +409,7 @@ int exp_plot_main(const exp_cli_args *a)
             sbuf data = {0}, base = {0}, vars = {0}, script = {0};
             sb_printf(&data, "%s/%s%s.tsv", dir, kinds[k], sfx);
             sb_printf(&base, "%s/%s%s", dir, kinds[k], sfx);
-            sb_printf(&script, "%s/plot-%s.gp", script_dir(), kinds[k]);
+            sb_printf(&script, "%s/plot-%s.gp", exp_plot_script_dir(), kinds[k]);
             common_vars(&vars, r, pt, data.s, base.s);
             if (k == 0) {
                 double ymax = 1;
@@ -440,7 +437,7 @@ int exp_plot_main(const exp_cli_args *a)
         fprintf(stderr, "crsim: experiment %lld has no complete runs: nothing to plot\n",
                 (long long)r->id);
         status = 1;
-    } else if (rc == SIM_OK && !(gnuplot = find_gnuplot())) {
+    } else if (rc == SIM_OK && !(gnuplot = exp_plot_find_gnuplot())) {
         fprintf(stderr, "crsim: gnuplot not found (looked for %s in PATH); the data files are "
                 "in %s/ (install gnuplot, e.g. apt-get install gnuplot-nox, and re-run)\n",
                 getenv("CRSIM_GNUPLOT") && *getenv("CRSIM_GNUPLOT") ? getenv("CRSIM_GNUPLOT")
@@ -455,7 +452,7 @@ int exp_plot_main(const exp_cli_args *a)
             status = 1;
             break;
         }
-        int st = run_gnuplot(gnuplot, jobs[j].vars, jobs[j].script);
+        int st = exp_plot_run_gnuplot(gnuplot, jobs[j].vars, jobs[j].script);
         if (st != 0) {
             fprintf(stderr, "crsim: gnuplot failed on %s (exit %d)%s\n", jobs[j].script, st,
                     getenv("CRSIM_DEBUG") ? "" : "; CRSIM_DEBUG=1 prints its variables");

@@ -28,4 +28,25 @@
  */
 int exp_plot_main(const exp_cli_args *a);
 
+/*
+ * The one way crsim launches gnuplot (`crsim plot` and the regime map of
+ * `crsim regime`).
+ */
+
+/* The folder of the gnuplot scripts: $CRSIM_SCRIPT_DIR, else the
+ * compile-time CRSIM_SCRIPT_DIR (default "scripts").  A static or
+ * environment string: do not free.  Cannot fail. */
+const char *exp_plot_script_dir(void);
+
+/* The path of the gnuplot binary: $CRSIM_GNUPLOT (a path, or a name looked
+ * up in PATH), else "gnuplot" in PATH.  Returns a malloc'd string the
+ * caller frees, or NULL if no executable is found (aborts if out of
+ * memory). */
+char *exp_plot_find_gnuplot(void);
+
+/* Run `gnuplot -e VARS SCRIPT` (no shell: VARS is one argument) with the
+ * binary `gnuplot` from exp_plot_find_gnuplot, and wait for it.  Returns
+ * its exit status, or -1 if it could not be started or was killed. */
+int exp_plot_run_gnuplot(const char *gnuplot, const char *vars, const char *script);
+
 #endif

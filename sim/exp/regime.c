@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "models/plan.h"
@@ -24,8 +23,10 @@
 #include "sim/exp/capacity.h"
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
+#include "sim/exp/plot.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
+#include "sim/core/wall.h"
 
 const char *exp_verdict_name(enum exp_verdict v)
 {
@@ -109,13 +110,6 @@ typedef struct regime_eval {
     double calib_wall_s, diag_wall_s, sim_wall_s;
 } regime_eval;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Relative key shares of the workload, descending (for the conditions). */
 static int key_shares(const exp_setup *s, double **out, size_t *n)
 {
@@ -191,9 +185,9 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     memcpy(runsets + n_all, more, nm * sizeof *runsets);
     exp_run_opts ro = {.config_path = o->config, .sets = runsets, .n_set = n_all + nm,
                        .jobs = o->jobs ? o->jobs : 1, .quiet = true};
-    t0 = now_s();
+    t0 = sim_wall_s();
     rc = exp_run(&ro, log);
-    ev->sim_wall_s += now_s() - t0;
+    ev->sim_wall_s += sim_wall_s() - t0;
     free(runsets);
     if (rc)
         return rc;
@@ -272,7 +266,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
 
     /* 0. A workload without any prefix reuse has nothing to recover, and no
      * warm footprint to calibrate W from: say so without simulating. */
-    double t0 = now_s();
+    double t0 = sim_wall_s();
     {
         exp_stream *st0 = NULL;
         if ((rc = exp_stream_open(&s, 1, (double)ev->n_dest, &st0)))
@@ -286,7 +280,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         if (ev->diag.affinity_hit < 0.005) {
             ev->diag_rate = (double)ev->n_dest;
             ev->q_cap = NAN;
-            ev->diag_wall_s = now_s() - t0;
+            ev->diag_wall_s = sim_wall_s() - t0;
             ev->verdict = EXP_TIE;
             ev->ratio = NAN;
             ev->reason = "nothing to recover: no request re-uses a cached prefix (tie/lose)";
@@ -295,7 +289,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     }
 
     /* 1. q_cap and W. */
-    t0 = now_s();
+    t0 = sim_wall_s();
     if (calib) {
         ev->q_cap = calib->q_cap;
         ev->slots = calib->slots;
@@ -328,10 +322,10 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         if (rc)
             goto out_setup;
     }
-    ev->calib_wall_s = now_s() - t0;
+    ev->calib_wall_s = sim_wall_s() - t0;
 
     /* 2. Fast diagnostic at half the nominal cluster capacity. */
-    t0 = now_s();
+    t0 = sim_wall_s();
     ev->diag_rate = 0.5 * ev->n_dest * ev->q_cap;
     exp_stream *st = NULL;
     if ((rc = exp_stream_open(&s, 1, ev->diag_rate, &st)))
@@ -343,7 +337,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     exp_stream_close(st);
     if (rc)
         goto out_setup;
-    ev->diag_wall_s = now_s() - t0;
+    ev->diag_wall_s = sim_wall_s() - t0;
 
     /* 3. Conditions from the key shares. */
     double *share = NULL;
@@ -598,21 +592,15 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     if (rc)
         goto done;
     /* The figure. */
-    const char *dir = getenv("CRSIM_SCRIPT_DIR");
-#ifdef CRSIM_SCRIPT_DIR
-    if (!dir || !*dir)
-        dir = CRSIM_SCRIPT_DIR;
-#endif
-    if (!dir)
-        dir = "scripts";
-    const char *gp = getenv("CRSIM_GNUPLOT");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "%s -e \"datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu\" "
-             "'%s/plot-regime-map.gp'",
-             gp && *gp ? gp : "gnuplot", tsv, outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n,
-             dir);
-    if (system(cmd) != 0)
+    char vars[2048], script[1024];
+    snprintf(vars, sizeof vars,
+             "datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu", tsv,
+             outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n);
+    snprintf(script, sizeof script, "%s/plot-regime-map.gp", exp_plot_script_dir());
+    char *gp = exp_plot_find_gnuplot();
+    const int gp_st = gp ? exp_plot_run_gnuplot(gp, vars, script) : -1;
+    free(gp);
+    if (gp_st != 0)
         fprintf(stderr, "crsim: warning: gnuplot failed; the map data is in %s\n", tsv);
     else
         fprintf(out, "wrote %s/map.png, %s/map.svg and %s\n", outdir, outdir, tsv);

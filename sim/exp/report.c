@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <gsl/gsl_statistics_double.h>
+
 #include "sim/core/error.h"
 #include "sim/exp/store.h"
 
@@ -29,20 +31,19 @@ static bool same_load(double a, double b)
     return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
 }
 
-/* Mean and sample sd of the non-NaN values; +Inf if any is +Inf. */
+/* Mean and sample sd (gsl_stats_mean / gsl_stats_sd) of the non-NaN
+ * values; +Inf if any is +Inf. */
 static void mean_sd(const double *x, size_t n, double *mean, double *sd, size_t *n_inf)
 {
     size_t k = 0, inf = 0;
-    double s = 0;
+    double *v = sim_xmalloc((n ? n : 1) * sizeof *v);
     for (size_t i = 0; i < n; i++) {
         if (isnan(x[i]))
             continue;
-        if (isinf(x[i])) {
+        if (isinf(x[i]))
             inf++;
-            continue;
-        }
-        s += x[i];
-        k++;
+        else
+            v[k++] = x[i];
     }
     if (n_inf)
         *n_inf = inf;
@@ -50,20 +51,12 @@ static void mean_sd(const double *x, size_t n, double *mean, double *sd, size_t 
         *mean = INFINITY;
         if (sd)
             *sd = NAN;
-        return;
+    } else {
+        *mean = k ? gsl_stats_mean(v, 1, k) : NAN;
+        if (sd)
+            *sd = k >= 2 ? gsl_stats_sd(v, 1, k) : NAN;
     }
-    *mean = k ? s / (double)k : NAN;
-    if (!sd)
-        return;
-    if (k < 2) {
-        *sd = NAN;
-        return;
-    }
-    double ss = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isnan(x[i]))
-            ss += (x[i] - *mean) * (x[i] - *mean);
-    *sd = sqrt(ss / (double)(k - 1));
+    free(v);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -11,17 +11,10 @@
 #include <gsl/gsl_sort.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "models/plan.h"
 #include "sim/core/rng.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "sim/core/wall.h"
 
 static void bench(size_t n, int reps)
 {
@@ -40,9 +33,9 @@ static void bench(size_t n, int reps)
     size_t admitted = 0;
     for (int k = 0; k < reps; k++) {
         plan pl;
-        double t0 = now();
+        double t0 = sim_wall_s();
         plan_build(keys, n, &p, &pl);
-        t[k] = now() - t0;
+        t[k] = sim_wall_s() - t0;
         admitted = pl.n_admitted;
         plan_fini(&pl);
     }

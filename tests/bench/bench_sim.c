@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "models/cluster.h"
 #include "models/cost_profile.h"
@@ -44,13 +43,7 @@
 #include "workloads/mooncake.h"
 #include "workloads/replay.h"
 #include "workloads/synth.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "sim/core/wall.h"
 
 static void die(const char *what)
 {
@@ -116,7 +109,7 @@ static void report(const char *name, const char *policy, double rate, uint64_t g
         double *v = malloc((nr ? nr : 1) * sizeof *v);
         const double q[3] = {0.5, 0.9, 0.99};
         double out[3], sink = 0;
-        const double t0 = now();
+        const double t0 = sim_wall_s();
         for (int a = 0; a < 3; a++) {
             for (size_t i = 0; i < nr; i++) {
                 const cluster_rec *x = &res->rec[i];
@@ -129,7 +122,7 @@ static void report(const char *name, const char *policy, double rate, uint64_t g
             sim_quantiles(v, nr, q, 3, out);
             sink += out[2];
         }
-        const double t_q = now() - t0;
+        const double t_q = sim_wall_s() - t0;
         free(v);
         printf("%s: percentiles (p50/p90/p99 of TTFT, E2E, TPOT over %zu requests, by "
                "selection): %.1f ms = %.2f us/request = %.1f %% of the run (p99 sum %.3g)\n",
@@ -168,7 +161,7 @@ static int bench_experiment(int argc, char **argv)
     if (exp_stream_open(&su, seed, rate, &st))
         die("stream");
     wl_source src = exp_stream_source(st);
-    double t0 = now();
+    double t0 = sim_wall_s();
     wl_request r;
     uint64_t gen = 0, blocks = 0;
     while (src.next(src.state, &r)) {
@@ -176,17 +169,17 @@ static int bench_experiment(int argc, char **argv)
         blocks += r.n_blocks;
         wl_request_fini(&r);
     }
-    double t_gen = now() - t0;
+    double t_gen = sim_wall_s() - t0;
     exp_stream_close(st);
 
     route_params rp = exp_setup_route_params(&su, seed, rate);
     cluster_result res;
     if (exp_stream_open(&su, seed, rate, &st))
         die("stream");
-    t0 = now();
+    t0 = sim_wall_s();
     if (cluster_run(&su.cp, rt, &rp, exp_stream_source(st), &res))
         die("cluster_run");
-    double t_run = now() - t0;
+    double t_run = sim_wall_s() - t0;
     exp_stream_close(st);
     report("experiment", policy, rate, gen, blocks, t_gen, t_run, &res);
     cluster_result_fini(&res);
@@ -253,7 +246,7 @@ int main(int argc, char **argv)
 
     /* Generation alone: the same stream, produced and freed. */
     wl_source src = open_stream(&s);
-    double t0 = now();
+    double t0 = sim_wall_s();
     wl_request r;
     uint64_t gen = 0, blocks = 0;
     while (src.next(src.state, &r)) {
@@ -261,15 +254,15 @@ int main(int argc, char **argv)
         blocks += r.n_blocks;
         wl_request_fini(&r);
     }
-    double t_gen = now() - t0;
+    double t_gen = sim_wall_s() - t0;
     close_stream(&s);
 
     src = open_stream(&s);
     cluster_result res;
-    t0 = now();
+    t0 = sim_wall_s();
     if (cluster_run(&p, rt, &rp, src, &res))
         die("cluster_run");
-    double t_run = now() - t0;
+    double t_run = sim_wall_s() - t0;
     close_stream(&s);
 
     report(s.name, policy, s.rate, gen, blocks, t_gen, t_run, &res);

@@ -7,17 +7,10 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "sim/core/error.h"
 #include "workloads/synth.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "sim/core/wall.h"
 
 int main(int argc, char **argv)
 {
@@ -36,13 +29,13 @@ int main(int argc, char **argv)
     cfg.max_requests = n;
     cfg.duration_s = 0;
     cfg.keys.active_set = k;
-    double t0 = now();
+    double t0 = sim_wall_s();
     wl_synth *s;
     if (wl_synth_create(&cfg, 1, 100.0, bs, &s)) {
         fprintf(stderr, "%s\n", sim_errmsg());
         return 2;
     }
-    double t1 = now();
+    double t1 = sim_wall_s();
     wl_request r;
     unsigned long long blocks = 0, tokens = 0, got = 0;
     while (wl_synth_next(s, &r)) {
@@ -51,7 +44,7 @@ int main(int argc, char **argv)
         got++;
         wl_request_fini(&r);
     }
-    double t2 = now();
+    double t2 = sim_wall_s();
     printf("preset %s: %zu keys (population %lld%s), block %u tokens\n", argv[1],
            wl_synth_rates(s)->n, (long long)cfg.keys.n,
            cfg.keys.fit_gini > 0 ? ", Gini fit" : "", bs);
