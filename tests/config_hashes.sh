@@ -7,7 +7,7 @@
 # schema regenerates it and says so in its commit.
 # usage: config_hashes.sh CRSIM SOURCE_ROOT
 set -u
-CRSIM=$1
+CRSIM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # meson may pass ./crsim
 cd "$2" || exit 99
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -276,9 +276,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         if (argc >= 3 && strcmp(argv[2], "config") == 0) {
-            const sim_cfg_section secs[] = {{NULL, exp_config_schema, NULL},
-                                            {"workload", wl_config_schema, NULL}};
-            sim_cfg_help_sections(secs, 2, stdout);
+            exp_config_help(stdout);
             return 0;
         }
         if (argc >= 3 && strcmp(argv[2], "policies") == 0) {

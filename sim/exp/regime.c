@@ -140,7 +140,7 @@ static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_ext
         all[i] = o->sets[i];
     for (size_t i = 0; i < n_extra; i++)
         all[o->n_set + i] = extra[i];
-    int rc = exp_config_load(o->config, all, o->n_set + n_extra, cfg);
+    int rc = exp_config_load_unchecked(o->config, all, o->n_set + n_extra, cfg);
     if (rc) {
         free(all);
         return rc;
