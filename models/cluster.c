@@ -291,8 +291,8 @@ static void timeline(const cluster_params *p, cluster_result *res)
     free(start);
 }
 
-int cluster_run(const cluster_params *p, const route_type *rt, const route_params *rp,
-                wl_source src, cluster_result *out)
+int cluster_run(const cluster_params *p, const route_type *rt, const route_env *env,
+                const route_config *rcfg, wl_source src, cluster_result *out)
 {
     memset(out, 0, sizeof *out);
     int rc = spec_kv_pool(&p->deploy, &out->pool_tokens, &out->pool_blocks);
@@ -321,15 +321,18 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
         c.step_ev[d]->target = d;
     }
     bool router_ok = false;
-    rc = rt->create(c.rstate, rp);
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(rcfg, rt, args);
+    const double interval_s = route_interval_s(rt, rcfg);
+    rc = rt->create(c.rstate, env, args);
     if (rc)
         goto done;
     router_ok = true;
 
-    if (rt->on_interval && rp->interval_s > 0) {
+    if (rt->on_interval && interval_s > 0) {
         sim_event *tick = sim_evq_alloc(c.q);
         tick->kind = EV_INTERVAL;
-        sim_evq_schedule(c.q, tick, rp->interval_s);
+        sim_evq_schedule(c.q, tick, interval_s);
     }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
@@ -348,7 +351,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_param
         } else if (ev->kind == EV_INTERVAL) {
             rt->on_interval(c.rstate, now);
             if (!c.arrivals_done)
-                sim_evq_schedule(c.q, ev, now + rp->interval_s);
+                sim_evq_schedule(c.q, ev, now + interval_s);
         } else { /* EV_END: drain time is over */
             break;
         }

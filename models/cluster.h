@@ -84,14 +84,16 @@ typedef struct cluster_result {
 
 /*
  * Run one simulation.  `src` yields requests (the run takes ownership of
- * each produced request's blocks); `rt` with `rp` is the router.  Fills
+ * each produced request's blocks); `rt` is the router, created from the
+ * gateway's `env` and its sections' parameters in `rcfg` (which passed
+ * route_check), and ticked every route_interval_s(rt, rcfg) seconds.  Fills
  * *out (free with cluster_result_fini, also after an error).  Returns
  * SIM_OK, SIM_EINVAL (a deployment with no KV pool, a bad router
  * parameter), SIM_ENOMEM, or SIM_EINTR when *stop was set (out->interrupted
  * = 1, partial results).
  */
-int cluster_run(const cluster_params *p, const route_type *rt, const route_params *rp,
-                wl_source src, cluster_result *out);
+int cluster_run(const cluster_params *p, const route_type *rt, const route_env *env,
+                const route_config *rcfg, wl_source src, cluster_result *out);
 
 /* Free what a result owns.  Safe on a zeroed result and twice. */
 void cluster_result_fini(cluster_result *r);

@@ -1,5 +1,6 @@
 /*
- * Router registry and the consistent-hash ring that several routers share.
+ * Router registry, the router configuration (every section's params
+ * struct) and the consistent-hash ring that several routers share.
  */
 #include "models/route_int.h"
 
@@ -9,11 +10,41 @@
 
 #include "sim/core/error.h"
 
-const route_type *const route_registry[] = {&route_flat_lb,      &route_sticky,
-                                            &route_chwbl,        &route_dualmap,
-                                            &route_preble,       &route_cacheroute,
-                                            &route_cr_replicate, &route_cr_affinity,
-                                            NULL};
+/* The registry: one line per router, in `crsim help policies` order.
+ * X(NAME) names the route_type route_NAME (defined in its own file) whose
+ * .name is "NAME". */
+#define ROUTE_TYPES(X) \
+    X(flat_lb)         \
+    X(sticky)          \
+    X(chwbl)           \
+    X(dualmap)         \
+    X(preble)          \
+    X(cacheroute)      \
+    X(cr_replicate)    \
+    X(cr_affinity)
+
+/* The config sections, one line each, in canonical dump order (the order
+ * of their keys in every stored config text: do not reorder).  X(NAME)
+ * names the route_section route__sec_NAME (defined in the file of the
+ * router that owns it).  A router that only reads existing sections adds
+ * none. */
+#define ROUTE_SECTIONS(X) \
+    X(sticky)             \
+    X(chwbl)              \
+    X(cacheroute)         \
+    X(dualmap)            \
+    X(preble)
+
+#define X_DECL_TYPE(n) extern const route_type route_##n;
+#define X_REF_TYPE(n) &route_##n,
+#define X_NAME(n) #n,
+#define X_DECL_SEC(n) extern const route_section route__sec_##n;
+#define X_REF_SEC(n) &route__sec_##n,
+ROUTE_TYPES(X_DECL_TYPE)
+ROUTE_SECTIONS(X_DECL_SEC)
+const route_type *const route_registry[] = {ROUTE_TYPES(X_REF_TYPE) NULL};
+const char *const route_names[] = {ROUTE_TYPES(X_NAME) NULL};
+const route_section *const route_sections[] = {ROUTE_SECTIONS(X_REF_SEC) NULL};
 
 void route_telemetry_fini(route_telemetry *t)
 {
@@ -38,6 +69,148 @@ void route_list(FILE *f)
 {
     for (size_t i = 0; route_registry[i]; i++)
         fprintf(f, "  %-12s %s\n", route_registry[i]->name, route_registry[i]->help);
+}
+
+const char *route_where(const route_locate *loc, const char *key, char *buf, size_t n)
+{
+    if (loc && loc->fn)
+        loc->fn(loc->ctx, key, buf, n);
+    else
+        snprintf(buf, n, "%s", key);
+    return buf;
+}
+
+/* ---- the router configuration ---- */
+
+struct route_config {
+    void **block; /* per entry of route_sections */
+    size_t n;
+};
+
+size_t route_config_n_sections(void)
+{
+    size_t n = 0;
+    while (route_sections[n])
+        n++;
+    return n;
+}
+
+route_config *route_config_new(void)
+{
+    route_config *c = sim_xcalloc(1, sizeof *c);
+    c->n = route_config_n_sections();
+    c->block = sim_xcalloc(c->n ? c->n : 1, sizeof *c->block);
+    for (size_t i = 0; i < c->n; i++)
+        c->block[i] = sim_xcalloc(1, route_sections[i]->params_size ? route_sections[i]->params_size
+                                                                    : 1);
+    return c;
+}
+
+void route_config_free(route_config *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++) {
+        sim_cfg_free(route_sections[i]->schema, c->block[i]);
+        free(c->block[i]);
+    }
+    free(c->block);
+    free(c);
+}
+
+size_t route_config_sections(const route_config *c, sim_cfg_section *out)
+{
+    size_t n = route_config_n_sections();
+    for (size_t i = 0; i < n; i++)
+        out[i] = (sim_cfg_section){route_sections[i]->prefix, route_sections[i]->schema,
+                                   c ? c->block[i] : NULL};
+    return n;
+}
+
+int route_config_bind(route_config *c, const sim_cfgdoc *d)
+{
+    sim_cfg_section *secs = sim_xcalloc(c->n ? c->n : 1, sizeof *secs);
+    size_t n = route_config_sections(c, secs);
+    int rc = sim_cfg_bind_sections(d, secs, n);
+    free(secs);
+    return rc;
+}
+
+int route_config_parse(const char *yaml, const char *name, route_config **out)
+{
+    *out = NULL;
+    sim_cfgdoc *d = NULL;
+    int rc = sim_cfgdoc_parse_string(yaml, name, &d);
+    route_config *c = route_config_new();
+    if (rc == SIM_OK)
+        rc = route_config_bind(c, d);
+    sim_cfgdoc_destroy(d);
+    if (rc) {
+        route_config_free(c);
+        return rc;
+    }
+    *out = c;
+    return SIM_OK;
+}
+
+void route_config_args(const route_config *c, const route_type *rt,
+                       const void *out[ROUTE_MAX_READS])
+{
+    memset(out, 0, ROUTE_MAX_READS * sizeof *out);
+    for (size_t j = 0; rt->sections && rt->sections[j]; j++) {
+        SIM_ALWAYS(j < ROUTE_MAX_READS);
+        size_t i = 0;
+        while (i < c->n && route_sections[i] != rt->sections[j])
+            i++;
+        SIM_ALWAYS(i < c->n); /* every section a router reads is registered */
+        out[j] = c->block[i];
+    }
+}
+
+int route_check(const route_type *rt, const route_config *c, const route_env *env,
+                const route_locate *loc)
+{
+    if (!rt->check)
+        return SIM_OK;
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(c, rt, args);
+    return rt->check(args, env, loc);
+}
+
+unsigned route_needs(const route_type *rt, const route_config *c)
+{
+    if (!rt->needs)
+        return 0;
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(c, rt, args);
+    return rt->needs(args);
+}
+
+double route_interval_s(const route_type *rt, const route_config *c)
+{
+    if (!rt->interval_s)
+        return 0;
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(c, rt, args);
+    return rt->interval_s(args);
+}
+
+/* ---- helpers shared by router files (route_int.h) ---- */
+
+int route__check_ring(uint32_t n_dest, int64_t vnodes, const char *key,
+                      const route_locate *loc)
+{
+    if (vnodes >= 1 && (double)n_dest * (double)vnodes <= (double)UINT32_MAX)
+        return SIM_OK;
+    char at[512];
+    return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is %lld with %u destinations; expected at most "
+                     "2^32-1 ring positions (destinations x vnodes)",
+                     route_where(loc, key, at, sizeof at), key, (long long)vnodes, n_dest);
+}
+
+double route__ttft_slo(const route__dualmap_params *p, const route_env *env)
+{
+    return p->ttft_slo_s > 0 ? p->ttft_slo_s : env->ttft_slo_s;
 }
 
 typedef struct ring_entry {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sim/core/config.h"
 #include "sim/core/rng.h"
 #include "workloads/request.h"
 
@@ -47,65 +48,70 @@ typedef struct route_view {
 } route_view;
 
 struct cost_model; /* models/cost.h */
+struct plan_key;   /* models/plan.h */
 
-/* Parameters of every router; each reads the fields it needs.  Filled from
- * the `router.*` keys of the config (docs/config.md). */
-typedef struct route_params {
+/*
+ * What a gateway knows when a router is created: the deployment it fronts,
+ * not the router's own settings (those are its parameters, below).
+ */
+typedef struct route_env {
     uint32_t n_dest;         /* number of destinations, >= 1 */
     uint64_t seed;           /* run seed; randomised routers draw from PCG
                                 stream (seed, SIM_STREAM_ROUTER) */
-    uint32_t sticky_vnodes;  /* virtual nodes per destination on the ring
-                                (sticky and chwbl share the ring) */
-    double chwbl_c;          /* chwbl bound factor c = 1 + ε, >= 1 */
-    double cr_q_cap;         /* cacheroute: per-destination capacity q_cap,
-                                requests/s (0 = not set: an error) */
-    double cr_slots;         /* cacheroute: warm-slot budget W per
-                                destination (0 = not set: an error) */
-    double interval_s;       /* control interval for on_interval, s (> 0) */
-    const struct plan_key *cr_nominal; /* cacheroute warm start: the workload's
-                                nominal key shares (rates summing to 1), or
-                                NULL (default: the first plan waits for one
-                                interval of measured rates) */
-    size_t cr_n_nominal;
-    double cr_nominal_rate;  /* requests/s the shares are scaled to */
-    int cr_replan;           /* cacheroute: 1 = rebuild the plan every
-                                interval (default); 0 = keep the first plan
-                                (a stale plan, for drift studies) */
-    /* ---- shared by dualmap and preble (docs/policies.md) ---- */
-    double ttft_slo_s;       /* TTFT SLO, s (> 0; required by dualmap and
-                                preble).  Config default: the run's SLO
-                                threshold (experiment.slo_ttft_s) */
     uint32_t block_size;     /* tokens per KV block, the unit of
-                                wl_request.blocks (= engine.block_size;
-                                > 0, required by dualmap and preble) */
-    uint32_t batch_tokens;   /* the engines' max_num_batched_tokens: chunk
-                                size for prefill-time estimates from `cost`
-                                (0 = whole prompt in one step) */
+                                wl_request.blocks (= engine.block_size) */
+    uint32_t batch_tokens;   /* the engines' max_num_batched_tokens, the
+                                step budget in tokens (0 = unknown) */
     uint32_t pool_blocks;    /* KV pool per destination, blocks (from
-                                spec_kv_pool); sizes dualmap's router-side
-                                prefix index (> 0, required by dualmap) */
+                                spec_kv_pool; 0 = unknown) */
     const struct cost_model *cost; /* the destinations' step-time model;
                                 read (copied) at create only, may then be
-                                freed.  Required by preble, and by dualmap
-                                when dm_tp_s is 0.  NULL = not set */
-    /* ---- dualmap ---- */
-    uint32_t dm_vnodes;      /* virtual nodes per destination on each of
-                                the two rings (0 = default 100, AIBrix) */
-    double dm_tp_s;          /* per-token prefill time t_p, s/token
-                                (0 = derive from `cost`: step time of a
-                                batch_tokens prefill chunk / batch_tokens) */
-    double dm_max_wait_s;    /* a candidate whose oldest waiting request is
-                                this old counts as overloaded, s (0 =
-                                default 60, AIBrix) */
-    /* ---- preble ---- */
-    double pb_window_s;      /* history window H of loads, prefix-tree
-                                pruning and the overload detector, s
-                                (0 = default 180) */
-    double pb_high_load;     /* rebalance a heaviest/lightest pair when
-                                load_hi >= this × load_lo (0 = default 1.5;
-                                else > 1) */
-} route_params;
+                                freed.  NULL = unknown */
+    double ttft_slo_s;       /* the run's TTFT SLO, s: the median of
+                                experiment.slos (> 0) */
+    const struct plan_key *nominal; /* the workload's nominal key shares
+                                (rates summing to 1, descending), computed
+                                only for a router whose needs() asks for
+                                ROUTE_NEEDS_KEY_SHARES; else NULL */
+    size_t n_nominal;
+    double nominal_rate;     /* the run's offered load the shares are scaled
+                                to, requests/s */
+} route_env;
 
+/*
+ * A router's configuration section: the keys below `prefix` in the config
+ * (docs/config.md), bound into a params struct of `params_size` bytes that
+ * the harness allocates (zeroed), binds, dumps and frees.  Several router
+ * types may read one section (cr_replicate and cr_affinity read
+ * router.cacheroute; chwbl and the cacheroute family read sticky's ring
+ * size at router.sticky); each section is bound and dumped exactly once,
+ * in the order of route_sections.  Every key must have a default.
+ */
+typedef struct route_section {
+    const char *prefix;        /* dotted path, e.g. "router.cacheroute" */
+    const sim_cfg_key *schema; /* paths relative to `prefix`; offsets into
+                                  the params struct; NULL-path terminated */
+    size_t params_size;        /* bytes of the params struct, >= 1 */
+} route_section;
+
+/* Most sections one router type reads. */
+#define ROUTE_MAX_READS 4
+
+/*
+ * Where a config key was written, for check() messages.  fn writes to
+ * buf (n bytes, NUL-terminated) "FILE:LINE" of full key `key` (or
+ * "--set KEY"); for an absent key the location of its section, else of the
+ * experiment.policies entry that selected the router, else the file name.
+ */
+typedef struct route_locate {
+    void *ctx;
+    void (*fn)(void *ctx, const char *key, char *buf, size_t n);
+} route_locate;
+
+/* route_type.needs() bits: inputs the harness computes only on request. */
+#define ROUTE_NEEDS_KEY_SHARES 1u /* route_env.nominal (warm start) */
+
+/* One control interval of a planned router, reported at the end of a run. */
 /* One control interval of a planned router, reported at the end of a run. */
 typedef struct route_interval {
     double t_s;             /* interval boundary (plan installed), simulated s */
@@ -136,19 +142,42 @@ typedef struct route_telemetry {
 /* Free a telemetry record's arrays.  Safe on a zeroed record and twice. */
 void route_telemetry_fini(route_telemetry *t);
 
+/*
+ * A router (the plug-in contract, docs/policies.md).  `params` below is
+ * always the array of the bound params structs of `sections`, in that
+ * order (params[j] belongs to sections[j]).
+ */
 typedef struct route_type {
     const char *name;  /* registry name, e.g. "flat_lb" */
     const char *help;  /* one line for `crsim help policies` */
     size_t state_size; /* bytes the harness allocates (zeroed) for the state */
-    /* Initialise `state`.  Returns SIM_OK or an error code with a message
-     * (sim_errmsg); on error nothing needs freeing. */
-    int (*create)(void *state, const route_params *p);
+    /* The config sections this router reads, NULL-terminated (at most
+     * ROUTE_MAX_READS); NULL = none.  Each must be listed in
+     * route_sections. */
+    const route_section *const *sections;
+    /* Optional: validate cross-key constraints of `params` against `env`,
+     * at config load, before any run starts.  At that point env holds
+     * n_dest, block_size, batch_tokens and ttft_slo_s; seed is 0,
+     * pool_blocks 0 and cost and nominal NULL (not known yet).  Returns
+     * SIM_OK or SIM_EINVAL with one line "LOCATION: key 'FULL.KEY' is ...;
+     * expected ..." (LOCATION from route_where). */
+    int (*check)(const void *const *params, const route_env *env, const route_locate *loc);
+    /* Optional: ROUTE_NEEDS_* bits of the inputs these parameters need. */
+    unsigned (*needs)(const void *const *params);
+    /* Optional, with on_interval: the control interval, s (> 0), or 0 for
+     * none.  The harness calls on_interval every interval_s seconds. */
+    double (*interval_s)(const void *const *params);
+    /* Initialise `state` from `env` and params that passed check().
+     * Returns SIM_OK or an error code with a message (sim_errmsg), e.g.
+     * SIM_EINVAL for an env input the router requires but lacks; on error
+     * nothing needs freeing. */
+    int (*create)(void *state, const route_env *env, const void *const *params);
     /* Destination in [0, v->n_dest) for request `r`.  Must not fail. */
     uint32_t (*route)(void *state, const wl_request *r, const route_view *v);
     /* Optional: request `r`, sent to `dest`, completed. */
     void (*on_complete)(void *state, const wl_request *r, uint32_t dest);
     /* Optional: a control-interval boundary at `now_s` seconds (every
-     * route_params.interval_s while requests arrive). */
+     * interval_s() seconds while requests arrive). */
     void (*on_interval)(void *state, double now_s);
     /* Optional: fill *out (zeroed by the caller) with the router's
      * telemetry; the caller owns the arrays.  Called once, before
@@ -158,8 +187,15 @@ typedef struct route_type {
     void (*destroy)(void *state);
 } route_type;
 
-/* Registry of routers: NULL-terminated, searched by name. */
+/* Registry of routers: NULL-terminated, in `crsim help policies` order. */
 extern const route_type *const route_registry[];
+
+/* Their names, NULL-terminated, in the same order (the choices of
+ * experiment.policies). */
+extern const char *const route_names[];
+
+/* Every router config section, NULL-terminated, in canonical dump order. */
+extern const route_section *const route_sections[];
 
 /* The router named `name`, or NULL. */
 const route_type *route_find(const char *name);
@@ -167,14 +203,55 @@ const route_type *route_find(const char *name);
 /* Print "name  help" for every registered router to `f`. */
 void route_list(FILE *f);
 
-/* The registered routers (defined in their own files). */
-extern const route_type route_flat_lb;
-extern const route_type route_sticky;
-extern const route_type route_chwbl;
-extern const route_type route_cacheroute;
-extern const route_type route_cr_replicate;
-extern const route_type route_cr_affinity;
-extern const route_type route_dualmap;
-extern const route_type route_preble;
+/* "LOCATION" of `key` for a check() message into buf (n bytes): from `loc`
+ * or, when loc is NULL, the key itself.  Returns buf.  Cannot fail. */
+const char *route_where(const route_locate *loc, const char *key, char *buf, size_t n);
+
+/* ---- the bound parameters of every section ---- */
+
+/* One params struct per entry of route_sections, owned. */
+typedef struct route_config route_config;
+
+/* A config with every section's struct allocated and zeroed (not yet
+ * bound).  Free with route_config_free.  Cannot fail (aborts on OOM). */
+route_config *route_config_new(void);
+
+/* Free the structs and what binding put in them.  Accepts NULL. */
+void route_config_free(route_config *c);
+
+/* Write one sim_cfg_section per entry of route_sections to out[] (room
+ * for route_config_n_sections() entries), with `out` pointing into `c`
+ * (NULL when c is NULL: for help).  For binding together with other
+ * schemas (sim_cfg_bind_sections) and for the canonical dump.  Returns
+ * the number written.  Cannot fail. */
+size_t route_config_sections(const route_config *c, sim_cfg_section *out);
+
+/* Number of entries of route_sections. */
+size_t route_config_n_sections(void);
+
+/* Bind every section from `d`, which must hold router keys only (the
+ * harness binds the sections with its own schema instead).  Returns
+ * SIM_OK or SIM_EINVAL as sim_cfg_bind_sections. */
+int route_config_bind(route_config *c, const sim_cfgdoc *d);
+
+/* A new config bound from YAML text such as "router: {chwbl: {c: 2}}"
+ * (named `name` in messages); "router: {}" binds every default.  *out is
+ * NULL on error.  Returns SIM_OK or SIM_EINVAL. */
+int route_config_parse(const char *yaml, const char *name, route_config **out);
+
+/* The params array of `rt` (its sections' structs in `c`, in
+ * rt->sections order) into out[0 .. ROUTE_MAX_READS).  Cannot fail. */
+void route_config_args(const route_config *c, const route_type *rt,
+                       const void *out[ROUTE_MAX_READS]);
+
+/* rt->check on the params of `rt` in `c` (SIM_OK when rt has no check). */
+int route_check(const route_type *rt, const route_config *c, const route_env *env,
+                const route_locate *loc);
+
+/* rt->needs on its params in `c` (0 when rt has none). */
+unsigned route_needs(const route_type *rt, const route_config *c);
+
+/* rt->interval_s on its params in `c` (0 when rt has none). */
+double route_interval_s(const route_type *rt, const route_config *c);
 
 #endif

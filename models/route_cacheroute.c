@@ -17,6 +17,8 @@
  *                 placed by hash; no replication, no balancing)
  */
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -89,34 +91,95 @@ static void count_key(cacheroute *s, uint64_t key)
     s->cc[i]++;
 }
 
-static int create_variant(void *state, const route_params *p, enum plan_placement placement,
-                          int replicate)
+/* router.cacheroute (route_int.h): read by cacheroute, cr_replicate,
+ * cr_affinity and (its interval) preble. */
+typedef route__cacheroute_params cr_params;
+
+static const sim_cfg_key cr_schema[] = {
+    {.path = "q_cap", .type = SIM_CFG_DOUBLE, .offset = offsetof(cr_params, q_cap), .min = 0,
+     .max = 1e9, .def = "0", .unit = "requests/s",
+     .help = "per-destination capacity q_cap (measured; 0 = not set, an error for cacheroute)"},
+    {.path = "slots", .type = SIM_CFG_DOUBLE, .offset = offsetof(cr_params, slots), .min = 0,
+     .max = 1e9, .def = "0",
+     .help = "warm-slot budget W per destination (derived; 0 = not set, an error for cacheroute)"},
+    {.path = "interval_s", .type = SIM_CFG_DOUBLE, .offset = offsetof(cr_params, interval_s),
+     .min = 0, .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
+     .help = "control interval: rates measured over one interval plan the next"},
+    {.path = "replan", .type = SIM_CFG_BOOL, .offset = offsetof(cr_params, replan),
+     .def = "true",
+     .help = "rebuild the plan every interval; false keeps the first plan (stale-plan studies)"},
+    {.path = "warm_start", .type = SIM_CFG_BOOL, .offset = offsetof(cr_params, warm_start),
+     .def = "false",
+     .help = "build the first plan from the workload's nominal key rates (labelled in the output)"},
+    {0},
+};
+
+const route_section route__sec_cacheroute = {.prefix = "router.cacheroute", .schema = cr_schema,
+                                             .params_size = sizeof(cr_params)};
+
+/* The hash placement uses sticky's ring size (router.sticky.vnodes). */
+static const route_section *const cr_sections[] = {&route__sec_sticky, &route__sec_cacheroute,
+                                                   NULL};
+
+static int cr_check(const void *const *params, const route_env *env, const route_locate *loc)
+{
+    const route__sticky_params *sp = params[0];
+    const cr_params *p = params[1];
+    char at[512];
+    if (!(p->q_cap > 0))
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'router.cacheroute.q_cap' is not set; expected the "
+                         "measured per-destination capacity in requests/s (> 0): run `crsim "
+                         "calibrate CONFIG` and copy its router.cacheroute.q_cap",
+                         route_where(loc, "router.cacheroute.q_cap", at, sizeof at));
+    if (!(p->slots > 0))
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'router.cacheroute.slots' is not set; expected the "
+                         "warm-slot budget W per destination (> 0): run `crsim calibrate "
+                         "CONFIG` and copy its router.cacheroute.slots",
+                         route_where(loc, "router.cacheroute.slots", at, sizeof at));
+    if (!(p->interval_s > 0))
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'router.cacheroute.interval_s' is %g; expected a "
+                         "control interval > 0 (s)",
+                         route_where(loc, "router.cacheroute.interval_s", at, sizeof at),
+                         p->interval_s);
+    return route__check_ring(env->n_dest, sp->vnodes, "router.sticky.vnodes", loc);
+}
+
+static unsigned cr_needs(const void *const *params)
+{
+    const cr_params *p = params[1];
+    return p->warm_start ? ROUTE_NEEDS_KEY_SHARES : 0;
+}
+
+static double cr_interval_s(const void *const *params)
+{
+    const cr_params *p = params[1];
+    return p->interval_s;
+}
+
+static int create_variant(void *state, const route_env *env, const void *const *params,
+                          enum plan_placement placement, int replicate)
 {
     cacheroute *s = state;
-    if (!(p->cr_q_cap > 0))
-        return SIM_ERROR(SIM_EINVAL, "router.cacheroute.q_cap is not set; expected the "
-                         "calibrated per-destination capacity in requests/s (> 0)");
-    if (!(p->cr_slots > 0))
-        return SIM_ERROR(SIM_EINVAL, "router.cacheroute.slots is not set; expected the "
-                         "warm-slot budget W per destination (> 0)");
-    if (!(p->interval_s > 0))
-        return SIM_ERROR(SIM_EINVAL, "router.cacheroute.interval_s is %g; expected a control "
-                         "interval > 0 (s)", p->interval_s);
-    s->pp = (plan_params){.n_dest = p->n_dest, .q_cap = p->cr_q_cap, .slots = p->cr_slots,
+    const route__sticky_params *sp = params[0];
+    const cr_params *p = params[1];
+    int rc = cr_check(params, env, NULL);
+    if (rc)
+        return rc;
+    s->pp = (plan_params){.n_dest = env->n_dest, .q_cap = p->q_cap, .slots = p->slots,
                           .placement = placement, .replicate = replicate,
-                          .vnodes = p->sticky_vnodes};
+                          .vnodes = (uint32_t)sp->vnodes};
     s->interval_s = p->interval_s;
-    s->replan = p->cr_replan;
-    sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
-    int rc = counts_init(s, 1024);
-    if (rc == SIM_OK && p->cr_nominal && p->cr_n_nominal) {
+    s->replan = p->replan;
+    sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
+    rc = counts_init(s, 1024);
+    if (rc == SIM_OK && p->warm_start && env->nominal && env->n_nominal) {
         /* Warm start: the first plan from the workload's nominal rates
          * (labelled in the run's config and output), so the table exists
          * from t = 0 instead of after one measured interval. */
-        plan_key *keys = sim_xmalloc(p->cr_n_nominal * sizeof *keys);
-        for (size_t i = 0; i < p->cr_n_nominal; i++)
-            keys[i] = (plan_key){p->cr_nominal[i].key, p->cr_nominal[i].rate * p->cr_nominal_rate};
-        rc = plan_build(keys, p->cr_n_nominal, &s->pp, &s->pl);
+        plan_key *keys = sim_xmalloc(env->n_nominal * sizeof *keys);
+        for (size_t i = 0; i < env->n_nominal; i++)
+            keys[i] = (plan_key){env->nominal[i].key, env->nominal[i].rate * env->nominal_rate};
+        rc = plan_build(keys, env->n_nominal, &s->pp, &s->pl);
         free(keys);
         if (rc == SIM_OK) {
             s->have_plan = 1;
@@ -130,19 +193,19 @@ static int create_variant(void *state, const route_params *p, enum plan_placemen
     return rc;
 }
 
-static int cr_create(void *state, const route_params *p)
+static int cr_create(void *state, const route_env *env, const void *const *params)
 {
-    return create_variant(state, p, PLAN_LPT, 1);
+    return create_variant(state, env, params, PLAN_LPT, 1);
 }
 
-static int cr_replicate_create(void *state, const route_params *p)
+static int cr_replicate_create(void *state, const route_env *env, const void *const *params)
 {
-    return create_variant(state, p, PLAN_HASH, 1);
+    return create_variant(state, env, params, PLAN_HASH, 1);
 }
 
-static int cr_affinity_create(void *state, const route_params *p)
+static int cr_affinity_create(void *state, const route_env *env, const void *const *params)
 {
-    return create_variant(state, p, PLAN_HASH, 0);
+    return create_variant(state, env, params, PLAN_HASH, 0);
 }
 
 static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
@@ -284,6 +347,10 @@ const route_type route_cacheroute = {
     .name = "cacheroute",
     .help = "planned affinity: top-rate admission, k_b = ceil(rate/q_cap) replicas, LPT placement",
     .state_size = sizeof(cacheroute),
+    .sections = cr_sections,
+    .check = cr_check,
+    .needs = cr_needs,
+    .interval_s = cr_interval_s,
     .create = cr_create,
     .route = cr_route,
     .on_interval = cr_interval,
@@ -295,6 +362,10 @@ const route_type route_cr_replicate = {
     .name = "cr_replicate",
     .help = "ablation: cacheroute admission and replication, replicas placed by hash (no LPT)",
     .state_size = sizeof(cacheroute),
+    .sections = cr_sections,
+    .check = cr_check,
+    .needs = cr_needs,
+    .interval_s = cr_interval_s,
     .create = cr_replicate_create,
     .route = cr_route,
     .on_interval = cr_interval,
@@ -306,6 +377,10 @@ const route_type route_cr_affinity = {
     .name = "cr_affinity",
     .help = "ablation: cacheroute admission, each key pinned to one hashed destination",
     .state_size = sizeof(cacheroute),
+    .sections = cr_sections,
+    .check = cr_check,
+    .needs = cr_needs,
+    .interval_s = cr_interval_s,
     .create = cr_affinity_create,
     .route = cr_route,
     .on_interval = cr_interval,

@@ -19,6 +19,7 @@
  * c = infinity reduces to `sticky`.  Load = this router's in-flight count.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "sim/core/error.h"
@@ -32,17 +33,42 @@ typedef struct chwbl {
     uint8_t *seen; /* per destination: visited in this walk */
 } chwbl;
 
-static int chwbl_create(void *state, const route_params *p)
+typedef struct chwbl_params {
+    double c; /* bound factor c = 1 + eps, >= 1 */
+} chwbl_params;
+
+static const sim_cfg_key chwbl_schema[] = {
+    {.path = "c", .type = SIM_CFG_DOUBLE, .offset = offsetof(chwbl_params, c), .min = 1,
+     .max = 1e9, .def = "1.25",
+     .help = "bound factor c = 1 + eps: at most ceil(c x mean) in flight per destination"},
+    {0},
+};
+
+const route_section route__sec_chwbl = {.prefix = "router.chwbl", .schema = chwbl_schema,
+                                        .params_size = sizeof(chwbl_params)};
+
+/* The ring is sticky's (router.sticky.vnodes); the bound is chwbl's own. */
+static const route_section *const chwbl_sections[] = {&route__sec_sticky, &route__sec_chwbl,
+                                                      NULL};
+
+static int chwbl_check(const void *const *params, const route_env *env, const route_locate *loc)
+{
+    const route__sticky_params *sp = params[0];
+    return route__check_ring(env->n_dest, sp->vnodes, "router.sticky.vnodes", loc);
+}
+
+static int chwbl_create(void *state, const route_env *env, const void *const *params)
 {
     chwbl *s = state;
-    if (!(p->chwbl_c >= 1.0))
-        return SIM_ERROR(SIM_EINVAL, "router.chwbl.c is %g; expected a bound factor >= 1",
-                         p->chwbl_c);
-    int rc = route__ring_init(&s->ring, p->n_dest, p->sticky_vnodes, CHWBL_SALT);
+    const route__sticky_params *sp = params[0];
+    const chwbl_params *p = params[1];
+    if (!(p->c >= 1.0))
+        return SIM_ERROR(SIM_EINVAL, "router.chwbl.c is %g; expected a bound factor >= 1", p->c);
+    int rc = route__ring_init(&s->ring, env->n_dest, (uint32_t)sp->vnodes, CHWBL_SALT);
     if (rc)
         return rc;
-    s->c = p->chwbl_c;
-    s->seen = calloc(p->n_dest, 1);
+    s->c = p->c;
+    s->seen = calloc(env->n_dest, 1);
     if (!s->seen) {
         route__ring_fini(&s->ring);
         return SIM_ERROR(SIM_ENOMEM, "out of memory creating chwbl");
@@ -101,6 +127,8 @@ const route_type route_chwbl = {
     .name = "chwbl",
     .help = "consistent hashing with bounded loads (c = router.chwbl.c, default 1.25)",
     .state_size = sizeof(chwbl),
+    .sections = chwbl_sections,
+    .check = chwbl_check,
     .create = chwbl_create,
     .route = chwbl_route,
     .destroy = chwbl_destroy,

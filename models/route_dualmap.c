@@ -11,7 +11,7 @@
  *     first d blocks of r (blocks are chained, so that is r->blocks[d-1];
  *     a request without a full block uses r->key).
  *  2. Candidates c1 = ring1(key), c2 = ring2(key): two consistent-hash
- *     rings (route__ring, different salts, dm_vnodes positions per
+ *     rings (route__ring, different salts, router.dualmap.vnodes positions per
  *     destination, default 100).  If c1 == c2, c2 = (c1 + 1) mod R.
  *  3. For each candidate c: hit_c = predicted cached prefix of r on c
  *     (router-side prefix index, below), unc_c = L - hit_c, pend_c =
@@ -22,7 +22,7 @@
  *  5. If TTFT_A > ttft_slo_s, send r to argmin TTFT_c (tie: A), else to A.
  *  6. Hot-spot rebalancing: candidate c is overloaded if pend_c (plus unc_c
  *     for the chosen one) exceeds the backlog B = ttft_slo_s / t_p tokens,
- *     or its oldest waiting request has waited dm_max_wait_s (default
+ *     or its oldest waiting request has waited max_wait_s (default
  *     60 s).  Only when both are overloaded, for each c, in one
  *     non-recursive pass over c's waiting (never admitted) requests q:
  *     TTFT_s(q) = (running prefill at c + uncached tokens queued ahead of q
@@ -33,8 +33,8 @@
  *     the moved uncached tokens reach the excess pend_c − B
  *     (route_ops.migrate; moved requests go to the back of t's queue).
  *
- * Per-token prefill time t_p: dm_tp_s if set, otherwise crsim's cost model
- * (route_params.cost) — the step time of one prefill chunk of batch_tokens
+ * Per-token prefill time t_p: router.dualmap.tp_s if set, otherwise crsim's cost model
+ * (route_env.cost) — the step time of one prefill chunk of batch_tokens
  * tokens with no earlier context, divided by batch_tokens.  Context
  * attention is not included, so t_p is a lower bound for long contexts.
  *
@@ -64,10 +64,10 @@
  * >= 6.12 % (and d < blocks), the key is expanded to d + 1; if the share of
  * its parent key (depth d − 1) is < 2 %, the parent's expansion is removed.
  *
- * Parameters (route_params): n_dest, seed, ttft_slo_s (> 0; the config
- * default is the run's SLO), block_size (> 0), pool_blocks (> 0), cost and
- * batch_tokens (when dm_tp_s = 0), dm_vnodes (100), dm_tp_s, dm_max_wait_s
- * (60 s).
+ * Inputs: from route_env n_dest, seed, ttft_slo_s (the run's SLO, unless
+ * router.dualmap.ttft_slo_s > 0), block_size (> 0), pool_blocks (> 0),
+ * cost and batch_tokens (when tp_s = 0); from router.dualmap vnodes (100),
+ * tp_s, max_wait_s (60 s).
  *
  * Deviations from AIBrix, each deliberate:
  *  - The SLO switch and rebalance thresholds, 1e6 tokens in AIBrix (i.e.
@@ -102,6 +102,7 @@
  * O(256 · blocks) and runs only when both candidates are overloaded.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -477,55 +478,87 @@ static void rebalance(dualmap *s, const route_view *v, uint32_t src, double exce
 
 /* ---- the route_type functions ---- */
 
-static int dm_create(void *state, const route_params *p)
+static const sim_cfg_key dm_schema[] = {
+    {.path = "ttft_slo_s", .type = SIM_CFG_DOUBLE,
+     .offset = offsetof(route__dualmap_params, ttft_slo_s), .min = 0, .max = 1e6, .def = "0",
+     .unit = "s",
+     .help = "TTFT SLO of the SLO-aware switch and rebalancing; 0 = median of experiment.slos"},
+    {.path = "vnodes", .type = SIM_CFG_INT, .offset = offsetof(route__dualmap_params, vnodes),
+     .min = 1, .max = 1e5, .def = "100",
+     .help = "virtual nodes per destination on each ring (AIBrix)"},
+    {.path = "tp_s", .type = SIM_CFG_DOUBLE, .offset = offsetof(route__dualmap_params, tp_s),
+     .min = 0, .max = 1, .def = "0", .unit = "s/token",
+     .help = "per-token prefill time t_p; 0 = from the cost model"},
+    {.path = "max_wait_s", .type = SIM_CFG_DOUBLE,
+     .offset = offsetof(route__dualmap_params, max_wait_s), .min = 0, .max = 1e6,
+     .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
+     .help = "a candidate whose oldest queued request waited this long is overloaded"},
+    {0},
+};
+
+/* Read by dualmap and preble (route_int.h). */
+const route_section route__sec_dualmap = {.prefix = "router.dualmap", .schema = dm_schema,
+                                          .params_size = sizeof(route__dualmap_params)};
+
+static const route_section *const dm_sections[] = {&route__sec_dualmap, NULL};
+
+static int dm_check(const void *const *params, const route_env *env, const route_locate *loc)
+{
+    const route__dualmap_params *p = params[0];
+    return route__check_ring(env->n_dest, p->vnodes, "router.dualmap.vnodes", loc);
+}
+
+static int dm_create(void *state, const route_env *env, const void *const *params)
 {
     dualmap *s = state;
-    if (p->n_dest == 0)
+    const route__dualmap_params *p = params[0];
+    const double slo = route__ttft_slo(p, env);
+    if (env->n_dest == 0)
         return SIM_ERROR(SIM_EINVAL, "router: 0 destinations; dualmap expects at least 1");
-    if (!(p->ttft_slo_s > 0) || !isfinite(p->ttft_slo_s))
+    if (!(slo > 0) || !isfinite(slo))
         return SIM_ERROR(SIM_EINVAL, "router.dualmap: TTFT SLO is %g s; expected a finite "
-                         "value > 0 (default: the run's SLO)", p->ttft_slo_s);
-    if (p->block_size == 0)
+                         "value > 0 (default: the run's SLO)", slo);
+    if (env->block_size == 0)
         return SIM_ERROR(SIM_EINVAL, "router.dualmap: block size is 0; expected the engine "
                          "block size in tokens (> 0)");
-    if (p->pool_blocks == 0)
+    if (env->pool_blocks == 0)
         return SIM_ERROR(SIM_EINVAL, "router.dualmap: KV pool is 0 blocks; expected the "
                          "destination pool size in blocks (> 0) to bound the prefix index");
-    if (p->dm_tp_s < 0 || !isfinite(p->dm_tp_s))
-        return SIM_ERROR(SIM_EINVAL, "router.dualmap.prefill_s_per_token is %g; expected "
-                         "a time per token >= 0 s (0 = from the cost model)", p->dm_tp_s);
-    if (p->dm_max_wait_s < 0)
+    if (p->tp_s < 0 || !isfinite(p->tp_s))
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap.tp_s is %g; expected "
+                         "a time per token >= 0 s (0 = from the cost model)", p->tp_s);
+    if (p->max_wait_s < 0)
         return SIM_ERROR(SIM_EINVAL, "router.dualmap.max_wait_s is %g; expected >= 0 s "
-                         "(0 = default 60)", p->dm_max_wait_s);
-    double tp = p->dm_tp_s;
+                         "(0 = default 60)", p->max_wait_s);
+    double tp = p->tp_s;
     if (tp == 0) {
-        if (!p->cost || p->batch_tokens == 0)
+        if (!env->cost || env->batch_tokens == 0)
             return SIM_ERROR(SIM_EINVAL, "router.dualmap: no per-token prefill time: set "
-                             "prefill_s_per_token > 0 or give the cost model and "
+                             "tp_s > 0 or give the cost model and "
                              "max_num_batched_tokens");
-        double c = p->batch_tokens;
-        cost_batch b = {.prefill_tokens = p->batch_tokens, .sampled = 1,
+        double c = env->batch_tokens;
+        cost_batch b = {.prefill_tokens = env->batch_tokens, .sampled = 1,
                         .prefill_attn = c * c / 2};
-        tp = cost_step_time(p->cost, &b) / c;
+        tp = cost_step_time(env->cost, &b) / c;
         if (!(tp > 0) || !isfinite(tp))
             return SIM_ERROR(SIM_EINVAL, "router.dualmap: the cost model gives a prefill "
                              "time of %g s/token; expected > 0", tp);
     }
     memset(s, 0, sizeof *s);
-    s->n_dest = p->n_dest;
-    s->slo_s = p->ttft_slo_s;
+    s->n_dest = env->n_dest;
+    s->slo_s = slo;
     s->tp_s = tp;
-    s->backlog = p->ttft_slo_s / tp;
-    s->max_wait_s = p->dm_max_wait_s > 0 ? p->dm_max_wait_s : DM_MAX_WAIT_S;
-    s->block_size = p->block_size;
-    s->pool_blocks = p->pool_blocks;
+    s->backlog = slo / tp;
+    s->max_wait_s = p->max_wait_s > 0 ? p->max_wait_s : DM_MAX_WAIT_S;
+    s->block_size = env->block_size;
+    s->pool_blocks = env->pool_blocks;
     s->rq_free = DM_NONE;
     s->pass = 0;
-    sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
-    uint32_t vn = p->dm_vnodes ? p->dm_vnodes : DM_VNODES;
-    int rc = route__ring_init(&s->ring1, p->n_dest, vn, DM_SALT1);
+    sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
+    uint32_t vn = p->vnodes > 0 ? (uint32_t)p->vnodes : DM_VNODES;
+    int rc = route__ring_init(&s->ring1, env->n_dest, vn, DM_SALT1);
     if (!rc)
-        rc = route__ring_init(&s->ring2, p->n_dest, vn, DM_SALT2);
+        rc = route__ring_init(&s->ring2, env->n_dest, vn, DM_SALT2);
     if (!rc)
         rc = sim_u64map_init(&s->pidx, 64);
     if (!rc)
@@ -535,10 +568,10 @@ static int dm_create(void *state, const route_params *p)
     if (!rc)
         rc = sim_u64map_init(&s->count, 64);
     if (!rc) {
-        s->lru = calloc(p->n_dest, sizeof *s->lru);
-        s->stamp = calloc(p->n_dest, sizeof *s->stamp);
-        s->pend_cache = calloc(p->n_dest, sizeof *s->pend_cache);
-        s->run_cache = calloc(p->n_dest, sizeof *s->run_cache);
+        s->lru = calloc(env->n_dest, sizeof *s->lru);
+        s->stamp = calloc(env->n_dest, sizeof *s->stamp);
+        s->pend_cache = calloc(env->n_dest, sizeof *s->pend_cache);
+        s->run_cache = calloc(env->n_dest, sizeof *s->run_cache);
         s->list = malloc(DM_LIST_MAX * sizeof *s->list);
         if (!s->lru || !s->stamp || !s->pend_cache ||
             !s->run_cache || !s->list)
@@ -649,6 +682,8 @@ const route_type route_dualmap = {
     .name = "dualmap",
     .help = "two hashed candidates per prefix; cache affinity, TTFT-SLO switch, queue rebalancing",
     .state_size = sizeof(dualmap),
+    .sections = dm_sections,
+    .check = dm_check,
     .create = dm_create,
     .route = dm_route,
     .on_complete = dm_complete,

@@ -11,10 +11,11 @@ typedef struct flat_lb {
     sim_pcg32 rng;
 } flat_lb;
 
-static int flat_lb_create(void *state, const route_params *p)
+static int flat_lb_create(void *state, const route_env *env, const void *const *params)
 {
     flat_lb *s = state;
-    sim_pcg32_seed(&s->rng, p->seed, SIM_STREAM_ROUTER);
+    (void)params; /* no parameters */
+    sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
     return SIM_OK;
 }
 

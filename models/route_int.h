@@ -7,6 +7,7 @@
 #ifndef CRSIM_MODELS_ROUTE_INT_H
 #define CRSIM_MODELS_ROUTE_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "models/route.h"
@@ -41,5 +42,45 @@ uint32_t route__p2c(sim_pcg32 *rng, const route_view *v);
 /* Ring position of a routing key (a second hash of the key, so that the
  * ring does not depend on how keys were derived). */
 uint64_t route__key_hash(uint64_t key, uint64_t salt);
+
+/* ---- config sections read by more than one router file ---- */
+
+/* router.sticky (models/route_sticky.c): the hash ring's size, read by
+ * sticky, chwbl and the cacheroute family (hash placement). */
+typedef struct route__sticky_params {
+    int64_t vnodes; /* virtual nodes per destination, [1, 1e5] */
+} route__sticky_params;
+extern const route_section route__sec_sticky;
+
+/* Check that a ring of n_dest x vnodes positions fits (route__ring_init);
+ * `key` is the vnodes key named in the message. */
+int route__check_ring(uint32_t n_dest, int64_t vnodes, const char *key,
+                      const route_locate *loc);
+
+/* router.dualmap (models/route_dualmap.c), read by dualmap and preble
+ * (ttft_slo_s and tp_s). */
+typedef struct route__dualmap_params {
+    double ttft_slo_s;   /* s; 0 = route_env.ttft_slo_s */
+    int64_t vnodes;      /* per destination on each ring */
+    double tp_s;         /* s/token; 0 = from the cost model */
+    double max_wait_s;   /* s */
+} route__dualmap_params;
+extern const route_section route__sec_dualmap;
+
+/* router.cacheroute (models/route_cacheroute.c), read by the cacheroute
+ * family and, for its control interval, by preble (which prunes its
+ * window on the same tick). */
+typedef struct route__cacheroute_params {
+    double q_cap;      /* per-destination capacity, requests/s (0 = not set) */
+    double slots;      /* warm-slot budget W per destination (0 = not set) */
+    double interval_s; /* control interval, s (> 0) */
+    bool replan;       /* rebuild the plan every interval */
+    bool warm_start;   /* first plan from the workload's nominal key shares */
+} route__cacheroute_params;
+extern const route_section route__sec_cacheroute;
+
+/* The TTFT SLO a dualmap/preble router uses: the section's, or the run's
+ * when that is 0. */
+double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
 
 #endif

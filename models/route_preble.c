@@ -26,7 +26,7 @@
  *  where W(n) = Σ over window requests whose important node is n of
  *  T_prefill(new tokens, cached context) — the missed prefill work of
  *  Preble's miss_rate(n) · count_H(n) · T_prefill(len(n)), counted per
- *  request — with T_prefill from crsim's cost model (route_params.cost;
+ *  request — with T_prefill from crsim's cost model (route_env.cost;
  *  ceil(new / batch_tokens) chunk steps).  TPOT_i = the cost model's
  *  decode step time at i's in-flight count with the mean context;
  *  out_mean = mean output length of completed requests (45 until the
@@ -40,28 +40,29 @@
  *
  * Rebalancing (at most once per simulated second, after 50 · R
  * placements): destinations sorted by load; the heaviest hi is paired with
- * the lightest lo while load_hi >= pb_high_load · load_lo (default 1.5).
+ * the lightest lo while load_hi >= high_load · load_lo (default 1.5).
  * Candidates are important nodes allocated to hi with at least two window
  * requests, cheapest first (cost W(n)/|alloc(n)|).  One candidate (a
  * single hot prefix): autoscale — add lo to its allocation if lo is not
  * there and the prefix is overloaded on hi.  Several: migrate — set the
  * allocation of the cheapest ones to {lo} while that leaves hi at least as
- * heavy as lo, until load_hi < pb_high_load · load_lo.  Then the next
+ * heavy as lo, until load_hi < high_load · load_lo.  Then the next
  * heaviest is tried against the (new) lightest.  Overload detector: over
  * the window, the mean TTFT estimate of the prefix's requests on hi in the
  * newer half is >= 2 × that of the older half (both halves non-empty).
  *
- * Window and memory: window entries older than pb_window_s (default 180 s)
+ * Window and memory: window entries older than window_s (default 180 s)
  * are retired on every routing call (amortised O(1)); tree nodes not on
  * any request's path within the window are pruned incrementally, oldest
  * first, from an LRU list in which every node precedes its descendants
  * (a path is touched leaf to root), so the pruned node is always a leaf.
  * Memory is therefore O(distinct blocks routed in the last window).
  *
- * Parameters (route_params): n_dest, ttft_slo_s (> 0; only validated, for
- * a uniform interface with dualmap), block_size (> 0), cost (required),
- * batch_tokens, dm_tp_s (t_p for the TTFT estimate; 0 = from the cost
- * model as in dualmap), pb_window_s (180), pb_high_load (1.5).
+ * Inputs: from route_env n_dest, ttft_slo_s (> 0; only validated, for a
+ * uniform interface with dualmap), block_size (> 0), cost (required),
+ * batch_tokens; router.dualmap.tp_s (t_p for the TTFT estimate; 0 = from
+ * the cost model as in dualmap); router.preble window_s (180), high_load
+ * (1.5); the window is also pruned every router.cacheroute.interval_s.
  *
  * Deviations and simplifications, each deliberate:
  *  - crsim's route interface reports neither TTFTs nor decode times back
@@ -69,7 +70,7 @@
  *    median of observed decode steps (initial 0.15 s), and (b) the
  *    overload detector reads the router's TTFT estimate at dispatch,
  *    (queued prefill tokens at the destination + new tokens) · t_p, with
- *    t_p as in dualmap (dm_tp_s, or cost model step time of a
+ *    t_p as in dualmap (router.dualmap.tp_s, or cost model step time of a
  *    batch_tokens chunk / batch_tokens).
  *  - Window load counts the missed prefill work of each routed request
  *    (above), not the per-node formula re-evaluated per node; the node's
@@ -104,6 +105,7 @@
  * O(R · window nodes) at most once per simulated second.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +114,7 @@
 #include "sim/core/prefetch.h"
 #include "sim/core/lruq.h"
 #include "sim/core/u64map.h"
-#include "models/route.h"
+#include "models/route_int.h"
 
 #define PB_NONE UINT32_MAX
 #define PB_WINDOW_S 180.0
@@ -500,41 +502,75 @@ static void rebalance(preble *s, const route_view *v)
 
 /* ---- the route_type functions ---- */
 
-static int pb_create(void *state, const route_params *p)
+/* router.preble: preble's own keys. */
+typedef struct pb_params {
+    double window_s;  /* history window H, s (> 0) */
+    double high_load; /* rebalance ratio (> 1) */
+} pb_params;
+
+static const sim_cfg_key pb_schema[] = {
+    {.path = "window_s", .type = SIM_CFG_DOUBLE, .offset = offsetof(pb_params, window_s),
+     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "180", .unit = "s",
+     .help = "history window H of loads and prefix tree"},
+    {.path = "high_load", .type = SIM_CFG_DOUBLE, .offset = offsetof(pb_params, high_load),
+     .min = 1, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "1.5",
+     .help = "rebalance a heaviest/lightest pair when load_hi > high_load x load_lo"},
+    {0},
+};
+
+const route_section route__sec_preble = {.prefix = "router.preble", .schema = pb_schema,
+                                         .params_size = sizeof(pb_params)};
+
+/* Preble reads its own keys, dualmap's TTFT SLO and t_p (one definition
+ * for both baselines) and the control interval of router.cacheroute, on
+ * whose tick it prunes its window (on_interval). */
+static const route_section *const pb_sections[] = {&route__sec_dualmap, &route__sec_preble,
+                                                   &route__sec_cacheroute, NULL};
+
+static double pb_interval_s(const void *const *params)
+{
+    const route__cacheroute_params *cp = params[2];
+    return cp->interval_s;
+}
+
+static int pb_create(void *state, const route_env *env, const void *const *params)
 {
     preble *s = state;
-    if (p->n_dest == 0)
+    const route__dualmap_params *dp = params[0];
+    const pb_params *p = params[1];
+    const double slo = route__ttft_slo(dp, env);
+    if (env->n_dest == 0)
         return SIM_ERROR(SIM_EINVAL, "router: 0 destinations; preble expects at least 1");
-    if (!(p->ttft_slo_s > 0) || !isfinite(p->ttft_slo_s))
+    if (!(slo > 0) || !isfinite(slo))
         return SIM_ERROR(SIM_EINVAL, "router.preble: TTFT SLO is %g s; expected a finite "
-                         "value > 0 (default: the run's SLO)", p->ttft_slo_s);
-    if (p->block_size == 0)
+                         "value > 0 (default: the run's SLO)", slo);
+    if (env->block_size == 0)
         return SIM_ERROR(SIM_EINVAL, "router.preble: block size is 0; expected the engine "
                          "block size in tokens (> 0)");
-    if (!p->cost)
+    if (!env->cost)
         return SIM_ERROR(SIM_EINVAL, "router.preble: no cost model given; preble needs the "
                          "destinations' step-time model for its load costs");
-    if (p->pb_window_s < 0 || !isfinite(p->pb_window_s))
+    if (p->window_s < 0 || !isfinite(p->window_s))
         return SIM_ERROR(SIM_EINVAL, "router.preble.window_s is %g; expected a window > 0 s "
-                         "(0 = default 180)", p->pb_window_s);
-    if (p->pb_high_load != 0 && !(p->pb_high_load > 1))
+                         "(0 = default 180)", p->window_s);
+    if (p->high_load != 0 && !(p->high_load > 1))
         return SIM_ERROR(SIM_EINVAL, "router.preble.high_load is %g; expected a ratio > 1 "
-                         "(0 = default 1.5)", p->pb_high_load);
-    if (p->dm_tp_s < 0 || !isfinite(p->dm_tp_s))
-        return SIM_ERROR(SIM_EINVAL, "router: prefill time per token is %g s; expected >= 0 "
-                         "(0 = from the cost model)", p->dm_tp_s);
+                         "(0 = default 1.5)", p->high_load);
+    if (dp->tp_s < 0 || !isfinite(dp->tp_s))
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap.tp_s is %g s; expected >= 0 "
+                         "(0 = from the cost model)", dp->tp_s);
     memset(s, 0, sizeof *s);
-    s->n_dest = p->n_dest;
-    s->words = (p->n_dest + 63) / 64;
-    s->cost = *p->cost;
-    s->block_size = p->block_size;
-    s->batch_tokens = p->batch_tokens;
-    s->window_s = p->pb_window_s > 0 ? p->pb_window_s : PB_WINDOW_S;
-    s->high_load = p->pb_high_load > 0 ? p->pb_high_load : PB_HIGH_LOAD;
-    if (p->dm_tp_s > 0) {
-        s->tp_s = p->dm_tp_s;
+    s->n_dest = env->n_dest;
+    s->words = (env->n_dest + 63) / 64;
+    s->cost = *env->cost;
+    s->block_size = env->block_size;
+    s->batch_tokens = env->batch_tokens;
+    s->window_s = p->window_s > 0 ? p->window_s : PB_WINDOW_S;
+    s->high_load = p->high_load > 0 ? p->high_load : PB_HIGH_LOAD;
+    if (dp->tp_s > 0) {
+        s->tp_s = dp->tp_s;
     } else {
-        uint32_t ct = p->batch_tokens ? p->batch_tokens : 2048;
+        uint32_t ct = env->batch_tokens ? env->batch_tokens : 2048;
         s->tp_s = prefill_time(s, ct, 0) / ct;
     }
     s->n_free = PB_NONE;
@@ -542,10 +578,10 @@ static int pb_create(void *state, const route_params *p)
     s->n_cap = 1024;
     s->nd = malloc(s->n_cap * sizeof *s->nd);
     s->alloc = calloc((size_t)s->n_cap * s->words, sizeof *s->alloc);
-    s->load_split = calloc(p->n_dest, sizeof *s->load_split);
-    s->load_loose = calloc(p->n_dest, sizeof *s->load_loose);
-    s->load = calloc(p->n_dest, sizeof *s->load);
-    s->dropped = calloc(p->n_dest, 1);
+    s->load_split = calloc(env->n_dest, sizeof *s->load_split);
+    s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
+    s->load = calloc(env->n_dest, sizeof *s->load);
+    s->dropped = calloc(env->n_dest, 1);
     int rc = SIM_OK;
     if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
@@ -689,6 +725,8 @@ const route_type route_preble = {
     .name = "preble",
     .help = "global prefix tree: exploit the holder of a long match, else explore by windowed load",
     .state_size = sizeof(preble),
+    .sections = pb_sections,
+    .interval_s = pb_interval_s,
     .create = pb_create,
     .route = pb_route,
     .on_complete = pb_complete,

@@ -50,11 +50,16 @@ static void run(const cluster_params *p, const char *policy, uint64_t seed, doub
                            .seed = seed, .max_requests = max_req};
     wl_replay *rp = NULL;
     CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
-    route_params rtp = {.n_dest = p->n_dest, .seed = seed, .sticky_vnodes = 256,
-                        .chwbl_c = 1.25, .cr_q_cap = 1, .cr_slots = 4, .interval_s = 60};
+    /* The golden run's router inputs (cacheroute keeps its first plan). */
+    const route_env env = {.n_dest = p->n_dest, .seed = seed};
+    route_config *rc = NULL;
+    CHECK_INT_EQ(route_config_parse("router:\n  cacheroute: {q_cap: 1, slots: 4, interval_s: 60, "
+                                    "replan: false}\n", "test_cluster", &rc),
+                 SIM_OK);
     const route_type *rt = route_find(policy);
     CHECK(rt != NULL);
-    CHECK_INT_EQ(cluster_run(p, rt, &rtp, (wl_source){rp, next_req}, res), SIM_OK);
+    CHECK_INT_EQ(cluster_run(p, rt, &env, rc, (wl_source){rp, next_req}, res), SIM_OK);
+    route_config_free(rc);
     wl_replay_destroy(rp);
 }
 
@@ -150,10 +155,13 @@ static void test_interrupt(void)
                            .max_requests = 2000};
     wl_replay *rp = NULL;
     CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
-    route_params rtp = {.n_dest = 4, .seed = 1, .sticky_vnodes = 256, .chwbl_c = 1.25};
+    const route_env env = {.n_dest = 4, .seed = 1};
+    route_config *rc = NULL;
+    CHECK_INT_EQ(route_config_parse("router: {}\n", "test_cluster", &rc), SIM_OK);
     cluster_result r;
-    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &rtp, (wl_source){rp, next_req}, &r),
+    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &env, rc, (wl_source){rp, next_req}, &r),
                  SIM_EINTR);
+    route_config_free(rc);
     CHECK_INT_EQ(r.interrupted, 1);
     CHECK(r.n_arrived < 2000);
     cluster_result_fini(&r);

@@ -317,11 +317,11 @@ static double sim_hit(const exp_setup *s, const char *policy, uint64_t seed, dou
 {
     const route_type *rt = route_find(policy);
     CHECK(rt);
-    route_params rp = exp_setup_route_params(s, seed, rate);
+    const route_env env = exp_setup_route_env(s, seed, rate);
     exp_stream *st = NULL;
     CHECK_INT_EQ(exp_stream_open(s, seed, rate, &st), SIM_OK);
     cluster_result res;
-    int rc = cluster_run(&s->cp, rt, &rp, exp_stream_source(st), &res);
+    int rc = cluster_run(&s->cp, rt, &env, s->cfg->router, exp_stream_source(st), &res);
     if (rc)
         fprintf(stderr, "%s\n", sim_errmsg());
     CHECK_INT_EQ(rc, SIM_OK);
@@ -383,11 +383,13 @@ static void validate(const char *label, const char *cfg_text, const char *const 
     }
 
     /* The same with sticky's own ring as the affinity map. */
-    route_params rp = exp_setup_route_params(&s, seed, 1.0);
+    const route_env env = exp_setup_route_env(&s, seed, 1.0);
     ring_ctx rc_ = {route_find("sticky"), NULL};
     rc_.state = calloc(1, rc_.rt->state_size);
     CHECK(rc_.state);
-    CHECK_INT_EQ(rc_.rt->create(rc_.state, &rp), SIM_OK);
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(cfg.router, rc_.rt, args);
+    CHECK_INT_EQ(rc_.rt->create(rc_.state, &env, args), SIM_OK);
     o.affinity_map = ring_map;
     o.affinity_ctx = &rc_;
     CHECK_INT_EQ(exp_stream_open(&s, seed, rate, &st), SIM_OK);

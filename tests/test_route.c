@@ -6,6 +6,7 @@
  * fixed destination and moves only ~1/R of keys when a destination is
  * added.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,16 +16,31 @@
 #include "sim/core/error.h"
 #include "check.h"
 
+/* Create `rt` in `s` from `env` and the router config text `yaml`
+ * ("router: {...}"); returns create's result (the params are read at
+ * create only, so the config is freed right after). */
+static int create_with(const route_type *rt, void *s, const route_env *env, const char *yaml)
+{
+    route_config *c = NULL;
+    CHECK_INT_EQ(route_config_parse(yaml, "test_route", &c), SIM_OK);
+    CHECK_INT_EQ(route_check(rt, c, env, NULL), SIM_OK);
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(c, rt, args);
+    int rc = rt->create(s, env, args);
+    route_config_free(c);
+    return rc;
+}
+
 static void *make(const route_type *rt, uint32_t n_dest, uint64_t seed)
 {
     void *s = calloc(1, rt->state_size ? rt->state_size : 1);
     static cost_model cm = {.lin_s_per_token = 1e-4, .overhead_s = 1e-3};
-    route_params p = {.n_dest = n_dest, .seed = seed, .sticky_vnodes = 256, .chwbl_c = 1.25,
-                      .cr_q_cap = 50, .cr_slots = 4, .interval_s = 10, .cr_replan = 1,
-                      .ttft_slo_s = 3.5,
-                      .block_size = 16, .pool_blocks = 4096, .dm_tp_s = 1e-4, .cost = &cm,
-                      .batch_tokens = 8192};
-    CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
+    const route_env env = {.n_dest = n_dest, .seed = seed, .ttft_slo_s = 3.5, .block_size = 16,
+                           .pool_blocks = 4096, .cost = &cm, .batch_tokens = 8192};
+    CHECK_INT_EQ(create_with(rt, s, &env,
+                             "router:\n  cacheroute: {q_cap: 50, slots: 4, interval_s: 10}\n"
+                             "  dualmap: {tp_s: 1e-4}\n"),
+                 SIM_OK);
     return s;
 }
 
@@ -187,10 +203,10 @@ static void test_chwbl(void)
     }
     CHECK(moved > 0); /* the bound did push hot keys off their home */
     drop(ch, s);
-    /* c = infinity (huge) is sticky. */
-    route_params p = {.n_dest = R, .seed = 1, .sticky_vnodes = 256, .chwbl_c = 1e300};
+    /* c huge (the largest the schema allows) is sticky. */
+    const route_env env = {.n_dest = R, .seed = 1};
     void *inf = calloc(1, ch->state_size);
-    CHECK_INT_EQ(ch->create(inf, &p), SIM_OK);
+    CHECK_INT_EQ(create_with(ch, inf, &env, "router: {chwbl: {c: 1e9}}\n"), SIM_OK);
     for (uint64_t k = 0; k < 2000; k++) {
         wl_request r = {.key = k};
         load[k % R] = (uint32_t)(k % 50);
@@ -198,11 +214,11 @@ static void test_chwbl(void)
     }
     drop(ch, inf);
     drop(st, sticky);
-    /* c < 1 is rejected. */
-    p.chwbl_c = 0.9;
-    void *bad = calloc(1, ch->state_size);
-    CHECK_INT_EQ(ch->create(bad, &p), SIM_EINVAL);
-    free(bad);
+    /* c < 1 is rejected (by the schema, when the config is bound). */
+    route_config *bad = NULL;
+    CHECK_INT_EQ(route_config_parse("router: {chwbl: {c: 0.9}}\n", "test_route", &bad),
+                 SIM_EINVAL);
+    CHECK(bad == NULL);
 }
 
 /* cacheroute re-plans from each interval's counts; with replan off the
@@ -216,9 +232,11 @@ static void test_cacheroute_replan(void)
     route_view v = {.n_dest = R, .outstanding = load, .queued_tokens = queued};
     for (int replan = 0; replan <= 1; replan++) {
         void *s = calloc(1, rt->state_size);
-        route_params p = {.n_dest = R, .seed = 1, .sticky_vnodes = 64, .cr_q_cap = 1000,
-                          .cr_slots = 1, .interval_s = 10, .cr_replan = replan};
-        CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
+        const route_env env = {.n_dest = R, .seed = 1};
+        char yaml[200];
+        snprintf(yaml, sizeof yaml, "router:\n  sticky: {vnodes: 64}\n  cacheroute: {q_cap: 1000, "
+                 "slots: 1, interval_s: 10, replan: %s}\n", replan ? "true" : "false");
+        CHECK_INT_EQ(create_with(rt, s, &env, yaml), SIM_OK);
         /* Interval 1: keys 1..6 hot; interval 2: keys 7..12 hot instead.
          * C = 6 slots, k_b = 1: each plan admits the six hot keys. */
         wl_request r = {.prompt_tokens = 1, .output_tokens = 1};
@@ -262,10 +280,12 @@ static void test_cacheroute_warm_start(void)
     route_view v = {.n_dest = R, .outstanding = load, .queued_tokens = queued};
     plan_key nominal[3] = {{42, 0.5}, {7, 0.3}, {9, 0.2}};
     void *s = calloc(1, rt->state_size);
-    route_params p = {.n_dest = R, .seed = 1, .sticky_vnodes = 64, .cr_q_cap = 10,
-                      .cr_slots = 4, .interval_s = 60, .cr_replan = 1, .cr_nominal = nominal,
-                      .cr_n_nominal = 3, .cr_nominal_rate = 100};
-    CHECK_INT_EQ(rt->create(s, &p), SIM_OK);
+    const route_env env = {.n_dest = R, .seed = 1, .nominal = nominal, .n_nominal = 3,
+                           .nominal_rate = 100};
+    CHECK_INT_EQ(create_with(rt, s, &env,
+                             "router:\n  sticky: {vnodes: 64}\n  cacheroute: {q_cap: 10, "
+                             "slots: 4, interval_s: 60, warm_start: true}\n"),
+                 SIM_OK);
     /* Key 42: 50 requests/s -> k_b = 5 distinct destinations; sending 5
      * requests while none completes visits all five of them once. */
     int seen[R] = {0};

@@ -1,6 +1,6 @@
 /*
- * Property tests of the dualmap and preble routers (models/route_dualmap.c,
- * models/route_preble.c) on small synthetic requests and a fake
+ * Property tests of the dualmap and preble routers (models/DM->c,
+ * models/PB->c) on small synthetic requests and a fake
  * route_ops "cluster" whose per-destination FIFO queues never start a
  * request unless the test says so.
  *
@@ -17,6 +17,8 @@
  * replicated to the light destination; after the window expires the tree
  * forgets the prefix, and heap use stays bounded over many windows.
  */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__GLIBC__)
@@ -121,18 +123,65 @@ static cost_model test_cost(void)
     return m;
 }
 
-static route_params params(uint32_t n_dest, uint64_t seed, const cost_model *cm)
+/* What a test varies: the gateway's inputs (route_env) and the dualmap and
+ * preble keys (0 = the key's default), as one flat struct. */
+typedef struct tparams {
+    uint32_t n_dest;
+    uint64_t seed;
+    double ttft_slo_s;
+    uint32_t block_size, batch_tokens, pool_blocks;
+    const cost_model *cost;
+    uint32_t dm_vnodes;
+    double dm_tp_s, dm_max_wait_s, pb_window_s, pb_high_load;
+} tparams;
+
+static tparams params(uint32_t n_dest, uint64_t seed, const cost_model *cm)
 {
-    return (route_params){.n_dest = n_dest, .seed = seed, .ttft_slo_s = 2.0,
+    return (tparams){.n_dest = n_dest, .seed = seed, .ttft_slo_s = 2.0,
                           .block_size = BS, .batch_tokens = 2048, .pool_blocks = 4096,
                           .cost = cm};
 }
 
-static void *make(const route_type *rt, const route_params *p)
+static void put_key(char *buf, size_t n, const char *key, double v)
+{
+    if (v != 0) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, n - used, "%s%s: %.17g", buf[used - 1] == '{' ? "" : ", ", key, v);
+    }
+}
+
+/* Bind the keys of `p` as a config would, check and create `rt` in `s`.
+ * Returns the first error (binding, check or create). */
+static int create_from(const route_type *rt, void *s, const tparams *p)
+{
+    const route_env env = {.n_dest = p->n_dest, .seed = p->seed, .ttft_slo_s = p->ttft_slo_s,
+                           .block_size = p->block_size, .batch_tokens = p->batch_tokens,
+                           .pool_blocks = p->pool_blocks, .cost = p->cost};
+    char dm[256] = "{", pb[256] = "{", yaml[600];
+    put_key(dm, sizeof dm, "vnodes", p->dm_vnodes);
+    put_key(dm, sizeof dm, "tp_s", p->dm_tp_s);
+    put_key(dm, sizeof dm, "max_wait_s", p->dm_max_wait_s);
+    put_key(pb, sizeof pb, "window_s", p->pb_window_s);
+    put_key(pb, sizeof pb, "high_load", p->pb_high_load);
+    snprintf(yaml, sizeof yaml, "router:\n  dualmap: %s}\n  preble: %s}\n", dm, pb);
+    route_config *c = NULL;
+    int rc = route_config_parse(yaml, "test_route_dmp", &c);
+    if (rc == SIM_OK)
+        rc = route_check(rt, c, &env, NULL);
+    if (rc == SIM_OK) {
+        const void *args[ROUTE_MAX_READS];
+        route_config_args(c, rt, args);
+        rc = rt->create(s, &env, args);
+    }
+    route_config_free(c);
+    return rc;
+}
+
+static void *make(const route_type *rt, const tparams *p)
 {
     void *s = calloc(1, rt->state_size);
     CHECK(s != NULL);
-    int rc = rt->create(s, p);
+    int rc = create_from(rt, s, p);
     if (rc)
         fprintf(stderr, "create %s: %s\n", rt->name, sim_errmsg());
     CHECK_INT_EQ(rc, SIM_OK);
@@ -145,7 +194,10 @@ static void drop(const route_type *rt, void *s)
     free(s);
 }
 
-static const route_type *const both[] = {&route_dualmap, &route_preble};
+#define DM route_find("dualmap")
+#define PB route_find("preble")
+
+static const route_type *both(size_t k) { return route_find(k == 0 ? "dualmap" : "preble"); }
 
 /* ---- both routers ---- */
 
@@ -157,8 +209,8 @@ static void test_determinism_and_range(void)
     enum { R = 7, N = 3000 };
     cost_model cm = test_cost();
     for (size_t k = 0; k < 2; k++) {
-        const route_type *rt = both[k];
-        route_params p = params(R, 42, &cm);
+        const route_type *rt = both(k);
+        tparams p = params(R, 42, &cm);
         p.pool_blocks = 64; /* small: dualmap's prefix index evicts */
         p.pb_window_s = 30; /* preble prunes and rebalances */
         void *a = make(rt, &p), *b = make(rt, &p);
@@ -192,10 +244,10 @@ static void test_determinism_and_range(void)
     }
 }
 
-static void expect_einval(const route_type *rt, const route_params *p, const char *what)
+static void expect_einval(const route_type *rt, const tparams *p, const char *what)
 {
     void *s = calloc(1, rt->state_size);
-    int rc = rt->create(s, p);
+    int rc = create_from(rt, s, p);
     if (rc != SIM_EINVAL)
         fprintf(stderr, "%s accepted bad parameters: %s\n", rt->name, what);
     CHECK_INT_EQ(rc, SIM_EINVAL);
@@ -207,8 +259,8 @@ static void test_bad_params(void)
 {
     cost_model cm = test_cost();
     for (size_t k = 0; k < 2; k++) {
-        const route_type *rt = both[k];
-        route_params p = params(4, 1, &cm);
+        const route_type *rt = both(k);
+        tparams p = params(4, 1, &cm);
         p.ttft_slo_s = 0;
         expect_einval(rt, &p, "SLO 0");
         p.ttft_slo_s = -1;
@@ -224,21 +276,21 @@ static void test_bad_params(void)
         p.dm_tp_s = -1;
         expect_einval(rt, &p, "t_p < 0");
     }
-    route_params p = params(4, 1, &cm);
+    tparams p = params(4, 1, &cm);
     p.pool_blocks = 0;
-    expect_einval(&route_dualmap, &p, "dualmap pool 0");
+    expect_einval(route_find("dualmap"), &p, "dualmap pool 0");
     p = params(4, 1, NULL);
-    expect_einval(&route_dualmap, &p, "dualmap without cost model or t_p");
+    expect_einval(route_find("dualmap"), &p, "dualmap without cost model or t_p");
     p.dm_tp_s = 1e-4; /* an explicit t_p replaces the cost model */
-    drop(&route_dualmap, make(&route_dualmap, &p));
+    drop(route_find("dualmap"), make(route_find("dualmap"), &p));
     p = params(4, 1, NULL);
-    expect_einval(&route_preble, &p, "preble without cost model");
+    expect_einval(route_find("preble"), &p, "preble without cost model");
     p = params(4, 1, &cm);
     p.pb_high_load = 0.5;
-    expect_einval(&route_preble, &p, "preble high-load ratio < 1");
+    expect_einval(route_find("preble"), &p, "preble high-load ratio < 1");
     p = params(4, 1, &cm);
     p.pb_window_s = -3;
-    expect_einval(&route_preble, &p, "preble window < 0");
+    expect_einval(route_find("preble"), &p, "preble window < 0");
 }
 
 /* ---- dualmap ---- */
@@ -250,8 +302,8 @@ static void test_dm_two_candidates(void)
 {
     enum { R = 16, K = 60, REP = 40 };
     cost_model cm = test_cost();
-    route_params p = params(R, 3, &cm);
-    void *s = make(&route_dualmap, &p);
+    tparams p = params(R, 3, &cm);
+    void *s = make(route_find("dualmap"), &p);
     uint32_t out[R] = {0};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
@@ -266,10 +318,10 @@ static void test_dm_two_candidates(void)
                 qt[d] = sim_pcg32_bounded(&g, 4) ? 0 : 100000; /* 10 s of backlog */
             wl_request r = make_req(id, 20, 1, k, 0, (double)id);
             id++;
-            uint32_t d = route_dualmap.route(s, &r, &v);
+            uint32_t d = DM->route(s, &r, &v);
             CHECK(d < R);
             seen[k] |= 1u << d;
-            route_dualmap.on_complete(s, &r, d);
+            DM->on_complete(s, &r, d);
             wl_request_fini(&r);
         }
     for (uint32_t k = 0; k < K; k++) {
@@ -278,7 +330,7 @@ static void test_dm_two_candidates(void)
         pairs += c == 2;
     }
     CHECK(pairs > K / 2);
-    drop(&route_dualmap, s);
+    drop(route_find("dualmap"), s);
 }
 
 /* Identical prompts go to one destination while unloaded: at once for a
@@ -289,38 +341,38 @@ static void test_dm_affinity(void)
 {
     enum { R = 8 };
     cost_model cm = test_cost();
-    route_params p = params(R, 5, &cm);
-    void *s = make(&route_dualmap, &p);
+    tparams p = params(R, 5, &cm);
+    void *s = make(route_find("dualmap"), &p);
     uint32_t out[R] = {0};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
     uint32_t first = UINT32_MAX;
     for (uint64_t i = 0; i < 100; i++) {
         wl_request r = make_req(i, 30, 1, 77, 0, (double)i);
-        uint32_t d = route_dualmap.route(s, &r, &v);
+        uint32_t d = DM->route(s, &r, &v);
         if (first == UINT32_MAX)
             first = d;
         CHECK_INT_EQ(d, first);
-        route_dualmap.on_complete(s, &r, d);
+        DM->on_complete(s, &r, d);
         wl_request_fini(&r);
     }
-    drop(&route_dualmap, s);
+    drop(route_find("dualmap"), s);
 
-    s = make(&route_dualmap, &p);
+    s = make(route_find("dualmap"), &p);
     enum { NB = 6 };
     uint32_t last = UINT32_MAX;
     for (uint64_t i = 0; i < 400; i++) {
         wl_request r = make_req(i, NB * BS + 5, NB, 99, 0, (double)i);
-        uint32_t d = route_dualmap.route(s, &r, &v);
+        uint32_t d = DM->route(s, &r, &v);
         /* Each expansion needs the new key at 6.12 % of the window, about
          * 13 requests, so depth NB is reached within 20 + 14·NB requests. */
         if (i > 20 + 14 * NB)
             CHECK_INT_EQ(d, last);
         last = d;
-        route_dualmap.on_complete(s, &r, d);
+        DM->on_complete(s, &r, d);
         wl_request_fini(&r);
     }
-    drop(&route_dualmap, s);
+    drop(route_find("dualmap"), s);
 }
 
 /* A backlog beyond the SLO on the preferred candidate switches the key to
@@ -329,32 +381,32 @@ static void test_dm_hotspot_switch(void)
 {
     enum { R = 8 };
     cost_model cm = test_cost();
-    route_params p = params(R, 9, &cm);
-    void *s = make(&route_dualmap, &p);
+    tparams p = params(R, 9, &cm);
+    void *s = make(route_find("dualmap"), &p);
     uint32_t out[R] = {0};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
     wl_request r0 = make_req(0, 30, 1, 5, 0, 0);
-    uint32_t home = route_dualmap.route(s, &r0, &v);
-    route_dualmap.on_complete(s, &r0, home);
+    uint32_t home = DM->route(s, &r0, &v);
+    DM->on_complete(s, &r0, home);
     qt[home] = 1000000;  /* ~100 s of prefill at 0.1 ms/token */
     out[home] = 50;
     wl_request r1 = make_req(1, 30, 1, 5, 0, 1);
-    uint32_t other = route_dualmap.route(s, &r1, &v);
+    uint32_t other = DM->route(s, &r1, &v);
     CHECK(other != home);
-    route_dualmap.on_complete(s, &r1, other);
+    DM->on_complete(s, &r1, other);
     /* The other candidate now also has the prefix: with the backlog moved
      * there, the key returns home. */
     qt[home] = 0;
     out[home] = 0;
     qt[other] = 1000000;
     wl_request r2 = make_req(2, 30, 1, 5, 0, 2);
-    CHECK_INT_EQ(route_dualmap.route(s, &r2, &v), home);
-    route_dualmap.on_complete(s, &r2, home);
+    CHECK_INT_EQ(DM->route(s, &r2, &v), home);
+    DM->on_complete(s, &r2, home);
     wl_request_fini(&r0);
     wl_request_fini(&r1);
     wl_request_fini(&r2);
-    drop(&route_dualmap, s);
+    drop(route_find("dualmap"), s);
 }
 
 /* Cold keys spread over the cluster, then a hot key overloads both of its
@@ -366,10 +418,10 @@ static void test_dm_rebalance(void)
     static fake f;
     memset(&f, 0, sizeof f);
     f.n = R;
-    route_params p = params(R, 13, NULL);
+    tparams p = params(R, 13, NULL);
     p.dm_tp_s = 1e-3;   /* 1 ms per token */
     p.ttft_slo_s = 0.5; /* backlog threshold 500 tokens */
-    void *s = make(&route_dualmap, &p);
+    void *s = make(route_find("dualmap"), &p);
     route_ops ops;
     static wl_request reqs[COLD * 2 + HOT];
     uint32_t n = 0;
@@ -378,13 +430,13 @@ static void test_dm_rebalance(void)
         for (uint32_t k = 0; k < COLD; k++) {
             reqs[n] = make_req(n, 31, 1, 1000 + k, 0, n * 0.01);
             route_view v = fk_view(&f, &ops, reqs[n].arrival_s);
-            fk_push(&f, &reqs[n], route_dualmap.route(s, &reqs[n], &v));
+            fk_push(&f, &reqs[n], DM->route(s, &reqs[n], &v));
             n++;
         }
     for (uint32_t i = 0; i < HOT; i++) {
         reqs[n] = make_req(n, 31, 1, 1, 0, n * 0.01);
         route_view v = fk_view(&f, &ops, reqs[n].arrival_s);
-        fk_push(&f, &reqs[n], route_dualmap.route(s, &reqs[n], &v));
+        fk_push(&f, &reqs[n], DM->route(s, &reqs[n], &v));
         n++;
     }
     CHECK(f.migrations > 0);
@@ -401,7 +453,7 @@ static void test_dm_rebalance(void)
     CHECK_INT_EQ(__builtin_popcount(mask[COLD]), 2); /* the hot key uses both */
     for (uint32_t i = 0; i < n; i++)
         wl_request_fini(&reqs[i]);
-    drop(&route_dualmap, s);
+    drop(route_find("dualmap"), s);
 }
 
 /* ---- preble ---- */
@@ -414,28 +466,28 @@ static void test_pb_exploit_explore(void)
 {
     enum { R = 4 };
     cost_model cm = test_cost();
-    route_params p = params(R, 1, &cm);
-    void *s = make(&route_preble, &p);
+    tparams p = params(R, 1, &cm);
+    void *s = make(route_find("preble"), &p);
     uint32_t out[R] = {5, 5, 0, 5};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
     wl_request r = make_req(0, 66 * BS, 64, 3, 1, 0);
-    uint32_t home = route_preble.route(s, &r, &v);
+    uint32_t home = PB->route(s, &r, &v);
     CHECK_INT_EQ(home, 2);
     wl_request_fini(&r);
     out[0] = 0, out[1] = 0, out[2] = 9, out[3] = 0;
     for (uint64_t i = 1; i < 20; i++) {
         r = make_req(i, 66 * BS, 64, 3, 100 + i, (double)i);
-        CHECK_INT_EQ(route_preble.route(s, &r, &v), home);
+        CHECK_INT_EQ(PB->route(s, &r, &v), home);
         wl_request_fini(&r);
     }
     /* Fresh prompt: nothing matched; least loaded is 1 (dest 2 also
      * carries the window's prefill cost). */
     out[0] = 5, out[1] = 0, out[2] = 9, out[3] = 7;
     r = make_req(50, 40 * BS, 40, 777, 0, 30);
-    CHECK_INT_EQ(route_preble.route(s, &r, &v), 1);
+    CHECK_INT_EQ(PB->route(s, &r, &v), 1);
     wl_request_fini(&r);
-    drop(&route_preble, s);
+    drop(route_find("preble"), s);
 }
 
 /* After the window the prefix is forgotten (the tree was pruned): the
@@ -444,21 +496,21 @@ static void test_pb_window_expiry(void)
 {
     enum { R = 4 };
     cost_model cm = test_cost();
-    route_params p = params(R, 1, &cm);
+    tparams p = params(R, 1, &cm);
     p.pb_window_s = 10;
-    void *s = make(&route_preble, &p);
+    void *s = make(route_find("preble"), &p);
     uint32_t out[R] = {3, 0, 3, 3};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
     wl_request r = make_req(0, 40 * BS, 40, 4, 0, 0);
-    CHECK_INT_EQ(route_preble.route(s, &r, &v), 1);
+    CHECK_INT_EQ(PB->route(s, &r, &v), 1);
     memset(out, 0, sizeof out);
     v.now_s = 5; /* within the window: exploited */
-    CHECK_INT_EQ(route_preble.route(s, &r, &v), 1);
+    CHECK_INT_EQ(PB->route(s, &r, &v), 1);
     v.now_s = 16; /* 11 s after the last touch: pruned, explores to 0 */
-    CHECK_INT_EQ(route_preble.route(s, &r, &v), 0);
+    CHECK_INT_EQ(PB->route(s, &r, &v), 0);
     wl_request_fini(&r);
-    drop(&route_preble, s);
+    drop(route_find("preble"), s);
 }
 
 /* Four long prefixes all placed on destination 0 (1 was busy when they
@@ -468,8 +520,8 @@ static void test_pb_migrate(void)
 {
     enum { R = 2, P = 4, N = 400 };
     cost_model cm = test_cost();
-    route_params p = params(R, 1, &cm);
-    void *s = make(&route_preble, &p);
+    tparams p = params(R, 1, &cm);
+    void *s = make(route_find("preble"), &p);
     uint32_t out[R] = {0, 50};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
@@ -481,7 +533,7 @@ static void test_pb_migrate(void)
         if (i == P)
             out[1] = 0;
         wl_request r = make_req(i, 66 * BS, 64, 10 + k, 1000 + i, v.now_s);
-        uint32_t d = route_preble.route(s, &r, &v);
+        uint32_t d = PB->route(s, &r, &v);
         wl_request_fini(&r);
         if (i < P) {
             CHECK_INT_EQ(d, 0);
@@ -494,7 +546,7 @@ static void test_pb_migrate(void)
     for (uint32_t k = 0; k < P; k++)
         moved += last[k] != first[k];
     CHECK(moved >= 1 && moved < P); /* some, not all, prefixes moved */
-    drop(&route_preble, s);
+    drop(route_find("preble"), s);
 }
 
 /* One hot prefix on destination 0 whose TTFT estimate keeps rising: the
@@ -504,9 +556,9 @@ static void test_pb_autoscale(void)
 {
     enum { R = 2, N = 300 };
     cost_model cm = test_cost();
-    route_params p = params(R, 1, &cm);
+    tparams p = params(R, 1, &cm);
     p.pb_window_s = 20;
-    void *s = make(&route_preble, &p);
+    void *s = make(route_find("preble"), &p);
     uint32_t out[R] = {0, 50};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
@@ -517,7 +569,7 @@ static void test_pb_autoscale(void)
         if (i == 1)
             out[0] = 5, out[1] = 0;
         wl_request r = make_req(i, 66 * BS, 64, 7, 1000 + i, v.now_s);
-        uint32_t d = route_preble.route(s, &r, &v);
+        uint32_t d = PB->route(s, &r, &v);
         wl_request_fini(&r);
         if (first_on1 < 0) {
             if (d == 1)
@@ -529,7 +581,7 @@ static void test_pb_autoscale(void)
     }
     CHECK(first_on1 >= 100); /* not before 50 · R placements */
     CHECK(on1 > 0);
-    drop(&route_preble, s);
+    drop(route_find("preble"), s);
 }
 
 #if defined(__GLIBC__)
@@ -547,9 +599,9 @@ static void test_pb_memory_bounded(void)
 #if defined(__GLIBC__)
     enum { R = 8 };
     cost_model cm = test_cost();
-    route_params p = params(R, 1, &cm);
+    tparams p = params(R, 1, &cm);
     p.pb_window_s = 10;
-    void *s = make(&route_preble, &p);
+    void *s = make(route_find("preble"), &p);
     uint32_t out[R] = {0};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
@@ -558,8 +610,8 @@ static void test_pb_memory_bounded(void)
     for (uint64_t i = 0; i < (uint64_t)(40 * 10 * rate); i++) {
         v.now_s = (double)i / rate;
         wl_request r = make_req(i, 64 * BS, 8, i % 50, 1000 + i, v.now_s);
-        uint32_t d = route_preble.route(s, &r, &v);
-        route_preble.on_complete(s, &r, d);
+        uint32_t d = PB->route(s, &r, &v);
+        PB->on_complete(s, &r, d);
         wl_request_fini(&r);
         if (i == (uint64_t)(4 * 10 * rate))
             at4 = heap_in_use();
@@ -570,7 +622,7 @@ static void test_pb_memory_bounded(void)
             fprintf(stderr, "heap after 4 windows %zu, after 40 windows %zu\n", at4, at40);
         CHECK(at40 < at4 + at4 / 2);
     }
-    drop(&route_preble, s);
+    drop(route_find("preble"), s);
 #endif
 }
 

@@ -586,6 +586,45 @@ void sim_cfgdoc_destroy(sim_cfgdoc *d)
 
 const char *sim_cfgdoc_path(const sim_cfgdoc *d) { return d->path; }
 
+static void put_loc(const char *src, unsigned long line, char *buf, size_t n)
+{
+    if (line > 0)
+        snprintf(buf, n, "%s:%lu", src, line);
+    else
+        snprintf(buf, n, "%s", src);
+}
+
+bool sim_cfgdoc_locate(const sim_cfgdoc *d, const char *path, const char *item, char *buf,
+                       size_t n)
+{
+    const struct node *m = d->root;
+    for (const char *c = path;;) {
+        size_t len = strcspn(c, ".");
+        const struct mapent *e = m->kind == NODE_MAP ? map_find(m, c, len) : NULL;
+        if (!e)
+            return false;
+        if (c[len] != '\0') {
+            m = e->val;
+            c += len + 1;
+            continue;
+        }
+        if (!item) {
+            put_loc(e->src, e->line, buf, n);
+            return true;
+        }
+        if (e->val->kind != NODE_SEQ)
+            return false;
+        for (size_t i = 0; i < e->val->n; i++) {
+            const struct node *x = e->val->items[i];
+            if (x->kind == NODE_SCALAR && strcmp(x->text, item) == 0) {
+                put_loc(x->src, x->line, buf, n);
+                return true;
+            }
+        }
+        return false;
+    }
+}
+
 int sim_cfgdoc_set(sim_cfgdoc *d, const char *assignment)
 {
     const char *eq = strchr(assignment, '=');

@@ -113,6 +113,18 @@ void sim_cfgdoc_destroy(sim_cfgdoc *d);
  */
 int sim_cfgdoc_set(sim_cfgdoc *d, const char *assignment);
 
+/*
+ * Where key `path` ("router.cacheroute.q_cap") was written: "FILE:LINE"
+ * of its key for a key from the file, "--set KEY" for one from the
+ * command line.  With `item` non-NULL the value at `path` must be a list
+ * and the location is that of its first scalar element equal to `item`
+ * (path "experiment.policies", item "cacheroute").  Writes at most `n`
+ * bytes (NUL-terminated) to `buf`.  Returns true if found; false, leaving
+ * buf unchanged, if the key or item is absent.  Cannot fail.
+ */
+bool sim_cfgdoc_locate(const sim_cfgdoc *d, const char *path, const char *item, char *buf,
+                       size_t n);
+
 /* The file path (or name) given at load.  Owned by `d`.  Cannot fail. */
 const char *sim_cfgdoc_path(const sim_cfgdoc *d);
 

@@ -314,13 +314,14 @@ static int run_point(const exp_setup *s, uint64_t seed, double load, exp_calib_p
 {
     if (!(isfinite(load) && load > 0))
         return SIM_ERROR(SIM_EINVAL, "load %g requests/s; expected a finite load > 0", load);
-    route_params rp = exp_setup_route_params(s, seed, load);
+    const route_env env = exp_setup_route_env(s, seed, load);
     cluster_params cp = s->cp;
     exp_stream *st = NULL;
     cluster_result res = {0};
     int rc = exp_stream_open(s, seed, load, &st);
     if (rc == SIM_OK)
-        rc = cluster_run(&cp, &route_flat_lb, &rp, exp_stream_source(st), &res);
+        rc = cluster_run(&cp, route_find("flat_lb"), &env, s->cfg->router,
+                         exp_stream_source(st), &res);
     exp_stream_close(st);
     if (rc == SIM_OK) {
         exp_calib_point p = {.load_rps = load,
@@ -681,7 +682,7 @@ int exp_calib_main(const exp_cli_args *a)
         rc = parse_grid(exp_cli_str(a, "grid", NULL), &grid, &n_grid);
     exp_config cfg = {0};
     if (rc == SIM_OK)
-        rc = exp_config_load(config, sets, n_set, &cfg);
+        rc = exp_config_load_unchecked(config, sets, n_set, &cfg); /* measures q_cap */
     uint64_t *seeds = NULL;
     if (rc == SIM_OK) {
         if (!(slo > 0)) { /* the median threshold, as the harness uses for routers */

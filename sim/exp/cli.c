@@ -547,9 +547,7 @@ static int cmd_help(const exp_cli_args *a)
     snprintf(topic, sizeof topic, "%s%s%s", a->pos[0], a->n_pos > 1 ? " " : "",
              a->n_pos > 1 ? a->pos[1] : "");
     if (strcmp(topic, "config") == 0) {
-        const sim_cfg_section secs[] = {{NULL, exp_config_schema, NULL},
-                                        {"workload", wl_config_schema, NULL}};
-        sim_cfg_help_sections(secs, 2, stdout);
+        exp_config_help(stdout);
         return 0;
     }
     if (strcmp(topic, "policies") == 0) {

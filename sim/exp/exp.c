@@ -29,11 +29,6 @@
 #include "version.h"
 #include "sim/core/wall.h"
 
-/* Policy names accepted in experiment.policies; a test checks that this
- * list equals the router registry. */
-static const char *const policy_names[] = {"flat_lb",    "sticky",       "chwbl",
-                                            "dualmap",    "preble",       "cacheroute",
-                                            "cr_replicate", "cr_affinity", NULL};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 #define SLO_NAME(c, f) #f,
 const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
@@ -50,7 +45,7 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "experiment.db", .type = SIM_CFG_STRING, .offset = OFF(db), .def = "\"\"",
      .help = "result database; empty = results/<name>.db (relative to the current directory)"},
     {.path = "experiment.policies", .type = SIM_CFG_STRING_LIST, .offset = OFF(policies),
-     .count_offset = CNT(n_policies), .min_len = 1, .choices = policy_names,
+     .count_offset = CNT(n_policies), .min_len = 1, .choices = route_names,
      .def = "[flat_lb, sticky]", .help = "routers to compare"},
     {.path = "experiment.rates", .type = SIM_CFG_DOUBLE_LIST, .offset = OFF(rates),
      .count_offset = CNT(n_rates), .min_len = 1, .min = 0, .max = 1e7,
@@ -119,48 +114,81 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "cost.profile", .type = SIM_CFG_STRING, .offset = OFF(cost_profile), .def = "\"\"",
      .help = "calibration profile: a name in models/specs/cost/ or a path; empty = the "
              "deployment's default (docs/calibration.md)"},
-    /* routers */
-    {.path = "router.sticky.vnodes", .type = SIM_CFG_INT, .offset = OFF(sticky_vnodes), .min = 1,
-     .max = 1e5, .def = "256", .help = "virtual nodes per destination (sticky, chwbl)"},
-    {.path = "router.chwbl.c", .type = SIM_CFG_DOUBLE, .offset = OFF(chwbl_c), .min = 1,
-     .max = 1e9, .def = "1.25",
-     .help = "bound factor c = 1 + eps: at most ceil(c x mean) in flight per destination"},
-    {.path = "router.cacheroute.q_cap", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_q_cap), .min = 0,
-     .max = 1e9, .def = "0", .unit = "requests/s",
-     .help = "per-destination capacity q_cap (measured; 0 = not set, an error for cacheroute)"},
-    {.path = "router.cacheroute.slots", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_slots), .min = 0,
-     .max = 1e9, .def = "0",
-     .help = "warm-slot budget W per destination (derived; 0 = not set, an error for cacheroute)"},
-    {.path = "router.cacheroute.interval_s", .type = SIM_CFG_DOUBLE, .offset = OFF(cr_interval_s),
-     .min = 0, .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
-     .help = "control interval: rates measured over one interval plan the next"},
-    {.path = "router.cacheroute.replan", .type = SIM_CFG_BOOL, .offset = OFF(cr_replan),
-     .def = "true",
-     .help = "rebuild the plan every interval; false keeps the first plan (stale-plan studies)"},
-    {.path = "router.cacheroute.warm_start", .type = SIM_CFG_BOOL, .offset = OFF(cr_warm_start),
-     .def = "false",
-     .help = "build the first plan from the workload's nominal key rates (labelled in the output)"},
-    {.path = "router.dualmap.ttft_slo_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_ttft_slo_s),
-     .min = 0, .max = 1e6, .def = "0", .unit = "s",
-     .help = "TTFT SLO of the SLO-aware switch and rebalancing; 0 = median of experiment.slos"},
-    {.path = "router.dualmap.vnodes", .type = SIM_CFG_INT, .offset = OFF(dm_vnodes), .min = 1,
-     .max = 1e5, .def = "100", .help = "virtual nodes per destination on each ring (AIBrix)"},
-    {.path = "router.dualmap.tp_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_tp_s), .min = 0,
-     .max = 1, .def = "0", .unit = "s/token",
-     .help = "per-token prefill time t_p; 0 = from the cost model"},
-    {.path = "router.dualmap.max_wait_s", .type = SIM_CFG_DOUBLE, .offset = OFF(dm_max_wait_s),
-     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
-     .help = "a candidate whose oldest queued request waited this long is overloaded"},
-    {.path = "router.preble.window_s", .type = SIM_CFG_DOUBLE, .offset = OFF(pb_window_s),
-     .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "180", .unit = "s",
-     .help = "history window H of loads and prefix tree"},
-    {.path = "router.preble.high_load", .type = SIM_CFG_DOUBLE, .offset = OFF(pb_high_load),
-     .min = 1, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "1.5",
-     .help = "rebalance a heaviest/lightest pair when load_hi > high_load x load_lo"},
+    /* router.*: the routers' own sections (route_sections), bound with this
+     * schema and dumped right after it */
     {0},
 };
 
-int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg)
+double exp_config_median_slo(const exp_config *cfg)
+{
+    double *v = sim_xmalloc(cfg->n_slos * sizeof *v);
+    memcpy(v, cfg->slos, cfg->n_slos * sizeof *v);
+    gsl_sort(v, 1, cfg->n_slos);
+    double m = v[(cfg->n_slos - 1) / 2];
+    free(v);
+    return m;
+}
+
+route_env exp_config_route_env(const exp_config *cfg)
+{
+    return (route_env){.n_dest = (uint32_t)cfg->destinations,
+                       .block_size = (uint32_t)cfg->block_size,
+                       .batch_tokens = (uint32_t)cfg->max_num_batched_tokens,
+                       .ttft_slo_s = exp_config_median_slo(cfg)};
+}
+
+/* The sections of a whole config: the harness's keys, every router
+ * section, then the workload (opaque here: it has its own binder, and
+ * NULL `wl` leaves it out).  Returns the count; `out` has room for
+ * route_config_n_sections() + 2. */
+static size_t all_sections(const exp_config *cfg, void *harness, sim_cfg_section *out, bool wl)
+{
+    size_t n = 0;
+    out[n++] = (sim_cfg_section){NULL, exp_config_schema, harness};
+    n += route_config_sections(cfg ? cfg->router : NULL, out + n);
+    if (wl)
+        out[n++] = (sim_cfg_section){"workload", NULL, NULL};
+    return n;
+}
+
+void exp_config_help(FILE *f)
+{
+    size_t cap = route_config_n_sections() + 2;
+    sim_cfg_section *secs = sim_xcalloc(cap, sizeof *secs);
+    size_t n = all_sections(NULL, NULL, secs, false);
+    secs[n++] = (sim_cfg_section){"workload", wl_config_schema, NULL};
+    sim_cfg_help_sections(secs, n, f);
+    free(secs);
+}
+
+/* Where a router's key was written (route_locate): the key, else its
+ * section, else the experiment.policies entry that selected the router. */
+typedef struct locate_ctx {
+    const sim_cfgdoc *d;
+    const char *policy;
+} locate_ctx;
+
+static void locate_key(void *ctx, const char *key, char *buf, size_t n)
+{
+    const locate_ctx *c = ctx;
+    if (sim_cfgdoc_locate(c->d, key, NULL, buf, n))
+        return;
+    char parent[256];
+    snprintf(parent, sizeof parent, "%s", key);
+    char *dot = strrchr(parent, '.');
+    if (dot) {
+        *dot = '\0';
+        if (strchr(parent, '.') && sim_cfgdoc_locate(c->d, parent, NULL, buf, n))
+            return;
+    }
+    if (sim_cfgdoc_locate(c->d, "experiment.policies", c->policy, buf, n) ||
+        sim_cfgdoc_locate(c->d, "experiment.policies", NULL, buf, n))
+        return;
+    snprintf(buf, n, "%s", sim_cfgdoc_path(c->d));
+}
+
+static int config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg,
+                       bool check_routers)
 {
     memset(cfg, 0, sizeof *cfg);
     sim_cfgdoc *d = NULL;
@@ -169,11 +197,15 @@ int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp
         return rc;
     for (size_t i = 0; i < n_set && rc == SIM_OK; i++)
         rc = sim_cfgdoc_set(d, sets[i]);
-    /* The workload section has its own schema (workloads/wl_config.h); it
-     * is declared opaque here and bound right after. */
-    const sim_cfg_section sections[] = {{NULL, exp_config_schema, cfg}, {"workload", NULL, NULL}};
+    /* The router sections are the routers' own schemas; the workload
+     * section has its own (workloads/wl_config.h): it is declared opaque
+     * here and bound right after. */
+    cfg->router = route_config_new();
+    sim_cfg_section *sections = sim_xcalloc(route_config_n_sections() + 2, sizeof *sections);
+    size_t n_sections = all_sections(cfg, cfg, sections, true);
     if (rc == SIM_OK)
-        rc = sim_cfg_bind_sections(d, sections, 2);
+        rc = sim_cfg_bind_sections(d, sections, n_sections);
+    free(sections);
     if (rc == SIM_OK)
         rc = wl_config_bind(d, &cfg->wl);
     if (rc == SIM_OK && strcmp(cfg->wl.type, "mooncake") == 0 &&
@@ -188,6 +220,17 @@ int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp
                                "each policy once", path, cfg->policies[i]);
                 break;
             }
+    /* Every selected router checks its parameters now, before any run. */
+    if (rc == SIM_OK && check_routers) {
+        const route_env env = exp_config_route_env(cfg);
+        for (size_t i = 0; rc == SIM_OK && i < cfg->n_policies; i++) {
+            const route_type *rt = route_find(cfg->policies[i]);
+            SIM_ALWAYS(rt != NULL); /* the schema's choices are the registry */
+            locate_ctx lc = {d, cfg->policies[i]};
+            const route_locate loc = {&lc, locate_key};
+            rc = route_check(rt, cfg->router, &env, &loc);
+        }
+    }
     sim_cfgdoc_destroy(d);
     if (rc)
         exp_config_fini(cfg);
@@ -202,18 +245,33 @@ int exp_config_derive(const exp_config_src *base, const char *const *sets, size_
         all[i] = base->sets[i];
     for (size_t i = 0; i < n; i++)
         all[base->n_set + i] = sets[i];
-    int rc = exp_config_load(base->path, all, base->n_set + n, out);
+    int rc = config_load(base->path, all, base->n_set + n, out, !base->unchecked);
     free(all);
     return rc;
+}
+
+int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg)
+{
+    return config_load(path, sets, n_set, cfg, true);
+}
+
+int exp_config_load_unchecked(const char *path, const char *const *sets, size_t n_set,
+                              exp_config *cfg)
+{
+    return config_load(path, sets, n_set, cfg, false);
 }
 
 void exp_config_fini(exp_config *cfg)
 {
     wl_config_fini(&cfg->wl);
     sim_cfg_free(exp_config_schema, cfg);
+    route_config_free(cfg->router);
+    cfg->router = NULL;
 }
 
-/* Canonical text of the harness keys followed by the workload section.
+/* Canonical text of the harness keys, the router sections (in
+ * route_sections order, where the harness schema once ended: after cost.*)
+ * and the workload section.
  * experiment.db is left out (printed as ""): where results go is not an
  * input, so shards and resumed runs written to other databases keep the
  * same config hash. */
@@ -222,7 +280,10 @@ static char *dump_all(const exp_config *cfg)
     exp_config c = *cfg;
     char empty[1] = "";
     c.db = empty;
-    char *a = sim_cfg_dump(exp_config_schema, &c);
+    sim_cfg_section *secs = sim_xcalloc(route_config_n_sections() + 2, sizeof *secs);
+    size_t n = all_sections(cfg, &c, secs, false);
+    char *a = sim_cfg_dump_sections(secs, n);
+    free(secs);
     char *b = wl_config_dump(&c.wl);
     size_t na = strlen(a), nb = strlen(b);
     char *s = sim_xmalloc(na + nb + 1);
@@ -470,9 +531,9 @@ static void run_task(pool *pl, task *t)
     const sweep_point *pt = &pl->pts[t->point];
     const exp_config *cfg = &pt->cfg;
     const route_type *rt = route_find(cfg->policies[t->ip]);
-    SIM_ALWAYS(rt != NULL); /* validated against policy_names */
-    route_params rp =
-        exp_setup_route_params(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir]);
+    SIM_ALWAYS(rt != NULL); /* the schema's choices are the registry */
+    const route_env env =
+        exp_setup_route_env(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir]);
     cluster_params cp = pt->setup.cp;
     cp.stop = pl->stop;
     exp_stream *st = NULL;
@@ -480,7 +541,7 @@ static void run_task(pool *pl, task *t)
     double t0 = sim_wall_s();
     t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
     if (t->rc == SIM_OK)
-        t->rc = cluster_run(&cp, rt, &rp, exp_stream_source(st), &t->res);
+        t->rc = cluster_run(&cp, rt, &env, cfg->router, exp_stream_source(st), &t->res);
     t->wall_s = sim_wall_s() - t0;
     exp_stream_close(st);
     if (t->rc)
@@ -570,8 +631,11 @@ static char *default_db(const exp_config *cfg)
 
 int exp_run(const exp_run_opts *o, FILE *out)
 {
+    /* The base config is the sweep's template: its router inputs may come
+     * from the axes, so the routers check every point instead (all
+     * before the database is opened). */
     exp_config base;
-    int rc = exp_config_load(o->config_path, o->sets, o->n_set, &base);
+    int rc = exp_config_load_unchecked(o->config_path, o->sets, o->n_set, &base);
     if (rc)
         return rc;
     axis *ax = NULL;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "models/route.h"
 #include "workloads/wl_config.h"
 #include "sim/core/config.h"
 
@@ -56,15 +57,9 @@ typedef struct exp_config {
     char *cost_profile;       /* "" = the deployment's default profile */
     /* workload (its own schema: workloads/wl_config.h) */
     wl_config wl;
-    /* router */
-    int64_t sticky_vnodes;
-    double chwbl_c;
-    double cr_q_cap, cr_slots, cr_interval_s;
-    bool cr_replan;
-    bool cr_warm_start;
-    double dm_ttft_slo_s, dm_tp_s, dm_max_wait_s;
-    int64_t dm_vnodes;
-    double pb_window_s, pb_high_load;
+    /* router.*: every router section's parameters (models/route.h), owned;
+     * shallow copies of the config share it */
+    route_config *router;
 } exp_config;
 
 /* The SLO metrics, defined once (X-macro): X(constant suffix, name =
@@ -90,17 +85,23 @@ enum exp_slo_metric {
 extern const char *const exp_slo_metric_names[];
 extern const char *const exp_sweep_mode_names[];
 
-/* The schema of exp_config (NULL-terminated), for binding, dumping and
- * `crsim help config`. */
+/* The harness's own schema (NULL-terminated): every key but the router
+ * sections (route_sections) and the workload (wl_config_schema). */
 extern const sim_cfg_key exp_config_schema[];
+
+/* Print every config key, harness, router sections and workload, as
+ * `crsim help config` (docs/config.md).  Cannot fail. */
+void exp_config_help(FILE *f);
 
 /*
  * Load config file `path`, apply the `n_set` overrides "a.b=value" in
  * order, and bind the result into *cfg (zeroed by the call).  Then check
  * cross-key constraints (known policy names, dtypes, a block size dividing
- * the trace block).  Returns SIM_OK or SIM_EIO/SIM_EINVAL with the message
- * naming the file, line or key; on error *cfg holds nothing to free
- * (exp_config_fini is still safe).
+ * the trace block) and run the check of every selected router, so that a
+ * router input that is not set (cacheroute's q_cap) fails here, before any
+ * run.  Returns SIM_OK or SIM_EIO/SIM_EINVAL with the message naming the
+ * file, line or key; on error *cfg holds nothing to free (exp_config_fini
+ * is still safe).
  */
 int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg);
 
@@ -110,17 +111,37 @@ typedef struct exp_config_src {
     const char *path;
     const char *const *sets;
     size_t n_set;
+    bool unchecked;           /* skip the routers' checks (as
+                                 exp_config_load_unchecked): regime and
+                                 calibrate, whose router inputs are measured */
 } exp_config_src;
 
 /*
  * The one way to make a derived config (a sweep point, a regime probe):
- * exp_config_load of base->path with base's overrides followed by the `n`
- * overrides `sets`, so every derived config is validated like a loaded one
+ * exp_config_load (or exp_config_load_unchecked when base->unchecked) of
+ * base->path with base's overrides followed by the `n` overrides `sets`,
+ * so every derived config is validated like a loaded one
  * and dumps to canonical text.  Returns as exp_config_load; *out is then
  * the caller's to exp_config_fini.
  */
 int exp_config_derive(const exp_config_src *base, const char *const *sets, size_t n,
                       exp_config *out);
+
+/* As exp_config_load without the routers' checks: for a config whose
+ * router inputs are still to be filled in (a sweep template, whose
+ * points are each loaded with exp_config_load; `crsim calibrate`, which
+ * measures q_cap; `crsim regime`). */
+int exp_config_load_unchecked(const char *path, const char *const *sets, size_t n_set,
+                              exp_config *cfg);
+
+/* The median of experiment.slos, s: the run's TTFT SLO that routers get
+ * (route_env.ttft_slo_s).  Cannot fail. */
+double exp_config_median_slo(const exp_config *cfg);
+
+/* What a gateway knows from the config alone: route_env with n_dest,
+ * block_size, batch_tokens and ttft_slo_s (the rest zero; exp_setup adds
+ * the run's seed, KV pool, cost model and key shares).  Cannot fail. */
+route_env exp_config_route_env(const exp_config *cfg);
 
 /* Free what a config owns.  Safe on a zeroed config and twice. */
 void exp_config_fini(exp_config *cfg);

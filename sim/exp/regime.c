@@ -131,7 +131,8 @@ static int key_shares(const exp_setup *s, double **out, size_t *n)
 static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_extra,
                     exp_config *cfg, const char ***all_out, size_t *n_all)
 {
-    const exp_config_src src = {.path = o->config, .sets = o->sets, .n_set = o->n_set};
+    const exp_config_src src = {.path = o->config, .sets = o->sets, .n_set = o->n_set,
+                                .unchecked = true};
     int rc = exp_config_derive(&src, extra, n_extra, cfg);
     if (rc)
         return rc;

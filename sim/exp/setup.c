@@ -54,7 +54,17 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
             SIM_OK &&
         wl_synth_keys(&cfg->wl, &s->keys, &s->keys_theta) == SIM_OK)
         s->has_keys = true;
-    if (cfg->cr_warm_start && (rc = exp_setup_key_shares(s, &s->nominal, &s->n_nominal)))
+    bool shares = false;
+    for (size_t i = 0; i < cfg->n_policies; i++) {
+        const route_type *rt = route_find(cfg->policies[i]);
+        if (rt && (route_needs(rt, cfg->router) & ROUTE_NEEDS_KEY_SHARES)) {
+            size_t used = strlen(s->nominal_for);
+            snprintf(s->nominal_for + used, sizeof s->nominal_for - used, "%s%s",
+                     shares ? ", " : "", cfg->policies[i]);
+            shares = true;
+        }
+    }
+    if (shares && (rc = exp_setup_key_shares(s, &s->nominal, &s->n_nominal)))
         goto fail;
     s->cp = (cluster_params){
         .n_dest = (uint32_t)cfg->destinations,
@@ -132,29 +142,16 @@ void exp_setup_fini(exp_setup *s)
     spec_model_fini(&s->model);
 }
 
-route_params exp_setup_route_params(const exp_setup *s, uint64_t seed, double rate)
+route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
 {
-    const exp_config *cfg = s->cfg;
-    double slo = cfg->dm_ttft_slo_s;
-    if (!(slo > 0)) { /* the median SLO threshold of the experiment */
-        double *v = sim_xmalloc(cfg->n_slos * sizeof *v);
-        memcpy(v, cfg->slos, cfg->n_slos * sizeof *v);
-        gsl_sort(v, 1, cfg->n_slos);
-        slo = v[(cfg->n_slos - 1) / 2];
-        free(v);
-    }
-    return (route_params){.n_dest = (uint32_t)cfg->destinations, .seed = seed,
-                          .sticky_vnodes = (uint32_t)cfg->sticky_vnodes,
-                          .chwbl_c = cfg->chwbl_c, .cr_q_cap = cfg->cr_q_cap,
-                          .cr_slots = cfg->cr_slots, .interval_s = cfg->cr_interval_s,
-                          .cr_replan = cfg->cr_replan,
-                          .ttft_slo_s = slo, .block_size = (uint32_t)cfg->block_size,
-                          .batch_tokens = (uint32_t)cfg->max_num_batched_tokens,
-                          .pool_blocks = s->pool_blocks, .cost = &s->cost,
-                          .dm_vnodes = (uint32_t)cfg->dm_vnodes, .dm_tp_s = cfg->dm_tp_s,
-                          .dm_max_wait_s = cfg->dm_max_wait_s, .pb_window_s = cfg->pb_window_s,
-                          .pb_high_load = cfg->pb_high_load, .cr_nominal = s->nominal,
-                          .cr_n_nominal = s->n_nominal, .cr_nominal_rate = rate};
+    route_env env = exp_config_route_env(s->cfg);
+    env.seed = seed;
+    env.pool_blocks = s->pool_blocks;
+    env.cost = &s->cost;
+    env.nominal = s->nominal;
+    env.n_nominal = s->n_nominal;
+    env.nominal_rate = rate;
+    return env;
 }
 
 struct exp_stream {
@@ -211,9 +208,9 @@ void exp_setup_print(const exp_setup *s, FILE *out)
             cfg->weight_dtype, cfg->kv_dtype);
     fprintf(out, "cost model: %s, calibration profile %s\n",
             cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
-    if (cfg->cr_warm_start)
-        fprintf(out, "cacheroute warm start: ON (first plan from the workload's nominal rates of "
-                "%zu keys, not from measured counts)\n", s->n_nominal);
+    if (s->nominal)
+        fprintf(out, "%s warm start: ON (first plan from the workload's nominal rates of "
+                "%zu keys, not from measured counts)\n", s->nominal_for, s->n_nominal);
     fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
             s->pool_blocks, (long long)cfg->block_size, (unsigned long long)s->pool_tokens,
             (double)s->pool_tokens * spec_kv_bytes_per_token(&s->model, s->dep.kv_dtype) / 1e9);

@@ -35,10 +35,12 @@ typedef struct exp_setup {
     bool has_keys;           /* synthetic workload: its key population is built */
     wl_keyrates keys;        /* ... here once (wl_synth_keys), shared by the runs */
     double keys_theta;       /* its shape parameter */
-    struct plan_key *nominal; /* with router.cacheroute.warm_start: every
-                                 routing key's share of requests (sums to 1),
-                                 descending; else NULL */
+    struct plan_key *nominal; /* when a selected router needs them
+                                 (ROUTE_NEEDS_KEY_SHARES, e.g. cacheroute's
+                                 warm_start): every routing key's share of
+                                 requests (sums to 1), descending; else NULL */
     size_t n_nominal;
+    char nominal_for[256];   /* the policies that asked for them, ", "-joined */
 } exp_setup;
 
 /* Every routing key of the workload with its share of requests (summing
@@ -56,9 +58,12 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s);
 /* Free what the setup owns.  Safe on a zeroed setup and twice. */
 void exp_setup_fini(exp_setup *s);
 
-/* Router parameters of the config for run seed `seed` at offered load
- * `rate` requests/s (used by a warm-started cacheroute).  Cannot fail. */
-route_params exp_setup_route_params(const exp_setup *s, uint64_t seed, double rate);
+/* What the gateway knows for run seed `seed` at offered load `rate`
+ * requests/s (exp_config_route_env plus the seed, KV pool, cost model and
+ * key shares of the setup; the rate scales the shares for a warm start).
+ * Points into `s`.  Cannot fail.  The router's own parameters are
+ * s->cfg->router. */
+route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate);
 
 /* One run's request stream: a trace replay or a synthetic generator. */
 typedef struct exp_stream exp_stream;

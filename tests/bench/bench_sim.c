@@ -172,12 +172,12 @@ static int bench_experiment(int argc, char **argv)
     double t_gen = sim_wall_s() - t0;
     exp_stream_close(st);
 
-    route_params rp = exp_setup_route_params(&su, seed, rate);
+    const route_env env = exp_setup_route_env(&su, seed, rate);
     cluster_result res;
     if (exp_stream_open(&su, seed, rate, &st))
         die("stream");
     t0 = sim_wall_s();
-    if (cluster_run(&su.cp, rt, &rp, exp_stream_source(st), &res))
+    if (cluster_run(&su.cp, rt, &env, cfg.router, exp_stream_source(st), &res))
         die("cluster_run");
     double t_run = sim_wall_s() - t0;
     exp_stream_close(st);
@@ -241,8 +241,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_sim: unknown policy %s\n", policy);
         return 2;
     }
-    route_params rp = {.n_dest = 30, .seed = 1, .sticky_vnodes = 256, .chwbl_c = 1.25,
-                       .cr_q_cap = 6, .cr_slots = 4, .interval_s = 60, .ttft_slo_s = 3.5};
+    /* The fixed scenarios' router inputs (cacheroute keeps its first plan:
+     * replan false, as these fingerprints always had). */
+    const route_env env = {.n_dest = 30, .seed = 1, .ttft_slo_s = 3.5};
+    route_config *rcfg = NULL;
+    if (route_config_parse("router:\n  sticky: {vnodes: 256}\n  chwbl: {c: 1.25}\n"
+                           "  cacheroute: {q_cap: 6, slots: 4, interval_s: 60, replan: false}\n",
+                           "bench_sim", &rcfg))
+        die("router config");
 
     /* Generation alone: the same stream, produced and freed. */
     wl_source src = open_stream(&s);
@@ -260,13 +266,14 @@ int main(int argc, char **argv)
     src = open_stream(&s);
     cluster_result res;
     t0 = sim_wall_s();
-    if (cluster_run(&p, rt, &rp, src, &res))
+    if (cluster_run(&p, rt, &env, rcfg, src, &res))
         die("cluster_run");
     double t_run = sim_wall_s() - t0;
     close_stream(&s);
 
     report(s.name, policy, s.rate, gen, blocks, t_gen, t_run, &res);
     cluster_result_fini(&res);
+    route_config_free(rcfg);
     if (s.trace)
         wl_trace_destroy(s.trace);
     else
