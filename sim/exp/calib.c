@@ -282,19 +282,37 @@ int exp_calib_slots(uint64_t pool_tokens, double safety, double tokens_per_key, 
 /* ------------------------------------------------------------------ */
 /* single-destination runs                                             */
 
-/* A shallow copy of `cfg` describing the single-destination runs: every
- * pointer still belongs to `cfg` (never exp_config_fini the copy). */
-static void derive(const exp_config *cfg, int64_t keys, double duration_s, exp_config *d)
+/* The config of the single-destination runs, derived from `cfg`'s source
+ * (exp_config_derive_from, the one way configs are derived): one
+ * destination; for a synthetic workload the top `keys` keys (if > 0 and
+ * fewer than the active set) and `duration_s` of arrivals (if > 0, with no
+ * request limit); `max_requests` >= 0 replaces the request limit (and, for
+ * a synthetic workload, lifts the duration).  *d is the caller's to
+ * exp_config_fini.  Returns as exp_config_load. */
+static int derive(const exp_config *cfg, int64_t keys, double duration_s, int64_t max_requests,
+                  exp_config *d)
 {
-    *d = *cfg;
-    d->destinations = 1;
+    char buf[4][64];
+    const char *sets[5];
+    size_t n = 0;
+    sets[n++] = "cluster.destinations=1";
     bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
-    if (synth && keys > 0 && (cfg->wl.keys.active_set == 0 || keys < cfg->wl.keys.active_set))
-        d->wl.keys.active_set = keys;
-    if (synth && duration_s > 0) {
-        d->wl.duration_s = duration_s;
-        d->wl.max_requests = 0;
+    if (synth && keys > 0 && (cfg->wl.keys.active_set == 0 || keys < cfg->wl.keys.active_set)) {
+        snprintf(buf[0], sizeof buf[0], "workload.keys.active_set=%lld", (long long)keys);
+        sets[n++] = buf[0];
     }
+    if (synth && duration_s > 0) {
+        snprintf(buf[1], sizeof buf[1], "workload.duration_s=%.17g", duration_s);
+        sets[n++] = buf[1];
+        sets[n++] = "workload.max_requests=0";
+    }
+    if (max_requests >= 0) {
+        snprintf(buf[2], sizeof buf[2], "workload.max_requests=%lld", (long long)max_requests);
+        sets[n++] = buf[2];
+        if (synth)
+            sets[n++] = "workload.duration_s=0";
+    }
+    return exp_config_derive_from(cfg, sets, n, d);
 }
 
 static double slo_metric_of(const cluster_result *r, int metric)
@@ -349,12 +367,15 @@ int exp_calib_point_run(const exp_config *cfg, int64_t keys, uint64_t seed, doub
     if (!(duration_s >= 0 && isfinite(duration_s)))
         return SIM_ERROR(SIM_EINVAL, "duration %g s; expected a finite time >= 0 s", duration_s);
     exp_config d;
-    derive(cfg, keys, duration_s, &d);
+    int rc = derive(cfg, keys, duration_s, -1, &d);
+    if (rc)
+        return rc;
     exp_setup s;
-    int rc = exp_setup_init(&d, &s);
+    rc = exp_setup_init(&d, &s);
     if (rc == SIM_OK)
         rc = run_point(&s, seed, load_rps, out);
     exp_setup_fini(&s);
+    exp_config_fini(&d);
     return rc;
 }
 
@@ -497,18 +518,16 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
                                                                      : CALIB_FP_MAX;
     }
     exp_config dfp;
-    derive(cfg, 0, 0, &dfp);
-    if (synth) {
-        dfp.wl.max_requests = (int64_t)fp_n;
-        dfp.wl.duration_s = 0;
-    } else {
-        dfp.wl.max_requests = (int64_t)fp_n;
-    }
-    uint64_t seed0 = o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0];
-    exp_setup s;
-    int rc = exp_setup_init(&dfp, &s);
+    int rc = derive(cfg, 0, 0, (int64_t)fp_n, &dfp);
     if (rc)
         return rc;
+    uint64_t seed0 = o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0];
+    exp_setup s;
+    rc = exp_setup_init(&dfp, &s);
+    if (rc) {
+        exp_config_fini(&dfp);
+        return rc;
+    }
     out->pool_tokens = s.pool_tokens;
     exp_stream *st = NULL;
     rc = exp_stream_open(&s, seed0, CALIB_FP_RATE, &st);
@@ -517,6 +536,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
                                          &out->fp);
     exp_stream_close(st);
     exp_setup_fini(&s);
+    exp_config_fini(&dfp);
     if (rc)
         return rc;
 
@@ -531,9 +551,12 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     out->keys = keys;
     out->duration_s = synth ? (o->duration_s > 0 ? o->duration_s : cfg->wl.duration_s) : 0;
     exp_config dk;
-    derive(cfg, keys, o->duration_s, &dk);
-    if ((rc = exp_setup_init(&dk, &s)))
+    if ((rc = derive(cfg, keys, o->duration_s, -1, &dk)))
         return rc;
+    if ((rc = exp_setup_init(&dk, &s))) {
+        exp_config_fini(&dk);
+        return rc;
+    }
     seed_job *jobs = sim_xcalloc(n_seeds, sizeof *jobs);
     pthread_mutex_t io = PTHREAD_MUTEX_INITIALIZER;
     for (size_t i = 0; i < n_seeds; i++)
@@ -550,6 +573,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
         exp_pool_work(&wp); /* one job, or no thread could start */
     exp_pool_join(&wp);
     exp_setup_fini(&s);
+    exp_config_fini(&dk);
 
     out->n_seeds = n_seeds;
     out->seeds = sim_xcalloc(n_seeds, sizeof *out->seeds);
@@ -685,18 +709,8 @@ int exp_calib_main(const exp_cli_args *a)
         rc = exp_config_load_unchecked(config, sets, n_set, &cfg); /* measures q_cap */
     uint64_t *seeds = NULL;
     if (rc == SIM_OK) {
-        if (!(slo > 0)) { /* the median threshold, as the harness uses for routers */
-            double *v = sim_xmalloc(cfg.n_slos * sizeof *v);
-            memcpy(v, cfg.slos, cfg.n_slos * sizeof *v);
-            for (size_t i = 1; i < cfg.n_slos; i++) /* insertion sort: a handful */
-                for (size_t j = i; j > 0 && v[j] < v[j - 1]; j--) {
-                    double t = v[j];
-                    v[j] = v[j - 1];
-                    v[j - 1] = t;
-                }
-            slo = v[(cfg.n_slos - 1) / 2];
-            free(v);
-        }
+        if (!(slo > 0)) /* the median threshold, as the harness uses for routers */
+            slo = exp_config_median_slo(&cfg);
         exp_calib_opts o = {.grid = grid, .n_grid = n_grid, .rel_tol = tol, .safety = safety,
                             .keys = (int64_t)keys, .duration_s = duration,
                             .progress = quiet ? NULL : stderr};

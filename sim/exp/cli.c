@@ -110,22 +110,25 @@ static int cmd_run(const exp_cli_args *a)
 
 static int cmd_workload_describe(const exp_cli_args *a)
 {
+    /* The described config is derived the one way configs are
+     * (exp_config_derive): the file, the --set overrides, then the
+     * describe options, so a workload preset without an experiment
+     * section can be described too. */
     size_t n_set = 0;
     const char *const *sets = exp_cli_list(a, "set", &n_set);
-    sim_cfgdoc *d = NULL;
-    int rc = sim_cfgdoc_load(a->pos[0], &d);
-    for (size_t i = 0; rc == SIM_OK && i < n_set; i++)
-        rc = sim_cfgdoc_set(d, sets[i]);
-    wl_config wl = {0};
-    if (rc == SIM_OK)
-        rc = wl_config_bind(d, &wl);
-    sim_cfgdoc_destroy(d);
-    if (rc == SIM_OK)
-        rc = exp_workload_describe(&wl, (uint64_t)exp_cli_int(a, "seed", 1),
+    char bs[64];
+    snprintf(bs, sizeof bs, "engine.block_size=%lld", (long long)exp_cli_int(a, "block-size", 16));
+    const char *extra[] = {"experiment.name=describe", "experiment.rates=[1]", bs};
+    const exp_config_src src = {.path = a->pos[0], .sets = sets, .n_set = n_set,
+                                .unchecked = true};
+    exp_config cfg;
+    int rc = exp_config_derive(&src, extra, 3, &cfg);
+    if (rc == SIM_OK) {
+        rc = exp_workload_describe(&cfg, (uint64_t)exp_cli_int(a, "seed", 1),
                                    exp_cli_real(a, "rate", 10),
-                                   (uint64_t)exp_cli_int(a, "requests", 100000),
-                                   (uint32_t)exp_cli_int(a, "block-size", 16), stdout);
-    wl_config_fini(&wl);
+                                   (uint64_t)exp_cli_int(a, "requests", 100000), stdout);
+        exp_config_fini(&cfg);
+    }
     return exp_cli_fail(rc);
 }
 

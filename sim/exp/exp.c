@@ -232,9 +232,23 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
         }
     }
     sim_cfgdoc_destroy(d);
-    if (rc)
+    if (rc) {
         exp_config_fini(cfg);
-    return rc;
+        return rc;
+    }
+    char **own = sim_xcalloc(n_set + 1, sizeof *own);
+    for (size_t i = 0; i < n_set; i++)
+        own[i] = sim_xstrdup(sets[i]);
+    cfg->src = (exp_config_src){.path = sim_xstrdup(path), .sets = (const char *const *)own,
+                                .n_set = n_set, .unchecked = !check_routers};
+    return SIM_OK;
+}
+
+int exp_config_derive_from(const exp_config *base, const char *const *sets, size_t n,
+                           exp_config *out)
+{
+    SIM_ALWAYS(base->src.path != NULL); /* made by exp_config_load */
+    return exp_config_derive(&base->src, sets, n, out);
 }
 
 int exp_config_derive(const exp_config_src *base, const char *const *sets, size_t n,
@@ -263,6 +277,11 @@ int exp_config_load_unchecked(const char *path, const char *const *sets, size_t 
 
 void exp_config_fini(exp_config *cfg)
 {
+    free((char *)cfg->src.path);
+    for (size_t i = 0; i < cfg->src.n_set; i++)
+        free((char *)cfg->src.sets[i]);
+    free((char **)cfg->src.sets);
+    cfg->src = (exp_config_src){0};
     wl_config_fini(&cfg->wl);
     sim_cfg_free(exp_config_schema, cfg);
     route_config_free(cfg->router);
@@ -898,11 +917,13 @@ static void print_keystats(FILE *out, const char *what, const wl_keystats *ks)
             100 * ks->top10, 100 * ks->max_share);
 }
 
-int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint64_t max,
-                          uint32_t block_size, FILE *out)
+int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,
+                          FILE *out)
 {
-    exp_config cfg = {.wl = *wl, .block_size = block_size};
-    exp_setup s = {.cfg = &cfg, .is_trace = strcmp(wl->type, "mooncake") == 0};
+    const wl_config *wl = &cfg->wl;
+    const uint32_t block_size = (uint32_t)cfg->block_size;
+    /* Only the stream is needed: no cluster, cost model or router. */
+    exp_setup s = {.cfg = cfg, .is_trace = strcmp(wl->type, "mooncake") == 0};
     int rc = SIM_OK;
     wl_keystats ks;
     if (s.is_trace) {

@@ -16,9 +16,23 @@
 #include "workloads/wl_config.h"
 #include "sim/core/config.h"
 
+/* Where a config comes from: a config file and its ordered "KEY=VALUE"
+ * overrides (not owned). */
+typedef struct exp_config_src {
+    const char *path;
+    const char *const *sets;
+    size_t n_set;
+    bool unchecked;           /* skip the routers' checks (as
+                                 exp_config_load_unchecked): regime and
+                                 calibrate, whose router inputs are measured */
+} exp_config_src;
+
 /* The whole configuration of an experiment (docs/config.md).  Bound once
  * from YAML plus --set overrides, then read-only. */
 typedef struct exp_config {
+    /* where it was loaded from (owned copies; not config keys, not dumped):
+     * what exp_config_derive_from starts from */
+    exp_config_src src;
     /* experiment */
     char *name;
     char *db;                 /* result database path */
@@ -105,16 +119,6 @@ void exp_config_help(FILE *f);
  */
 int exp_config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg);
 
-/* Where a config comes from: a config file and its ordered "KEY=VALUE"
- * overrides (not owned). */
-typedef struct exp_config_src {
-    const char *path;
-    const char *const *sets;
-    size_t n_set;
-    bool unchecked;           /* skip the routers' checks (as
-                                 exp_config_load_unchecked): regime and
-                                 calibrate, whose router inputs are measured */
-} exp_config_src;
 
 /*
  * The one way to make a derived config (a sweep point, a regime probe):
@@ -126,6 +130,12 @@ typedef struct exp_config_src {
  */
 int exp_config_derive(const exp_config_src *base, const char *const *sets, size_t n,
                       exp_config *out);
+
+/* exp_config_derive from the source of the loaded config `base` (its file
+ * and overrides, checked as it was): a calibration probe, a described
+ * workload.  `base` is not changed.  Returns as exp_config_load. */
+int exp_config_derive_from(const exp_config *base, const char *const *sets, size_t n,
+                           exp_config *out);
 
 /* As exp_config_load without the routers' checks: for a config whose
  * router inputs are still to be filled in (a sweep template, whose
@@ -186,10 +196,12 @@ int exp_run(const exp_run_opts *o, FILE *out);
  * per-key request counts; then, for both, the statistics of the first
  * `max` requests of its stream at `rate` requests/s with run seed `seed`
  * (rate, gap CV, mean lengths, distinct keys, and the infinite-cache hit
- * rate with `block_size`-token blocks).  Returns SIM_OK or the errors of
- * the workload constructors.
+ * rate with engine.block_size-token blocks).  `cfg` is a loaded config
+ * (exp_config_load or exp_config_derive; only its workload section and
+ * engine.block_size are read).  Returns SIM_OK or the errors of the
+ * workload constructors.
  */
-int exp_workload_describe(const wl_config *wl, uint64_t seed, double rate, uint64_t max,
-                          uint32_t block_size, FILE *out);
+int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,
+                          FILE *out);
 
 #endif

@@ -146,15 +146,6 @@ static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_ext
     return SIM_OK;
 }
 
-static double median_slo(const exp_config *cfg)
-{
-    double *v = sim_xmalloc(cfg->n_slos * sizeof *v);
-    memcpy(v, cfg->slos, cfg->n_slos * sizeof *v);
-    gsl_sort(v, 1, cfg->n_slos);
-    double m = v[(cfg->n_slos - 1) / 2];
-    free(v);
-    return m;
-}
 
 /* Run the paired flat_lb/cacheroute sweep on ev->loads into `db` and read
  * back per-seed capacities and mid-load hit rates into *ev. */
@@ -263,7 +254,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     }
     ev->n_dest = (uint32_t)cfg.destinations;
     ev->pool_tokens = s.pool_tokens;
-    ev->slo_s = o->slo > 0 ? o->slo : median_slo(&cfg);
+    ev->slo_s = o->slo > 0 ? o->slo : exp_config_median_slo(&cfg);
 
     /* 0. A workload without any prefix reuse has nothing to recover, and no
      * warm footprint to calibrate W from: say so without simulating. */
