@@ -5,8 +5,8 @@
 #ifndef CRSIM_WORKLOADS_INTERNAL_H
 #define CRSIM_WORKLOADS_INTERNAL_H
 
-/* Strip leading and trailing white space of `s` in place; returns the
- * first non-space character.  Cannot fail. */
+/* Strip leading and trailing white space (isspace) of `s` in place;
+ * returns the first non-space character.  Cannot fail.  (csv.c) */
 char *wl__trim(char *s);
 
 #endif
