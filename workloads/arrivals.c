@@ -19,23 +19,25 @@
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "workloads/csv.h"
+#include "workloads/internal.h"
 
-static const char *const kind_names[] = {"poisson", "gamma", "bootstrap", NULL};
+#define WL__ARRIVAL_NAME(c, n) #n,
+const char *const wl_arrival_kind_names[] = {WL_ARRIVAL_KINDS(WL__ARRIVAL_NAME) NULL};
+#undef WL__ARRIVAL_NAME
 
 int wl_arrival_kind_parse(const char *name, enum wl_arrival_kind *out)
 {
-    for (int i = 0; kind_names[i]; i++)
-        if (name && strcmp(name, kind_names[i]) == 0) {
-            *out = (enum wl_arrival_kind)i;
-            return SIM_OK;
-        }
-    return SIM_ERROR(SIM_EINVAL, "unknown arrival process '%s'; expected one of: poisson, "
-                     "gamma, bootstrap", name ? name : "(null)");
+    int i = wl__name_index(wl_arrival_kind_names, name);
+    if (i < 0)
+        return SIM_ERROR(SIM_EINVAL, "unknown arrival process '%s'; expected one of: poisson, "
+                         "gamma, bootstrap", name ? name : "(null)");
+    *out = (enum wl_arrival_kind)i;
+    return SIM_OK;
 }
 
 const char *wl_arrival_kind_name(enum wl_arrival_kind k)
 {
-    return ((unsigned)k < 3u) ? kind_names[k] : "?";
+    return (unsigned)k < (unsigned)WL_ARRIVAL_N ? wl_arrival_kind_names[k] : "?";
 }
 
 void wl_iat_series_fini(wl_iat_series *s)
@@ -265,7 +267,7 @@ int wl_arrivals_create(const wl_arrival_params *p, gsl_rng *r, wl_arrivals **out
     if (p->kind == WL_ARRIVAL_BOOTSTRAP && p->block_len == 0)
         return SIM_ERROR(SIM_EINVAL, "bootstrap block length 0 (workload.arrival.block_len); "
                          "expected at least 1 gap");
-    if ((unsigned)p->kind > WL_ARRIVAL_BOOTSTRAP)
+    if ((unsigned)p->kind >= (unsigned)WL_ARRIVAL_N)
         return SIM_ERROR(SIM_EINVAL, "unknown arrival process %d; expected one of: poisson, "
                          "gamma, bootstrap", (int)p->kind);
     wl_arrivals *a = calloc(1, sizeof *a);
@@ -318,6 +320,8 @@ double wl_arrivals_next(wl_arrivals *a)
             a->left--;
             return g;
         }
+    case WL_ARRIVAL_N: /* not a kind: wl_arrivals_create rejects it */
+        break;
     }
     SIM_ALWAYS(0);
     return 0;

@@ -9,4 +9,8 @@
  * returns the first non-space character.  Cannot fail.  (csv.c) */
 char *wl__trim(char *s);
 
+/* Index of `name` in the NULL-terminated `names` (an X-macro names list),
+ * or -1 if it is not there or `name` is NULL.  Cannot fail.  (wl_config.c) */
+int wl__name_index(const char *const names[], const char *name);
+
 #endif

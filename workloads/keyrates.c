@@ -21,23 +21,25 @@
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "workloads/csv.h"
+#include "workloads/internal.h"
 
-static const char *const dist_names[] = {"lognormal", "zipf", "file", "servegen", NULL};
+#define WL__KEYDIST_NAME(c, n) #n,
+const char *const wl_keydist_names[] = {WL_KEYDISTS(WL__KEYDIST_NAME) NULL};
+#undef WL__KEYDIST_NAME
 
 int wl_keydist_parse(const char *name, enum wl_keydist *out)
 {
-    for (int i = 0; dist_names[i]; i++)
-        if (name && strcmp(name, dist_names[i]) == 0) {
-            *out = (enum wl_keydist)i;
-            return SIM_OK;
-        }
-    return SIM_ERROR(SIM_EINVAL, "unknown key-rate distribution '%s'; expected one of: "
-                     "lognormal, zipf, file, servegen", name ? name : "(null)");
+    int i = wl__name_index(wl_keydist_names, name);
+    if (i < 0)
+        return SIM_ERROR(SIM_EINVAL, "unknown key-rate distribution '%s'; expected one of: "
+                         "lognormal, zipf, file, servegen", name ? name : "(null)");
+    *out = (enum wl_keydist)i;
+    return SIM_OK;
 }
 
 const char *wl_keydist_name(enum wl_keydist d)
 {
-    return ((unsigned)d < 3u) ? dist_names[d] : "?";
+    return (unsigned)d < (unsigned)WL_KEYS_N ? wl_keydist_names[d] : "?";
 }
 
 void wl_keyrates_fini(wl_keyrates *kr)

@@ -32,18 +32,35 @@ typedef struct wl_keyrates {
     uint64_t *id;   /* n key ids */
 } wl_keyrates;
 
-/* Rate-distribution families (workload.keys.distribution). */
+/* Rate-distribution families (workload.keys.distribution), defined once
+ * (X-macro): X(constant suffix, name).  The order is the enum value;
+ * append only.
+ *   LOGNORMAL  rate ∝ exp(σ·Z), Z ~ N(0,1), optional share cap
+ *   ZIPF       rate ∝ 1 / (rank + q)^s, rank = 1..n (Zipf-Mandelbrot)
+ *   FILE       CSV "key,rate"
+ *   SERVEGEN   one model's folder of ServeGen per-client CSVs: key =
+ *              client, rate = its mean rate_rps */
+#define WL_KEYDISTS(X)      \
+    X(LOGNORMAL, lognormal) \
+    X(ZIPF, zipf)           \
+    X(FILE, file)           \
+    X(SERVEGEN, servegen)
+
 enum wl_keydist {
-    WL_KEYS_LOGNORMAL = 0, /* rate ∝ exp(σ·Z), Z ~ N(0,1), optional share cap */
-    WL_KEYS_ZIPF = 1,      /* rate ∝ 1 / (rank + q)^s, rank = 1..n (Zipf-Mandelbrot) */
-    WL_KEYS_FILE = 2,      /* CSV "key,rate" */
-    WL_KEYS_SERVEGEN = 3   /* one model's folder of ServeGen per-client CSVs:
-                              key = client, rate = its mean rate_rps */
+#define WL__KEYDIST_ENUM(c, n) WL_KEYS_##c,
+    WL_KEYDISTS(WL__KEYDIST_ENUM)
+#undef WL__KEYDIST_ENUM
+    WL_KEYS_N /* number of families */
 };
 
-/* Parse a family name ("lognormal", "zipf", "file") into *out.  Returns
- * SIM_OK or SIM_EINVAL ("unknown key-rate distribution 'X'; expected one of:
- * lognormal, zipf, file").  On error *out is unchanged. */
+/* Names of the families by enum wl_keydist (from WL_KEYDISTS),
+ * NULL-terminated; the choices of workload.keys.distribution. */
+extern const char *const wl_keydist_names[];
+
+/* Parse a family name ("lognormal", "zipf", "file", "servegen") into *out.
+ * Returns SIM_OK or SIM_EINVAL ("unknown key-rate distribution 'X';
+ * expected one of: lognormal, zipf, file, servegen").  On error *out is
+ * unchanged. */
 int wl_keydist_parse(const char *name, enum wl_keydist *out);
 
 /* Name of a family ("lognormal", ...); "?" for an invalid value.  Cannot fail. */

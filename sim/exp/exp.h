@@ -85,8 +85,24 @@ enum exp_slo_metric {
     EXP_SLO_N /* number of metrics */
 };
 
+/* The sweep modes, defined once (X-macro): X(constant suffix, name of
+ * experiment.sweep_mode).  The order is the stored value of
+ * exp_config.sweep_mode; append only.  GRID: the Cartesian product of the
+ * sweep axes; ZIP: the axes advance together (equal lengths). */
+#define EXP_SWEEP_MODES(X) \
+    X(GRID, grid)          \
+    X(ZIP, zip)
+
+enum exp_sweep_mode {
+#define EXP__SWEEP_ENUM(c, n) EXP_SWEEP_##c,
+    EXP_SWEEP_MODES(EXP__SWEEP_ENUM)
+#undef EXP__SWEEP_ENUM
+    EXP_SWEEP_N /* number of modes */
+};
+
 /* Names of experiment.slo_metric (run_metrics columns; from
- * EXP_SLO_METRICS) and experiment.sweep_mode, NULL-terminated. */
+ * EXP_SLO_METRICS) and experiment.sweep_mode (from EXP_SWEEP_MODES),
+ * NULL-terminated. */
 extern const char *const exp_slo_metric_names[];
 extern const char *const exp_sweep_mode_names[];
 
