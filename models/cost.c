@@ -9,9 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#define COST__KIND_NAME(c, n) #n,
-const char *const cost_kind_names[] = {COST_KINDS(COST__KIND_NAME) NULL};
-#undef COST__KIND_NAME
+const char *const cost_kind_names[] = {COST_KINDS(SIM_XENUM_NAME) NULL};
 
 int cost_kind_parse(const char *name, enum cost_kind *out)
 {

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "models/spec.h"
+#include "sim/core/xenum.h"
 
 /* Composition of one engine step, as sums over its sequences. */
 typedef struct cost_batch {
@@ -74,22 +75,16 @@ typedef struct cost_linear {
     double e_s_per_ctx;    /* per context token read by a decode, s/token */
 } cost_linear;
 
-/* The step-time models, defined once (X-macro): X(constant suffix, name
+/* The step-time models, defined once (X-macro, sim/core/xenum.h): X(constant, name
  * of cost.model).  The order is the enum value and the index stored by the
  * config key; append only.  ROOFLINE is first (0) so that a zeroed
  * cost_model whose roofline fields are set by hand (as tests do) is a
  * roofline model. */
-#define COST_KINDS(X)     \
-    X(ROOFLINE, roofline) \
-    X(LINEAR, linear)
+#define COST_KINDS(X) X(COST_ROOFLINE, roofline) X(COST_LINEAR, linear)
 
-/* Which step-time model a cost_model evaluates (indexes cost_kind_names). */
-enum cost_kind {
-#define COST__KIND_ENUM(c, n) COST_##c,
-    COST_KINDS(COST__KIND_ENUM)
-#undef COST__KIND_ENUM
-    COST_KIND_N /* number of models */
-};
+/* Which step-time model a cost_model evaluates (indexes cost_kind_names);
+ * COST_KIND_N is their number. */
+enum cost_kind { COST_KINDS(SIM_XENUM_CONST) COST_KIND_N };
 
 /* Names of the cost models by enum cost_kind (from COST_KINDS),
  * NULL-terminated: {"roofline", "linear", NULL}.  Usable as the `choices`

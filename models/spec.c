@@ -13,9 +13,7 @@ double spec_dtype_bytes(enum spec_dtype t)
     return t == SPEC_FP8 ? 1.0 : 2.0;
 }
 
-#define SPEC__DTYPE_NAME(c, n) #n,
-const char *const spec_dtype_names[] = {SPEC_DTYPES(SPEC__DTYPE_NAME) NULL};
-#undef SPEC__DTYPE_NAME
+const char *const spec_dtype_names[] = {SPEC_DTYPES(SIM_XENUM_NAME) NULL};
 
 const char *spec_dtype_name(enum spec_dtype t)
 {

@@ -14,20 +14,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Numeric formats of weights and KV cache, defined once (X-macro):
- * X(constant suffix, name).  The order is the enum value and the index a
- * SIM_CFG_ENUM key with spec_dtype_names as choices stores; append only. */
-#define SPEC_DTYPES(X) \
-    X(BF16, bf16)      \
-    X(FP16, fp16)      \
-    X(FP8, fp8)
+#include "sim/core/xenum.h"
 
-enum spec_dtype {
-#define SPEC__DTYPE_ENUM(c, n) SPEC_##c,
-    SPEC_DTYPES(SPEC__DTYPE_ENUM)
-#undef SPEC__DTYPE_ENUM
-    SPEC_DTYPE_N /* number of formats */
-};
+/* Numeric formats of weights and KV cache, defined once (X-macro,
+ * sim/core/xenum.h): X(constant, name).  The order is the enum value and the index a
+ * SIM_CFG_ENUM key with spec_dtype_names as choices stores; append only. */
+#define SPEC_DTYPES(X) X(SPEC_BF16, bf16) X(SPEC_FP16, fp16) X(SPEC_FP8, fp8)
+
+/* SPEC_DTYPE_N is the number of formats. */
+enum spec_dtype { SPEC_DTYPES(SIM_XENUM_CONST) SPEC_DTYPE_N };
 
 /* Names of the formats by enum spec_dtype (from SPEC_DTYPES),
  * NULL-terminated: {"bf16", "fp16", "fp8", NULL}. */

@@ -21,18 +21,13 @@
 #include "workloads/csv.h"
 #include "workloads/internal.h"
 
-#define WL__ARRIVAL_NAME(c, n) #n,
-const char *const wl_arrival_kind_names[] = {WL_ARRIVAL_KINDS(WL__ARRIVAL_NAME) NULL};
-#undef WL__ARRIVAL_NAME
+const char *const wl_arrival_kind_names[] = {WL_ARRIVAL_KINDS(SIM_XENUM_NAME) NULL};
 
 int wl_arrival_kind_parse(const char *name, enum wl_arrival_kind *out)
 {
-    int i = wl__name_index(wl_arrival_kind_names, name);
-    if (i < 0)
-        return SIM_ERROR(SIM_EINVAL, "unknown arrival process '%s'; expected one of: poisson, "
-                         "gamma, bootstrap", name ? name : "(null)");
-    *out = (enum wl_arrival_kind)i;
-    return SIM_OK;
+    int i, rc = wl__name_parse(wl_arrival_kind_names, "arrival process", name, &i);
+    *out = rc ? *out : (enum wl_arrival_kind)i;
+    return rc;
 }
 
 const char *wl_arrival_kind_name(enum wl_arrival_kind k)

@@ -17,23 +17,19 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "sim/core/xenum.h"
+
 /* Arrival-process kinds (workload.arrival.process), defined once
- * (X-macro): X(constant suffix, name).  The order is the enum value;
+ * (X-macro, sim/core/xenum.h): X(constant, name).  The order is the enum value;
  * append only.
  *   POISSON    exponential gaps, CV 1
  *   GAMMA      Gamma(shape 1/CV², scale CV²/rate) gaps
  *   BOOTSTRAP  circular moving-block bootstrap of a series */
 #define WL_ARRIVAL_KINDS(X) \
-    X(POISSON, poisson)     \
-    X(GAMMA, gamma)         \
-    X(BOOTSTRAP, bootstrap)
+    X(WL_ARRIVAL_POISSON, poisson) X(WL_ARRIVAL_GAMMA, gamma) X(WL_ARRIVAL_BOOTSTRAP, bootstrap)
 
-enum wl_arrival_kind {
-#define WL__ARRIVAL_ENUM(c, n) WL_ARRIVAL_##c,
-    WL_ARRIVAL_KINDS(WL__ARRIVAL_ENUM)
-#undef WL__ARRIVAL_ENUM
-    WL_ARRIVAL_N /* number of kinds */
-};
+/* WL_ARRIVAL_N is the number of kinds. */
+enum wl_arrival_kind { WL_ARRIVAL_KINDS(SIM_XENUM_CONST) WL_ARRIVAL_N };
 
 /* Names of the kinds by enum wl_arrival_kind (from WL_ARRIVAL_KINDS),
  * NULL-terminated; the choices of workload.arrival.process. */

@@ -13,4 +13,8 @@ char *wl__trim(char *s);
  * or -1 if it is not there or `name` is NULL.  Cannot fail.  (wl_config.c) */
 int wl__name_index(const char *const names[], const char *name);
 
+/* As wl__name_index, into *index; an unknown name is SIM_EINVAL "unknown
+ * WHAT 'NAME'; expected one of: A, B, C" (*index unchanged).  (wl_config.c) */
+int wl__name_parse(const char *const names[], const char *what, const char *name, int *index);
+
 #endif

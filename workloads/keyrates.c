@@ -23,18 +23,13 @@
 #include "workloads/csv.h"
 #include "workloads/internal.h"
 
-#define WL__KEYDIST_NAME(c, n) #n,
-const char *const wl_keydist_names[] = {WL_KEYDISTS(WL__KEYDIST_NAME) NULL};
-#undef WL__KEYDIST_NAME
+const char *const wl_keydist_names[] = {WL_KEYDISTS(SIM_XENUM_NAME) NULL};
 
 int wl_keydist_parse(const char *name, enum wl_keydist *out)
 {
-    int i = wl__name_index(wl_keydist_names, name);
-    if (i < 0)
-        return SIM_ERROR(SIM_EINVAL, "unknown key-rate distribution '%s'; expected one of: "
-                         "lognormal, zipf, file, servegen", name ? name : "(null)");
-    *out = (enum wl_keydist)i;
-    return SIM_OK;
+    int i, rc = wl__name_parse(wl_keydist_names, "key-rate distribution", name, &i);
+    *out = rc ? *out : (enum wl_keydist)i;
+    return rc;
 }
 
 const char *wl_keydist_name(enum wl_keydist d)

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/core/xenum.h"
+
 /*
  * A key-rate vector.  Entry i is key `id[i]` with weight `rate[i]` (> 0,
  * finite).  Weights are relative unless a function says otherwise
@@ -33,25 +35,19 @@ typedef struct wl_keyrates {
 } wl_keyrates;
 
 /* Rate-distribution families (workload.keys.distribution), defined once
- * (X-macro): X(constant suffix, name).  The order is the enum value;
+ * (X-macro, sim/core/xenum.h): X(constant, name).  The order is the enum value;
  * append only.
  *   LOGNORMAL  rate ∝ exp(σ·Z), Z ~ N(0,1), optional share cap
  *   ZIPF       rate ∝ 1 / (rank + q)^s, rank = 1..n (Zipf-Mandelbrot)
  *   FILE       CSV "key,rate"
  *   SERVEGEN   one model's folder of ServeGen per-client CSVs: key =
  *              client, rate = its mean rate_rps */
-#define WL_KEYDISTS(X)      \
-    X(LOGNORMAL, lognormal) \
-    X(ZIPF, zipf)           \
-    X(FILE, file)           \
-    X(SERVEGEN, servegen)
+#define WL_KEYDISTS(X) \
+    X(WL_KEYS_LOGNORMAL, lognormal) X(WL_KEYS_ZIPF, zipf) X(WL_KEYS_FILE, file) \
+    X(WL_KEYS_SERVEGEN, servegen)
 
-enum wl_keydist {
-#define WL__KEYDIST_ENUM(c, n) WL_KEYS_##c,
-    WL_KEYDISTS(WL__KEYDIST_ENUM)
-#undef WL__KEYDIST_ENUM
-    WL_KEYS_N /* number of families */
-};
+/* WL_KEYS_N is the number of families. */
+enum wl_keydist { WL_KEYDISTS(SIM_XENUM_CONST) WL_KEYS_N };
 
 /* Names of the families by enum wl_keydist (from WL_KEYDISTS),
  * NULL-terminated; the choices of workload.keys.distribution. */

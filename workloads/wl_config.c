@@ -7,6 +7,7 @@
 #include "workloads/wl_config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,9 +17,7 @@
 #include "workloads/keyrates.h"
 
 static const char *const types[] = {"mooncake", "synthetic", NULL};
-#define WL__LENDIST_NAME(c, n) #n,
-const char *const wl_lendist_names[] = {WL_LENDISTS(WL__LENDIST_NAME) NULL};
-#undef WL__LENDIST_NAME
+const char *const wl_lendist_names[] = {WL_LENDISTS(SIM_XENUM_NAME) NULL};
 
 int wl__name_index(const char *const names[], const char *name)
 {
@@ -26,6 +25,20 @@ int wl__name_index(const char *const names[], const char *name)
         if (strcmp(name, names[i]) == 0)
             return i;
     return -1;
+}
+
+int wl__name_parse(const char *const names[], const char *what, const char *name, int *index)
+{
+    int i = wl__name_index(names, name);
+    if (i >= 0) {
+        *index = i;
+        return SIM_OK;
+    }
+    char list[256] = "";
+    for (size_t k = 0, len = 0; names[k] && len < sizeof list; k++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", names[k]);
+    return SIM_ERROR(SIM_EINVAL, "unknown %s '%s'; expected one of: %s", what,
+                     name ? name : "(null)", list);
 }
 
 #define OFF(f) offsetof(wl_config, f)

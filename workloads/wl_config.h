@@ -15,6 +15,20 @@
 #include <stdint.h>
 
 #include "sim/core/config.h"
+#include "sim/core/xenum.h"
+
+/* The length distributions, defined once (X-macro, sim/core/xenum.h): X(constant,
+ * name of `dist`).  The order is the enum value; append only. */
+#define WL_LENDISTS(X) \
+    X(WL_LEN_CONST, const) X(WL_LEN_UNIFORM, uniform) X(WL_LEN_LOGNORMAL, lognormal) \
+    X(WL_LEN_GAMMA, gamma)
+
+/* WL_LEN_N is the number of distributions. */
+enum wl_lendist { WL_LENDISTS(SIM_XENUM_CONST) WL_LEN_N };
+
+/* Names of the length distributions by enum wl_lendist (from
+ * WL_LENDISTS), NULL-terminated; the choices of every `dist` key. */
+extern const char *const wl_lendist_names[];
 
 /*
  * A token-length distribution (workload.prefix / input / output / turns).
@@ -25,25 +39,6 @@
  * Draws are rounded to the nearest integer and clamped to [min, max].
  * Units: tokens (turns: turns per session).
  */
-/* The length distributions, defined once (X-macro): X(constant suffix,
- * name of `dist`).  The order is the enum value; append only. */
-#define WL_LENDISTS(X)      \
-    X(CONST, const)         \
-    X(UNIFORM, uniform)     \
-    X(LOGNORMAL, lognormal) \
-    X(GAMMA, gamma)
-
-enum wl_lendist {
-#define WL__LENDIST_ENUM(c, n) WL_LEN_##c,
-    WL_LENDISTS(WL__LENDIST_ENUM)
-#undef WL__LENDIST_ENUM
-    WL_LEN_N /* number of distributions */
-};
-
-/* Names of the length distributions by enum wl_lendist (from
- * WL_LENDISTS), NULL-terminated; the choices of every `dist` key. */
-extern const char *const wl_lendist_names[];
-
 typedef struct wl_lenspec {
     char *dist;
     double mean;

@@ -38,9 +38,7 @@ static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 #define SLO_NAME(c, f) #f,
 const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
 #undef SLO_NAME
-#define SWEEP_NAME(c, n) #n,
-const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SWEEP_NAME) NULL};
-#undef SWEEP_NAME
+const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SIM_XENUM_NAME) NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)

@@ -14,6 +14,7 @@
 
 #include "workloads/wl_config.h"
 #include "sim/core/config.h"
+#include "sim/core/xenum.h"
 
 /* The whole configuration of an experiment (docs/config.md).  Bound once
  * from YAML plus --set overrides, then read-only. */
@@ -85,20 +86,14 @@ enum exp_slo_metric {
     EXP_SLO_N /* number of metrics */
 };
 
-/* The sweep modes, defined once (X-macro): X(constant suffix, name of
+/* The sweep modes, defined once (X-macro, sim/core/xenum.h): X(constant, name of
  * experiment.sweep_mode).  The order is the stored value of
  * exp_config.sweep_mode; append only.  GRID: the Cartesian product of the
  * sweep axes; ZIP: the axes advance together (equal lengths). */
-#define EXP_SWEEP_MODES(X) \
-    X(GRID, grid)          \
-    X(ZIP, zip)
+#define EXP_SWEEP_MODES(X) X(EXP_SWEEP_GRID, grid) X(EXP_SWEEP_ZIP, zip)
 
-enum exp_sweep_mode {
-#define EXP__SWEEP_ENUM(c, n) EXP_SWEEP_##c,
-    EXP_SWEEP_MODES(EXP__SWEEP_ENUM)
-#undef EXP__SWEEP_ENUM
-    EXP_SWEEP_N /* number of modes */
-};
+/* EXP_SWEEP_N is the number of modes. */
+enum exp_sweep_mode { EXP_SWEEP_MODES(SIM_XENUM_CONST) EXP_SWEEP_N };
 
 /* Names of experiment.slo_metric (run_metrics columns; from
  * EXP_SLO_METRICS) and experiment.sweep_mode (from EXP_SWEEP_MODES),
