@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-const char *const cost_kind_names[] = {"roofline", "linear", NULL};
+const char *const cost_kind_names[] = {COST_KINDS(SIM_XENUM_NAME) NULL};
 
 int cost_kind_parse(const char *name, enum cost_kind *out)
 {
@@ -23,7 +23,7 @@ int cost_kind_parse(const char *name, enum cost_kind *out)
 
 const char *cost_kind_name(enum cost_kind kind)
 {
-    return (unsigned)kind <= (unsigned)COST_LINEAR ? cost_kind_names[kind] : "?";
+    return (unsigned)kind < (unsigned)COST_KIND_N ? cost_kind_names[kind] : "?";
 }
 
 void cost_linear_init(cost_model *m, const cost_linear *c)

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "models/spec.h"
+#include "sim/core/xenum.h"
 
 /* Composition of one engine step, as sums over its sequences. */
 typedef struct cost_batch {
@@ -74,14 +75,21 @@ typedef struct cost_linear {
     double e_s_per_ctx;    /* per context token read by a decode, s/token */
 } cost_linear;
 
-/* Which step-time model a cost_model evaluates.  The values index
- * cost_kind_names.  COST_ROOFLINE is 0 so that a zeroed cost_model whose
- * roofline fields are set by hand (as tests do) is a roofline model. */
-enum cost_kind { COST_ROOFLINE = 0, COST_LINEAR = 1 };
+/* The step-time models, defined once (X-macro, sim/core/xenum.h): X(constant, name
+ * of cost.model).  The order is the enum value and the index stored by the
+ * config key; append only.  ROOFLINE is first (0) so that a zeroed
+ * cost_model whose roofline fields are set by hand (as tests do) is a
+ * roofline model. */
+#define COST_KINDS(X) X(COST_ROOFLINE, roofline) X(COST_LINEAR, linear)
 
-/* Names of the cost models by enum cost_kind, NULL-terminated:
- * {"roofline", "linear", NULL}.  Usable as the `choices` of a SIM_CFG_ENUM
- * config key, whose stored index is then the enum value. */
+/* Which step-time model a cost_model evaluates (indexes cost_kind_names);
+ * COST_KIND_N is their number. */
+enum cost_kind { COST_KINDS(SIM_XENUM_CONST) COST_KIND_N };
+
+/* Names of the cost models by enum cost_kind (from COST_KINDS),
+ * NULL-terminated: {"roofline", "linear", NULL}.  Usable as the `choices`
+ * of a SIM_CFG_ENUM config key, whose stored index is then the enum
+ * value. */
 extern const char *const cost_kind_names[];
 
 /* A step-time model bound to one deployment, with every coefficient

@@ -39,8 +39,6 @@ typedef struct profile_file {
     double a, b, c, d, e;
 } profile_file;
 
-/* Same order as enum spec_dtype. */
-static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 
 #define OFF(f) offsetof(profile_file, f)
 static const sim_cfg_key profile_schema[] = {
@@ -52,8 +50,9 @@ static const sim_cfg_key profile_schema[] = {
     {.path = "tp", .type = SIM_CFG_INT, .offset = OFF(tp), .min = 1, .max = 64, .unit = "GPUs",
      .help = "tensor-parallel degree"},
     {.path = "weight_dtype", .type = SIM_CFG_ENUM, .offset = OFF(weight_dtype),
-     .choices = dtype_names, .help = "weight format"},
-    {.path = "kv_dtype", .type = SIM_CFG_ENUM, .offset = OFF(kv_dtype), .choices = dtype_names,
+     .choices = spec_dtype_names, .help = "weight format"},
+    {.path = "kv_dtype", .type = SIM_CFG_ENUM, .offset = OFF(kv_dtype),
+     .choices = spec_dtype_names,
      .help = "KV-cache format"},
     {.path = "roofline.mfu", .type = SIM_CFG_DOUBLE, .offset = OFF(mfu), .min = 0, .max = 1,
      .flags = SIM_CFG_EXCL_MIN, .help = "achieved share of peak tensor FLOP/s"},

@@ -13,21 +13,17 @@ double spec_dtype_bytes(enum spec_dtype t)
     return t == SPEC_FP8 ? 1.0 : 2.0;
 }
 
+const char *const spec_dtype_names[] = {SPEC_DTYPES(SIM_XENUM_NAME) NULL};
+
 const char *spec_dtype_name(enum spec_dtype t)
 {
-    switch (t) {
-    case SPEC_BF16: return "bf16";
-    case SPEC_FP16: return "fp16";
-    case SPEC_FP8: return "fp8";
-    }
-    return "?";
+    return (unsigned)t < (unsigned)SPEC_DTYPE_N ? spec_dtype_names[t] : "?";
 }
 
 int spec_dtype_parse(const char *s, enum spec_dtype *out)
 {
-    static const char *const names[] = {"bf16", "fp16", "fp8"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, names[i]) == 0) {
+    for (int i = 0; spec_dtype_names[i]; i++)
+        if (strcmp(s, spec_dtype_names[i]) == 0) {
             *out = (enum spec_dtype)i;
             return 0;
         }

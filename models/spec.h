@@ -14,8 +14,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Numeric formats of weights and KV cache. */
-enum spec_dtype { SPEC_BF16 = 0, SPEC_FP16, SPEC_FP8 };
+#include "sim/core/xenum.h"
+
+/* Numeric formats of weights and KV cache, defined once (X-macro,
+ * sim/core/xenum.h): X(constant, name).  The order is the enum value and the index a
+ * SIM_CFG_ENUM key with spec_dtype_names as choices stores; append only. */
+#define SPEC_DTYPES(X) X(SPEC_BF16, bf16) X(SPEC_FP16, fp16) X(SPEC_FP8, fp8)
+
+/* SPEC_DTYPE_N is the number of formats. */
+enum spec_dtype { SPEC_DTYPES(SIM_XENUM_CONST) SPEC_DTYPE_N };
+
+/* Names of the formats by enum spec_dtype (from SPEC_DTYPES),
+ * NULL-terminated: {"bf16", "fp16", "fp8", NULL}. */
+extern const char *const spec_dtype_names[];
 
 /* One GPU model.  All figures per GPU. */
 typedef struct spec_hw {
@@ -60,7 +71,7 @@ typedef struct spec_deploy {
 /* Bytes per element of a dtype (2, 2 or 1).  Cannot fail. */
 double spec_dtype_bytes(enum spec_dtype t);
 
-/* "bf16", "fp16" or "fp8".  Cannot fail. */
+/* "bf16", "fp16" or "fp8"; "?" for an invalid value.  Cannot fail. */
 const char *spec_dtype_name(enum spec_dtype t);
 
 /* Parse "bf16", "fp16" or "fp8"; returns 0 on success, -1 otherwise. */

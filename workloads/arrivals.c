@@ -17,25 +17,22 @@
 #include <gsl/gsl_randist.h>
 
 #include "sim/core/error.h"
-#include "workloads/internal.h"
 #include "sim/core/rng.h"
+#include "workloads/csv.h"
+#include "workloads/internal.h"
 
-static const char *const kind_names[] = {"poisson", "gamma", "bootstrap", NULL};
+const char *const wl_arrival_kind_names[] = {WL_ARRIVAL_KINDS(SIM_XENUM_NAME) NULL};
 
 int wl_arrival_kind_parse(const char *name, enum wl_arrival_kind *out)
 {
-    for (int i = 0; kind_names[i]; i++)
-        if (name && strcmp(name, kind_names[i]) == 0) {
-            *out = (enum wl_arrival_kind)i;
-            return SIM_OK;
-        }
-    return SIM_ERROR(SIM_EINVAL, "unknown arrival process '%s'; expected one of: poisson, "
-                     "gamma, bootstrap", name ? name : "(null)");
+    int i, rc = wl__name_parse(wl_arrival_kind_names, "arrival process", name, &i);
+    *out = rc ? *out : (enum wl_arrival_kind)i;
+    return rc;
 }
 
 const char *wl_arrival_kind_name(enum wl_arrival_kind k)
 {
-    return ((unsigned)k < 3u) ? kind_names[k] : "?";
+    return (unsigned)k < (unsigned)WL_ARRIVAL_N ? wl_arrival_kind_names[k] : "?";
 }
 
 void wl_iat_series_fini(wl_iat_series *s)
@@ -135,64 +132,35 @@ static int parse_datetime(const char *s, int64_t *ns)
 }
 
 
-/* The `col`-th comma-separated field of `s` (modified in place), or NULL. */
-static char *field_at(char *s, size_t col)
-{
-    for (size_t i = 0; i < col; i++) {
-        s = strchr(s, ',');
-        if (!s)
-            return NULL;
-        s++;
-    }
-    char *e = strchr(s, ',');
-    if (e)
-        *e = '\0';
-    return wl__trim(s);
-}
-
 int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_series *out)
 {
     *out = (wl_iat_series){0};
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open inter-arrival file: %s", path,
-                         strerror(errno));
-    char *line = NULL;
-    size_t cap = 0, n = 0, alloc = 0, col = 0;
-    long lineno = 0;
-    int rc = SIM_OK, have_header = 0, have_prev = 0;
+    wl_csv *csv;
+    int rc = wl_csv_open(path, "inter-arrival file", 0, &csv);
+    if (rc)
+        return rc;
+    size_t n = 0, alloc = 0, col = 0, nf;
+    int have_header = 0, have_prev = 0;
     double *gaps = NULL, prev_s = 0;
     int64_t prev_ns = 0;
     const char *form = as_gaps ? "a gap in seconds >= 0"
                                : "seconds >= 0 or YYYY-MM-DD HH:MM:SS[.fff], non-decreasing";
-    while (getline(&line, &cap, f) != -1) {
-        lineno++;
-        char *s = wl__trim(line);
-        if (*s == '\0')
-            continue;
+    while ((rc = wl_csv_next(csv, &nf)) == SIM_OK && nf > 0) {
+        long lineno = wl_csv_line(csv);
         if (!have_header) {
             size_t i = 0;
-            int found = 0;
-            for (char *tok = s; tok; i++) {
-                char *e = strchr(tok, ',');
-                if (e)
-                    *e = '\0';
-                if (strcmp(wl__trim(tok), column) == 0) {
-                    col = i;
-                    found = 1;
-                    break;
-                }
-                tok = e ? e + 1 : NULL;
-            }
-            if (!found) {
+            while (i < nf && strcmp(wl_csv_field(csv, i), column) != 0)
+                i++;
+            if (i == nf) {
                 rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: header has no column '%s'; expected a CSV "
                                "header naming it", path, lineno, column);
                 break;
             }
+            col = i;
             have_header = 1;
             continue;
         }
-        char *cell = field_at(s, col);
+        const char *cell = wl_csv_field(csv, col);
         if (!cell) {
             rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: row has no field for column '%s'; expected %s",
                            path, lineno, column, form);
@@ -251,10 +219,7 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
         }
         gaps[n++] = gap;
     }
-    if (rc == SIM_OK && ferror(f))
-        rc = SIM_ERROR(SIM_EIO, "%s: read error: %s", path, strerror(errno));
-    fclose(f);
-    free(line);
+    wl_csv_close(csv);
     if (rc == SIM_OK && !have_header)
         rc = SIM_ERROR(SIM_EINVAL, "%s: empty file; expected a CSV header with column '%s' and "
                        "rows", path, column);
@@ -297,7 +262,7 @@ int wl_arrivals_create(const wl_arrival_params *p, gsl_rng *r, wl_arrivals **out
     if (p->kind == WL_ARRIVAL_BOOTSTRAP && p->block_len == 0)
         return SIM_ERROR(SIM_EINVAL, "bootstrap block length 0 (workload.arrival.block_len); "
                          "expected at least 1 gap");
-    if ((unsigned)p->kind > WL_ARRIVAL_BOOTSTRAP)
+    if ((unsigned)p->kind >= (unsigned)WL_ARRIVAL_N)
         return SIM_ERROR(SIM_EINVAL, "unknown arrival process %d; expected one of: poisson, "
                          "gamma, bootstrap", (int)p->kind);
     wl_arrivals *a = calloc(1, sizeof *a);
@@ -350,6 +315,8 @@ double wl_arrivals_next(wl_arrivals *a)
             a->left--;
             return g;
         }
+    case WL_ARRIVAL_N: /* not a kind: wl_arrivals_create rejects it */
+        break;
     }
     SIM_ALWAYS(0);
     return 0;

@@ -17,12 +17,23 @@
 
 #include <gsl/gsl_rng.h>
 
-/* Arrival-process kinds (workload.arrival.process). */
-enum wl_arrival_kind {
-    WL_ARRIVAL_POISSON = 0,   /* exponential gaps, CV 1 */
-    WL_ARRIVAL_GAMMA = 1,     /* Gamma(shape 1/CV², scale CV²/rate) gaps */
-    WL_ARRIVAL_BOOTSTRAP = 2  /* circular moving-block bootstrap of a series */
-};
+#include "sim/core/xenum.h"
+
+/* Arrival-process kinds (workload.arrival.process), defined once
+ * (X-macro, sim/core/xenum.h): X(constant, name).  The order is the enum value;
+ * append only.
+ *   POISSON    exponential gaps, CV 1
+ *   GAMMA      Gamma(shape 1/CV², scale CV²/rate) gaps
+ *   BOOTSTRAP  circular moving-block bootstrap of a series */
+#define WL_ARRIVAL_KINDS(X) \
+    X(WL_ARRIVAL_POISSON, poisson) X(WL_ARRIVAL_GAMMA, gamma) X(WL_ARRIVAL_BOOTSTRAP, bootstrap)
+
+/* WL_ARRIVAL_N is the number of kinds. */
+enum wl_arrival_kind { WL_ARRIVAL_KINDS(SIM_XENUM_CONST) WL_ARRIVAL_N };
+
+/* Names of the kinds by enum wl_arrival_kind (from WL_ARRIVAL_KINDS),
+ * NULL-terminated; the choices of workload.arrival.process. */
+extern const char *const wl_arrival_kind_names[];
 
 /* Parse "poisson", "gamma" or "bootstrap" into *out.  Returns SIM_OK or
  * SIM_EINVAL ("unknown arrival process 'X'; expected one of: poisson,

@@ -7,7 +7,6 @@
  */
 #include "workloads/keyrates.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,25 +19,22 @@
 #include <gsl/gsl_sort.h>
 
 #include "sim/core/error.h"
-#include "workloads/internal.h"
 #include "sim/core/rng.h"
+#include "workloads/csv.h"
+#include "workloads/internal.h"
 
-static const char *const dist_names[] = {"lognormal", "zipf", "file", "servegen", NULL};
+const char *const wl_keydist_names[] = {WL_KEYDISTS(SIM_XENUM_NAME) NULL};
 
 int wl_keydist_parse(const char *name, enum wl_keydist *out)
 {
-    for (int i = 0; dist_names[i]; i++)
-        if (name && strcmp(name, dist_names[i]) == 0) {
-            *out = (enum wl_keydist)i;
-            return SIM_OK;
-        }
-    return SIM_ERROR(SIM_EINVAL, "unknown key-rate distribution '%s'; expected one of: "
-                     "lognormal, zipf, file, servegen", name ? name : "(null)");
+    int i, rc = wl__name_parse(wl_keydist_names, "key-rate distribution", name, &i);
+    *out = rc ? *out : (enum wl_keydist)i;
+    return rc;
 }
 
 const char *wl_keydist_name(enum wl_keydist d)
 {
-    return ((unsigned)d < 3u) ? dist_names[d] : "?";
+    return (unsigned)d < (unsigned)WL_KEYS_N ? wl_keydist_names[d] : "?";
 }
 
 void wl_keyrates_fini(wl_keyrates *kr)
@@ -491,28 +487,23 @@ int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names
     char **names = NULL;
     if (names_out)
         *names_out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open key-rate file: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0, n = 0, alloc = 0;
+    wl_csv *csv;
+    int rc = wl_csv_open(path, "key-rate file", WL_CSV_COMMENTS, &csv);
+    if (rc)
+        return rc;
+    size_t n = 0, alloc = 0, nf;
     double *rate = NULL;
-    int rc = SIM_OK, seen_row = 0;
-    long lineno = 0;
+    int seen_row = 0;
     static const char form[] = "expected key,rate with a rate > 0 (requests/s)";
-    while (getline(&line, &cap, f) != -1) {
-        lineno++;
-        char *s = wl__trim(line);
-        if (*s == '\0' || *s == '#')
-            continue;
-        char *comma = strchr(s, ',');
-        if (!comma || strchr(comma + 1, ',')) {
+    while ((rc = wl_csv_next(csv, &nf)) == SIM_OK && nf > 0) {
+        long lineno = wl_csv_line(csv);
+        if (nf != 2) {
             rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s fields; %s", path, lineno,
-                           comma ? "more than two" : "one field, no comma,", form);
+                           nf > 2 ? "more than two" : "one field, no comma,", form);
             break;
         }
-        *comma = '\0';
-        char *key = wl__trim(s), *val = wl__trim(comma + 1), *end;
+        const char *key = wl_csv_field(csv, 0), *val = wl_csv_field(csv, 1);
+        char *end;
         errno = 0;
         double r = strtod(val, &end);
         int numeric = *val != '\0' && *end == '\0';
@@ -550,10 +541,7 @@ int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names
             names[n] = sim_xstrdup(key);
         rate[n++] = r;
     }
-    if (rc == SIM_OK && ferror(f))
-        rc = SIM_ERROR(SIM_EIO, "%s: read error: %s", path, strerror(errno));
-    fclose(f);
-    free(line);
+    wl_csv_close(csv);
     if (rc == SIM_OK && n == 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: no key-rate rows; %s", path, form);
     if (rc == SIM_OK) {

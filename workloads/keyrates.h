@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/core/xenum.h"
+
 /*
  * A key-rate vector.  Entry i is key `id[i]` with weight `rate[i]` (> 0,
  * finite).  Weights are relative unless a function says otherwise
@@ -32,18 +34,29 @@ typedef struct wl_keyrates {
     uint64_t *id;   /* n key ids */
 } wl_keyrates;
 
-/* Rate-distribution families (workload.keys.distribution). */
-enum wl_keydist {
-    WL_KEYS_LOGNORMAL = 0, /* rate ∝ exp(σ·Z), Z ~ N(0,1), optional share cap */
-    WL_KEYS_ZIPF = 1,      /* rate ∝ 1 / (rank + q)^s, rank = 1..n (Zipf-Mandelbrot) */
-    WL_KEYS_FILE = 2,      /* CSV "key,rate" */
-    WL_KEYS_SERVEGEN = 3   /* one model's folder of ServeGen per-client CSVs:
-                              key = client, rate = its mean rate_rps */
-};
+/* Rate-distribution families (workload.keys.distribution), defined once
+ * (X-macro, sim/core/xenum.h): X(constant, name).  The order is the enum value;
+ * append only.
+ *   LOGNORMAL  rate ∝ exp(σ·Z), Z ~ N(0,1), optional share cap
+ *   ZIPF       rate ∝ 1 / (rank + q)^s, rank = 1..n (Zipf-Mandelbrot)
+ *   FILE       CSV "key,rate"
+ *   SERVEGEN   one model's folder of ServeGen per-client CSVs: key =
+ *              client, rate = its mean rate_rps */
+#define WL_KEYDISTS(X) \
+    X(WL_KEYS_LOGNORMAL, lognormal) X(WL_KEYS_ZIPF, zipf) X(WL_KEYS_FILE, file) \
+    X(WL_KEYS_SERVEGEN, servegen)
 
-/* Parse a family name ("lognormal", "zipf", "file") into *out.  Returns
- * SIM_OK or SIM_EINVAL ("unknown key-rate distribution 'X'; expected one of:
- * lognormal, zipf, file").  On error *out is unchanged. */
+/* WL_KEYS_N is the number of families. */
+enum wl_keydist { WL_KEYDISTS(SIM_XENUM_CONST) WL_KEYS_N };
+
+/* Names of the families by enum wl_keydist (from WL_KEYDISTS),
+ * NULL-terminated; the choices of workload.keys.distribution. */
+extern const char *const wl_keydist_names[];
+
+/* Parse a family name ("lognormal", "zipf", "file", "servegen") into *out.
+ * Returns SIM_OK or SIM_EINVAL ("unknown key-rate distribution 'X';
+ * expected one of: lognormal, zipf, file, servegen").  On error *out is
+ * unchanged. */
 int wl_keydist_parse(const char *name, enum wl_keydist *out);
 
 /* Name of a family ("lognormal", ...); "?" for an invalid value.  Cannot fail. */

@@ -3,11 +3,7 @@
  */
 #include "workloads/request.h"
 
-#include "workloads/internal.h"
-
-#include <ctype.h>
 #include <stdlib.h>
-#include <string.h>
 #include <xxhash.h>
 
 uint64_t wl_block_hash(uint64_t parent, uint64_t content)
@@ -24,14 +20,4 @@ void wl_request_fini(wl_request *r)
     free(r->blocks);
     r->blocks = NULL;
     r->n_blocks = 0;
-}
-
-char *wl__trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t l = strlen(s);
-    while (l > 0 && isspace((unsigned char)s[l - 1]))
-        s[--l] = '\0';
-    return s;
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
-#include "workloads/internal.h"
+#include "workloads/csv.h"
 
 static const char form[] = "expected window_start_s, rate_rps, iat_cv, pattern, shape, scale "
                            "with numbers >= 0 and pattern Gamma, Weibull or empty";
@@ -62,43 +62,26 @@ typedef struct rows {
 static int read_file(const char *path, rows *r)
 {
     r->n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open ServeGen trace: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t lcap = 0;
-    long lineno = 0;
-    int rc = SIM_OK;
+    wl_csv *csv;
+    int rc = wl_csv_open(path, "ServeGen trace", 0, &csv);
+    if (rc)
+        return rc;
+    size_t nf;
     static const char *const names[6] = {"window_start_s", "rate_rps", "iat_cv",
                                          "pattern",        "shape",    "scale"};
-    while (getline(&line, &lcap, f) != -1) {
-        lineno++;
-        char *s = wl__trim(line);
-        if (*s == '\0')
-            continue;
-        if (r->n == 0 && lineno == 1 && isalpha((unsigned char)*s))
+    while ((rc = wl_csv_next(csv, &nf)) == SIM_OK && nf > 0) {
+        long lineno = wl_csv_line(csv);
+        if (r->n == 0 && lineno == 1 && isalpha((unsigned char)*wl_csv_field(csv, 0)))
             continue; /* header */
-        char *fld[6];
-        int nf = 0;
-        for (char *p = s; nf < 7;) {
-            char *c = strchr(p, ',');
-            if (nf < 6)
-                fld[nf] = p;
-            nf++;
-            if (!c)
-                break;
-            *c = '\0';
-            p = c + 1;
-        }
         if (nf != 6) {
             rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s%d field%s; %s", path, lineno,
-                           nf > 6 ? "more than " : "", nf > 6 ? 6 : nf, nf == 1 ? "" : "s",
+                           nf > 6 ? "more than " : "", nf > 6 ? 6 : (int)nf, nf == 1 ? "" : "s",
                            form);
             break;
         }
         double v[6] = {0};
         for (int i = 0; i < 6 && rc == SIM_OK; i++) {
-            char *x = wl__trim(fld[i]);
+            const char *x = wl_csv_field(csv, i);
             if (i == 3) {
                 if (*x && strcmp(x, "Gamma") != 0 && strcmp(x, "Weibull") != 0)
                     rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: pattern '%s'; %s", path, lineno, x,
@@ -142,12 +125,9 @@ static int read_file(const char *path, rows *r)
         r->cv[r->n] = v[2];
         r->n++;
     }
-    if (rc == SIM_OK && ferror(f))
-        rc = SIM_ERROR(SIM_EIO, "%s: read error: %s", path, strerror(errno));
+    wl_csv_close(csv);
     if (rc == SIM_OK && r->n == 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: no rows; %s", path, form);
-    fclose(f);
-    free(line);
     return rc;
 }
 

@@ -19,6 +19,7 @@
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "workloads/arrivals.h"
+#include "workloads/internal.h"
 
 /* Tags mixed into segment ids so that the content of different segment
  * kinds can never coincide ("glob", "pref", "sess" in ASCII). */
@@ -26,10 +27,8 @@
 #define TAG_PREFIX 0x70726566ULL
 #define TAG_SESSION 0x73657373ULL
 
-enum { LEN_CONST, LEN_UNIFORM, LEN_LOGNORMAL, LEN_GAMMA };
-
 typedef struct lendist {
-    int kind;
+    enum wl_lendist kind;
     double mean, a, b; /* lognormal: μ, σ; gamma: shape, scale */
     uint32_t min, max;
 } lendist;
@@ -79,17 +78,20 @@ struct wl_synth {
 static lendist make_len(const wl_lenspec *l)
 {
     lendist d = {.mean = l->mean, .min = (uint32_t)l->min, .max = (uint32_t)l->max};
-    if (strcmp(l->dist, "const") == 0 || l->cv == 0) {
-        d.kind = strcmp(l->dist, "uniform") == 0 ? LEN_UNIFORM : LEN_CONST;
-    } else if (strcmp(l->dist, "uniform") == 0) {
-        d.kind = LEN_UNIFORM;
-    } else if (strcmp(l->dist, "lognormal") == 0) {
-        d.kind = LEN_LOGNORMAL;
+    /* The schema admits only wl_lendist_names; anything else is gamma, as
+     * before the names had an enum. */
+    const int k = wl__name_index(wl_lendist_names, l->dist);
+    if (k == WL_LEN_CONST || l->cv == 0) {
+        d.kind = k == WL_LEN_UNIFORM ? WL_LEN_UNIFORM : WL_LEN_CONST;
+    } else if (k == WL_LEN_UNIFORM) {
+        d.kind = WL_LEN_UNIFORM;
+    } else if (k == WL_LEN_LOGNORMAL) {
+        d.kind = WL_LEN_LOGNORMAL;
         double s2 = log1p(l->cv * l->cv);
         d.b = sqrt(s2);
         d.a = log(l->mean) - s2 / 2;
     } else {
-        d.kind = LEN_GAMMA;
+        d.kind = WL_LEN_GAMMA;
         d.a = 1.0 / (l->cv * l->cv);
         d.b = l->mean * l->cv * l->cv;
     }
@@ -100,10 +102,10 @@ static uint32_t draw_len(const lendist *d, gsl_rng *r)
 {
     double x;
     switch (d->kind) {
-    case LEN_UNIFORM:
+    case WL_LEN_UNIFORM:
         return d->min + sim_pcg32_bounded(sim_rng_pcg(r), d->max - d->min + 1);
-    case LEN_LOGNORMAL: x = gsl_ran_lognormal(r, d->a, d->b); break;
-    case LEN_GAMMA: x = gsl_ran_gamma(r, d->a, d->b); break;
+    case WL_LEN_LOGNORMAL: x = gsl_ran_lognormal(r, d->a, d->b); break;
+    case WL_LEN_GAMMA: x = gsl_ran_gamma(r, d->a, d->b); break;
     default: x = d->mean; break;
     }
     x = floor(x + 0.5);

@@ -7,22 +7,46 @@
 #include "workloads/wl_config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "workloads/arrivals.h"
+#include "workloads/internal.h"
+#include "workloads/keyrates.h"
 
 static const char *const types[] = {"mooncake", "synthetic", NULL};
-static const char *const keydists[] = {"lognormal", "zipf", "file", "servegen", NULL};
-static const char *const processes[] = {"poisson", "gamma", "bootstrap", NULL};
-static const char *const lendists[] = {"const", "uniform", "lognormal", "gamma", NULL};
+const char *const wl_lendist_names[] = {WL_LENDISTS(SIM_XENUM_NAME) NULL};
+
+int wl__name_index(const char *const names[], const char *name)
+{
+    for (int i = 0; name && names[i]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int wl__name_parse(const char *const names[], const char *what, const char *name, int *index)
+{
+    int i = wl__name_index(names, name);
+    if (i >= 0) {
+        *index = i;
+        return SIM_OK;
+    }
+    char list[256] = "";
+    for (size_t k = 0, len = 0; names[k] && len < sizeof list; k++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", names[k]);
+    return SIM_ERROR(SIM_EINVAL, "unknown %s '%s'; expected one of: %s", what,
+                     name ? name : "(null)", list);
+}
 
 #define OFF(f) offsetof(wl_config, f)
 
 /* The five keys of one length distribution under `grp`. */
 #define LENSPEC(grp, field, unit_, dist_, mean_, cv_, min_, max_, what)                        \
     {.path = grp ".dist", .type = SIM_CFG_STRING, .offset = OFF(field.dist),                   \
-     .choices = lendists, .def = dist_,                                                        \
+     .choices = wl_lendist_names, .def = dist_,                                                        \
      .help = what ": distribution (const, uniform, lognormal, gamma)"},                        \
     {.path = grp ".mean", .type = SIM_CFG_DOUBLE, .offset = OFF(field.mean), .min = 0,         \
      .max = 1e9, .def = mean_, .unit = unit_, .help = what ": mean"},                          \
@@ -59,7 +83,7 @@ const sim_cfg_key wl_config_schema[] = {
      .max = 1e9, .def = "0", .unit = "s",
      .help = "synthetic: stop at this simulated time; 0 = no limit (set it or max_requests)"},
     {.path = "keys.distribution", .type = SIM_CFG_STRING, .offset = OFF(keys.distribution),
-     .choices = keydists, .def = "lognormal", .help = "key-rate distribution"},
+     .choices = wl_keydist_names, .def = "lognormal", .help = "key-rate distribution"},
     {.path = "keys.n", .type = SIM_CFG_INT, .offset = OFF(keys.n), .min = 1, .max = 1e8,
      .def = "128824", .unit = "keys", .help = "keys in the population (lognormal, zipf)"},
     {.path = "keys.sigma", .type = SIM_CFG_DOUBLE, .offset = OFF(keys.sigma), .min = 0,
@@ -85,7 +109,7 @@ const sim_cfg_key wl_config_schema[] = {
      .flags = SIM_CFG_EXCL_MIN | SIM_CFG_EXCL_MAX, .def = "[]",
      .help = "inject one key per entry holding that share of all traffic"},
     {.path = "arrival.process", .type = SIM_CFG_STRING, .offset = OFF(arrival.process),
-     .choices = processes, .def = "poisson", .help = "arrival process of the whole stream"},
+     .choices = wl_arrival_kind_names, .def = "poisson", .help = "arrival process of the whole stream"},
     {.path = "arrival.cv", .type = SIM_CFG_DOUBLE, .offset = OFF(arrival.cv), .min = 0,
      .max = 100, .flags = SIM_CFG_EXCL_MIN, .def = "1",
      .help = "gamma: coefficient of variation of inter-arrival gaps (shape = 1/cv^2)"},
@@ -130,7 +154,7 @@ static int check_len(const wl_lenspec *l, const char *grp, const char *where)
         return SIM_ERROR(SIM_EINVAL, "%s: workload.%s.min %lld > workload.%s.max %lld; "
                          "expected min <= max", where, grp, (long long)l->min, grp,
                          (long long)l->max);
-    if (strcmp(l->dist, "uniform") != 0 &&
+    if (wl__name_index(wl_lendist_names, l->dist) != WL_LEN_UNIFORM &&
         (l->mean < (double)l->min || l->mean > (double)l->max))
         return SIM_ERROR(SIM_EINVAL, "%s: workload.%s.mean %g lies outside [min, max] = "
                          "[%lld, %lld]; expected a mean inside the clamp range", where, grp,

@@ -15,6 +15,20 @@
 #include <stdint.h>
 
 #include "sim/core/config.h"
+#include "sim/core/xenum.h"
+
+/* The length distributions, defined once (X-macro, sim/core/xenum.h): X(constant,
+ * name of `dist`).  The order is the enum value; append only. */
+#define WL_LENDISTS(X) \
+    X(WL_LEN_CONST, const) X(WL_LEN_UNIFORM, uniform) X(WL_LEN_LOGNORMAL, lognormal) \
+    X(WL_LEN_GAMMA, gamma)
+
+/* WL_LEN_N is the number of distributions. */
+enum wl_lendist { WL_LENDISTS(SIM_XENUM_CONST) WL_LEN_N };
+
+/* Names of the length distributions by enum wl_lendist (from
+ * WL_LENDISTS), NULL-terminated; the choices of every `dist` key. */
+extern const char *const wl_lendist_names[];
 
 /*
  * A token-length distribution (workload.prefix / input / output / turns).

@@ -29,11 +29,10 @@
 #include "version.h"
 #include "sim/core/wall.h"
 
-static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 #define SLO_NAME(c, f) #f,
 const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
 #undef SLO_NAME
-const char *const exp_sweep_mode_names[] = {"grid", "zip", NULL};
+const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SIM_XENUM_NAME) NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
@@ -91,9 +90,9 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "cluster.tp", .type = SIM_CFG_INT, .offset = OFF(tp), .min = 1, .max = 64, .def = "2",
      .unit = "GPUs", .help = "tensor-parallel degree per destination"},
     {.path = "cluster.weight_dtype", .type = SIM_CFG_STRING, .offset = OFF(weight_dtype),
-     .choices = dtype_names, .def = "fp8", .help = "weight format"},
+     .choices = spec_dtype_names, .def = "fp8", .help = "weight format"},
     {.path = "cluster.kv_dtype", .type = SIM_CFG_STRING, .offset = OFF(kv_dtype),
-     .choices = dtype_names, .def = "fp8", .help = "KV-cache format"},
+     .choices = spec_dtype_names, .def = "fp8", .help = "KV-cache format"},
     {.path = "cluster.mem_util", .type = SIM_CFG_DOUBLE, .offset = OFF(mem_util), .min = 0,
      .max = 1, .flags = SIM_CFG_EXCL_MIN, .def = "0.9",
      .help = "share of GPU memory the engine uses (vLLM gpu_memory_utilization)"},
@@ -401,7 +400,7 @@ static int parse_axes(const exp_config *cfg, const char *path, axis **out)
         if (rc == SIM_OK)
             rc = sim_cfg_bind(d, axis_schema, &ax[i]);
         sim_cfgdoc_destroy(d);
-        if (rc == SIM_OK && cfg->sweep_mode == 1 && ax[i].n != ax[0].n)
+        if (rc == SIM_OK && cfg->sweep_mode == EXP_SWEEP_ZIP && ax[i].n != ax[0].n)
             rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] has %zu values but the first "
                            "axis has %zu; expected equal lengths with sweep_mode zip",
                            path, i, ax[i].n, ax[0].n);
@@ -419,7 +418,7 @@ static size_t n_points(const exp_config *cfg, const axis *ax)
 {
     if (cfg->n_sweep == 0)
         return 1;
-    if (cfg->sweep_mode == 1)
+    if (cfg->sweep_mode == EXP_SWEEP_ZIP)
         return ax[0].n;
     size_t n = 1;
     for (size_t i = 0; i < cfg->n_sweep; i++)
@@ -434,8 +433,8 @@ static void point_sets(const exp_config *cfg, const axis *ax, size_t p, char **s
 {
     size_t rem = p, stride = 1;
     for (size_t i = cfg->n_sweep; i-- > 0;) {
-        size_t v = cfg->sweep_mode == 1 ? p : (rem / stride) % ax[i].n;
-        if (cfg->sweep_mode == 0)
+        size_t v = cfg->sweep_mode == EXP_SWEEP_ZIP ? p : (rem / stride) % ax[i].n;
+        if (cfg->sweep_mode == EXP_SWEEP_GRID)
             stride *= ax[i].n;
         size_t len = strlen(ax[i].key) + strlen(ax[i].values[v]) + 2;
         sets[i] = sim_xmalloc(len);

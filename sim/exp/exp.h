@@ -15,6 +15,7 @@
 #include "models/route.h"
 #include "workloads/wl_config.h"
 #include "sim/core/config.h"
+#include "sim/core/xenum.h"
 
 /* Where a config comes from: a config file and its ordered "KEY=VALUE"
  * overrides (not owned). */
@@ -94,8 +95,18 @@ enum exp_slo_metric {
     EXP_SLO_N /* number of metrics */
 };
 
+/* The sweep modes, defined once (X-macro, sim/core/xenum.h): X(constant, name of
+ * experiment.sweep_mode).  The order is the stored value of
+ * exp_config.sweep_mode; append only.  GRID: the Cartesian product of the
+ * sweep axes; ZIP: the axes advance together (equal lengths). */
+#define EXP_SWEEP_MODES(X) X(EXP_SWEEP_GRID, grid) X(EXP_SWEEP_ZIP, zip)
+
+/* EXP_SWEEP_N is the number of modes. */
+enum exp_sweep_mode { EXP_SWEEP_MODES(SIM_XENUM_CONST) EXP_SWEEP_N };
+
 /* Names of experiment.slo_metric (run_metrics columns; from
- * EXP_SLO_METRICS) and experiment.sweep_mode, NULL-terminated. */
+ * EXP_SLO_METRICS) and experiment.sweep_mode (from EXP_SWEEP_MODES),
+ * NULL-terminated. */
 extern const char *const exp_slo_metric_names[];
 extern const char *const exp_sweep_mode_names[];
 
