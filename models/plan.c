@@ -1,7 +1,9 @@
 /*
- * CacheRoute plan construction: sort, admit, place (LPT over a binary
- * min-heap of destinations, or hash placement for the ablation), then an
- * open-addressing index from key to admitted entry for O(1) dispatch.
+ * CacheRoute plan construction: weigh, sort, admit, place (LPT over a
+ * binary min-heap of destinations, or hash placement for the ablation),
+ * then an open-addressing index from key to admitted entry for O(1)
+ * dispatch; and the churn-aware re-plan that starts from the previous
+ * table (plan_rebalance, models/plan.h).
  */
 #include "models/plan.h"
 
@@ -12,35 +14,57 @@
 #include "sim/core/error.h"
 #include "models/route_int.h"
 
-static int cmp_rate_desc(const void *a, const void *b)
+/*
+ * A candidate key: its sort value v (the weight w, or the weight per warm
+ * token for byte admission), rate, weight, footprint and, once admitted,
+ * its k_b.  With rate weight and slot admission v = w = rate, so the order
+ * (v desc, key asc) is the planner's original (rate desc, key asc).
+ */
+typedef struct cand {
+    double v;
+    uint64_t key;
+    double rate, w, tok;
+    uint32_t k;
+} cand;
+
+static int cmp_cand(const void *a, const void *b)
 {
-    const plan_key *x = a, *y = b;
-    if (x->rate != y->rate)
-        return x->rate > y->rate ? -1 : 1;
+    const cand *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v > y->v ? -1 : 1;
     return (x->key > y->key) - (x->key < y->key);
 }
 
-/* Strict order of plan_key by (rate descending, key ascending). */
-static inline int before(const plan_key *x, const plan_key *y)
+/* Placement order of admitted keys: weight descending, key ascending. */
+static int cmp_weight(const void *a, const void *b)
 {
-    return x->rate > y->rate || (x->rate == y->rate && x->key < y->key);
+    const cand *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w > y->w ? -1 : 1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Strict order of cand by (v descending, key ascending). */
+static inline int before(const cand *x, const cand *y)
+{
+    return x->v > y->v || (x->v == y->v && x->key < y->key);
 }
 
 /*
  * Rearrange a[0..n) so that its first m entries are the m first in the
- * (rate desc, key asc) order, in any order: quickselect with a Lomuto
+ * (v desc, key asc) order, in any order: quickselect with a Lomuto
  * partition and a median-of-three pivot (deterministic, O(n) expected).
  * Keys are distinct, so the order is strict.  Admission only ever looks at
  * a prefix of the sorted keys, so only that prefix gets sorted.
  */
-static void swap_keys(plan_key *a, size_t i, size_t j)
+static void swap_keys(cand *a, size_t i, size_t j)
 {
-    plan_key t = a[i];
+    cand t = a[i];
     a[i] = a[j];
     a[j] = t;
 }
 
-static void select_top(plan_key *a, size_t n, size_t m)
+static void select_top(cand *a, size_t n, size_t m)
 {
     size_t lo = 0, hi = n; /* invariant: a[0..lo) are in the top m, a[hi..n) are not */
     while (hi - lo > 1 && lo < m && m < hi) {
@@ -52,7 +76,7 @@ static void select_top(plan_key *a, size_t n, size_t m)
             swap_keys(a, last, lo);
         if (before(&a[mid], &a[last]))
             swap_keys(a, mid, last);
-        const plan_key piv = a[last];
+        const cand piv = a[last];
         size_t store = lo;
         for (size_t i = lo; i < last; i++)
             if (before(&a[i], &piv))
@@ -113,6 +137,7 @@ void plan_fini(plan *pl)
 {
     free(pl->key);
     free(pl->rate);
+    free(pl->w);
     free(pl->k);
     free(pl->off);
     free(pl->dest);
@@ -121,76 +146,150 @@ void plan_fini(plan *pl)
     memset(pl, 0, sizeof *pl);
 }
 
-int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
+/*
+ * Steps 1-2 shared by plan_build_ex and plan_rebalance: validate, weigh,
+ * sort the reachable prefix, size and admit.  On success *all holds the n
+ * candidates (the first `m` sorted), *adm the admitted ones (with k) in
+ * placement order (weight desc, key asc), *na their number; out's scalar
+ * fields are set and its arrays NULL.  On error nothing is left allocated.
+ */
+static int admit(const plan_key *keys, const double *work, const double *tokens, size_t n,
+                 const plan_params *p, plan *out, cand **all, cand **adm, size_t *na_out)
 {
     memset(out, 0, sizeof *out);
+    *all = *adm = NULL;
     if (p->n_dest == 0 || !(p->q_cap > 0) || !(p->slots > 0) || !isfinite(p->q_cap) ||
         !isfinite(p->slots))
         return SIM_ERROR(SIM_EINVAL, "plan with R = %u, q_cap = %g, W = %g; expected R >= 1 "
                          "and finite q_cap > 0 (requests/s) and W > 0 (slots)",
                          p->n_dest, p->q_cap, p->slots);
     const uint32_t R = p->n_dest;
-    plan_key *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!sorted)
+    const int by_work = p->weight == PLAN_WEIGHT_WORK;
+    const int by_bytes = p->admission == PLAN_ADMIT_BYTES;
+    cand *c = malloc((n ? n : 1) * sizeof *c);
+    if (!c)
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
-    double total = 0;
+    double total = 0, known_rw = 0, known_r = 0, known_f = 0;
+    size_t n_f = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!(keys[i].rate >= 0) || !isfinite(keys[i].rate)) {
-            free(sorted);
-            return SIM_ERROR(SIM_EINVAL, "key %zu has rate %g; expected a finite rate >= 0 "
-                             "(requests/s)", i, keys[i].rate);
+        const double u = by_work && work ? work[i] : 0, f = by_bytes && tokens ? tokens[i] : 0;
+        if (!(keys[i].rate >= 0) || !isfinite(keys[i].rate) || !isfinite(u) || !isfinite(f)) {
+            free(c);
+            return SIM_ERROR(SIM_EINVAL, "key %zu has rate %g (work %g, footprint %g); expected "
+                             "a finite rate >= 0 (requests/s) and finite work and footprint "
+                             "(tokens)", i, keys[i].rate, u, f);
         }
-        sorted[i] = keys[i];
+        c[i] = (cand){.v = keys[i].rate, .key = keys[i].key, .rate = keys[i].rate,
+                      .w = keys[i].rate, .tok = 1};
         total += keys[i].rate;
+        if (u > 0)
+            known_rw += keys[i].rate * u, known_r += keys[i].rate;
+        if (f > 0)
+            known_f += f, n_f++;
+    }
+    double total_w = total;
+    if (by_work) {
+        /* A key without a work estimate gets the mean of those with one. */
+        const double ubar = known_r > 0 ? known_rw / known_r : 1;
+        total_w = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double u = work && work[i] > 0 ? work[i] : ubar;
+            c[i].w = c[i].v = c[i].rate * u;
+            total_w += c[i].w;
+        }
+    }
+    double fsum = 0;
+    if (by_bytes) {
+        const double fbar = n_f ? known_f / (double)n_f : 1;
+        for (size_t i = 0; i < n; i++) {
+            c[i].tok = tokens && tokens[i] > 0 ? tokens[i] : fbar;
+            c[i].v = c[i].w / c[i].tok;
+            fsum += c[i].tok;
+        }
     }
     out->n_dest = R;
     out->n_keys = n;
     out->capacity = (uint64_t)floor((double)R * p->slots);
+    out->q_cap_w = by_work && total > 0 ? p->q_cap * (total_w / total) : p->q_cap;
+    if (by_bytes) {
+        double per = p->slots * (n ? fsum / (double)n : 1);
+        if (p->pool_tokens > 0 && per > p->pool_tokens)
+            per = p->pool_tokens;
+        out->warm_budget = per * R;
+    }
+    const double qw = out->q_cap_w;
 
-    /* Admission walks keys in descending rate until Σk_b reaches C.  Keys
-     * with k_b = 1 always fit until then, so it never looks past the keys
-     * with k_b >= 2 plus C more: sort only that prefix. */
-    size_t big = 0;
-    if (p->replicate)
-        for (size_t i = 0; i < n; i++)
-            big += sorted[i].rate > p->q_cap;
-    size_t m = big + (size_t)(out->capacity < n ? out->capacity : n);
-    if (m > n)
-        m = n;
-    if (m < n)
-        select_top(sorted, n, m);
-    qsort(sorted, m, sizeof *sorted, cmp_rate_desc);
+    /* Slot admission walks keys in descending weight until Σk_b reaches C.
+     * Keys with k_b = 1 always fit until then, so it never looks past the
+     * keys with k_b >= 2 plus C more: sort only that prefix.  Byte
+     * admission has no such bound: sort all. */
+    size_t m = n;
+    if (!by_bytes) {
+        size_t big = 0;
+        if (p->replicate)
+            for (size_t i = 0; i < n; i++)
+                big += c[i].w > qw;
+        m = big + (size_t)(out->capacity < n ? out->capacity : n);
+        if (m > n)
+            m = n;
+        if (m < n)
+            select_top(c, n, m);
+    }
+    qsort(c, m, sizeof *c, cmp_cand);
 
-    /* 1-2. Sizing and top-rate admission. */
-    uint32_t *kb = malloc((n ? n : 1) * sizeof *kb);
-    size_t *adm = malloc((n ? n : 1) * sizeof *adm);
-    if (!kb || !adm) {
-        free(sorted), free(kb), free(adm);
+    /* 1-2. Sizing and admission. */
+    cand *a = malloc((n ? n : 1) * sizeof *a);
+    if (!a) {
+        free(c);
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
     }
     size_t na = 0;
     uint64_t sum_k = 0;
-    double adm_rate = 0;
-    for (size_t i = 0; i < m && sum_k < out->capacity; i++) {
-        if (sorted[i].rate <= 0)
+    double adm_rate = 0, adm_w = 0, used = 0;
+    for (size_t i = 0; i < m && (by_bytes || sum_k < out->capacity); i++) {
+        if (c[i].w <= 0)
             break; /* no traffic measured: nothing to plan for */
-        double kd = p->replicate ? ceil(sorted[i].rate / p->q_cap) : 1.0;
+        double kd = p->replicate ? ceil(c[i].w / qw) : 1.0;
         uint32_t k = kd < 1 ? 1 : kd > R ? R : (uint32_t)kd; /* at most R distinct */
-        if (sum_k + k > out->capacity)
+        if (by_bytes) {
+            const double cost = k * c[i].tok;
+            if (used + cost > out->warm_budget)
+                continue; /* skipped: smaller footprints may still fit */
+            used += cost;
+        } else if (sum_k + k > out->capacity) {
             continue; /* skipped: goes to the fallback; smaller keys may fit */
-        kb[na] = k;
-        adm[na] = i;
+        }
+        a[na] = c[i];
+        a[na].k = k;
         sum_k += k;
-        adm_rate += sorted[i].rate;
+        adm_rate += c[i].rate;
+        adm_w += c[i].w;
         na++;
     }
+    if (by_bytes)
+        qsort(a, na, sizeof *a, cmp_weight); /* LPT goes by weight */
     out->n_admitted = na;
     out->sum_k = sum_k;
     out->admitted_rate = adm_rate;
     out->cold_rate = total - adm_rate > 0 ? total - adm_rate : 0;
+    out->admitted_w = adm_w;
+    out->cold_w = total_w - adm_w > 0 ? total_w - adm_w : 0;
+    out->warm_used = used;
+    *all = c;
+    *adm = a;
+    *na_out = na;
+    return SIM_OK;
+}
 
+/* Allocate out's arrays for na admitted keys with Σk = sum_k and fill key,
+ * rate, w, k, off from adm.  SIM_OK or SIM_ENOMEM (out freed). */
+static int alloc_out(plan *out, const cand *adm, size_t na)
+{
+    const uint32_t R = out->n_dest;
+    const uint64_t sum_k = out->sum_k;
     out->key = malloc((na ? na : 1) * sizeof *out->key);
     out->rate = malloc((na ? na : 1) * sizeof *out->rate);
+    out->w = malloc((na ? na : 1) * sizeof *out->w);
     out->k = malloc((na ? na : 1) * sizeof *out->k);
     out->off = malloc((na + 1) * sizeof *out->off);
     out->dest = malloc((sum_k ? sum_k : 1) * sizeof *out->dest);
@@ -198,37 +297,64 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
     size_t slots_tab = 16;
     while (slots_tab < 2 * (size_t)na + 2)
         slots_tab <<= 1;
-    heap_ent *h = malloc(R * sizeof *h);
-    if (!out->key || !out->rate || !out->k || !out->off || !out->dest || !out->load || !h ||
+    if (!out->key || !out->rate || !out->w || !out->k || !out->off || !out->dest || !out->load ||
         sim_u64map_init(&out->idx, slots_tab)) {
-        free(sorted), free(kb), free(adm), free(h);
         plan_fini(out);
-        return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", na);
+    }
+    uint32_t pos = 0;
+    for (size_t i = 0; i < na; i++) {
+        out->key[i] = adm[i].key;
+        out->rate[i] = adm[i].rate;
+        out->w[i] = adm[i].w;
+        out->k[i] = adm[i].k;
+        out->off[i] = pos;
+        pos += adm[i].k;
+    }
+    out->off[na] = pos;
+    const double cold_share = out->cold_w / R;
+    for (uint32_t d = 0; d < R; d++)
+        out->load[d] = cold_share;
+    return SIM_OK;
+}
+
+static void index_keys(plan *out)
+{
+    for (size_t a = 0; a < out->n_admitted; a++) /* sized by alloc_out: never grows */
+        sim_u64map_put(&out->idx, out->key[a], (uint32_t)a);
+}
+
+int plan_build_ex(const plan_key *keys, const double *work, const double *tokens, size_t n,
+                  const plan_params *p, plan *out)
+{
+    cand *all, *adm;
+    size_t na;
+    int rc = admit(keys, work, tokens, n, p, out, &all, &adm, &na);
+    if (rc)
+        return rc;
+    free(all);
+    const uint32_t R = p->n_dest;
+    heap_ent *h = malloc(R * sizeof *h);
+    if (!h || (rc = alloc_out(out, adm, na)) != SIM_OK) {
+        free(adm), free(h);
+        plan_fini(out);
+        return rc ? rc : SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
     }
 
     /* 3. Placement, starting from the cold-tail share. */
-    const double cold_share = out->cold_rate / R;
-    for (uint32_t d = 0; d < R; d++) {
-        h[d] = (heap_ent){cold_share, d};
-        out->load[d] = cold_share;
-    }
+    for (uint32_t d = 0; d < R; d++)
+        h[d] = (heap_ent){out->load[d], d};
     route__ring ring = {0};
     if (p->placement == PLAN_HASH &&
         route__ring_init(&ring, R, p->vnodes ? p->vnodes : 256, 0x9a5e0b1a5e5ULL) != SIM_OK) {
-        free(sorted), free(kb), free(adm), free(h);
+        free(adm), free(h);
         plan_fini(out);
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan ring");
     }
     uint8_t *taken = calloc(R, 1);
-    uint32_t pos = 0;
     for (size_t a = 0; a < na; a++) {
-        const plan_key *pk = &sorted[adm[a]];
-        const uint32_t k = kb[a];
-        const double share = pk->rate / k;
-        out->key[a] = pk->key;
-        out->rate[a] = pk->rate;
-        out->k[a] = k;
-        out->off[a] = pos;
+        const uint32_t k = adm[a].k, pos = out->off[a];
+        const double share = adm[a].w / k;
         if (p->placement == PLAN_LPT) {
             /* Pop the k least loaded (distinct by construction), then
              * push them back with their new load. */
@@ -243,7 +369,7 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
             for (uint32_t j = 0; j < k; j++)
                 heap_up(h, R - k + j);
         } else {
-            uint32_t i = route__ring_find(&ring, route__key_hash(pk->key, 0x9a5e0b1a5e5ULL));
+            uint32_t i = route__ring_find(&ring, route__key_hash(adm[a].key, 0x9a5e0b1a5e5ULL));
             for (uint32_t j = 0, step = 0; j < k; step++) {
                 uint32_t d = ring.dest[(i + step) % ring.n];
                 if (taken[d])
@@ -256,22 +382,235 @@ int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
         }
         for (uint32_t j = 0; j < k; j++)
             out->load[out->dest[pos + j]] += share;
-        pos += k;
     }
-    out->off[na] = pos;
     free(taken);
     route__ring_fini(&ring);
-
-    /* Key index. */
-    for (size_t a = 0; a < na; a++) /* sized above: never grows */
-        sim_u64map_put(&out->idx, out->key[a], (uint32_t)a);
-    free(sorted);
-    free(kb);
+    index_keys(out);
     free(adm);
     free(h);
     return SIM_OK;
 }
 
+int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out)
+{
+    return plan_build_ex(keys, NULL, NULL, n, p, out);
+}
+
+/* The least-loaded destination (ties: lower index) not in set[0..k). */
+static uint32_t least_outside(const double *load, uint32_t R, const uint32_t *set, uint32_t k)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t d = 0; d < R; d++) {
+        int in = 0;
+        for (uint32_t j = 0; j < k && !in; j++)
+            in = set[j] == d;
+        if (!in && (best == UINT32_MAX || load[d] < load[best]))
+            best = d;
+    }
+    return best;
+}
+
+static double imbalance_of(const double *load, uint32_t R)
+{
+    double mx = 0, sum = 0;
+    for (uint32_t d = 0; d < R; d++) {
+        sum += load[d];
+        if (load[d] > mx)
+            mx = load[d];
+    }
+    return sum > 0 ? mx / (sum / R) : NAN;
+}
+
+int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
+                   const double *tokens, size_t n, const plan_params *p, double epsilon,
+                   uint64_t budget, plan *out, plan_churn_stats *st)
+{
+    plan_churn_stats dummy;
+    if (!st)
+        st = &dummy;
+    memset(st, 0, sizeof *st);
+    st->held_imbalance = NAN;
+    if (!(epsilon >= 0) || !isfinite(epsilon)) {
+        memset(out, 0, sizeof *out);
+        return SIM_ERROR(SIM_EINVAL, "churn epsilon %g; expected a finite value >= 0", epsilon);
+    }
+    if (p->placement != PLAN_LPT || !prev || !prev->key || prev->n_admitted == 0 ||
+        prev->n_dest != p->n_dest)
+        return plan_build_ex(keys, work, tokens, n, p, out);
+    cand *all, *adm;
+    size_t na;
+    int rc = admit(keys, work, tokens, n, p, out, &all, &adm, &na);
+    if (rc)
+        return rc;
+    const uint32_t R = p->n_dest;
+    double total_w = out->admitted_w + out->cold_w;
+
+    /* 0. The held table under the new weights. */
+    sim_u64map pos_of;
+    size_t tab = 16;
+    while (tab < 2 * n + 2)
+        tab <<= 1;
+    double *hl = calloc(R, sizeof *hl);
+    if (!hl || sim_u64map_init(&pos_of, tab)) {
+        free(all), free(adm), free(hl);
+        memset(out, 0, sizeof *out);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
+    }
+    for (size_t i = 0; i < n; i++)
+        sim_u64map_put(&pos_of, all[i].key, (uint32_t)i);
+    double held_w = 0, held_rate = 0;
+    for (size_t i = 0; i < prev->n_admitted; i++) {
+        const uint32_t j = sim_u64map_get(&pos_of, prev->key[i]);
+        const double w = j == SIM_U64MAP_NONE ? 0 : all[j].w;
+        held_w += w;
+        held_rate += j == SIM_U64MAP_NONE ? 0 : all[j].rate;
+        for (uint32_t r = prev->off[i]; r < prev->off[i + 1]; r++)
+            hl[prev->dest[r]] += w / prev->k[i];
+    }
+    const double held_cold = total_w - held_w > 0 ? total_w - held_w : 0;
+    for (uint32_t d = 0; d < R; d++)
+        hl[d] += held_cold / R;
+    st->held_imbalance = imbalance_of(hl, R);
+    /* Skip when within 1+ε, or no worse than the held table was planned to
+     * be (so unchanged rates never move a key; 1e-12 absorbs the order of
+     * the sums). */
+    const double prev_imb = plan_imbalance(prev);
+    const double skip_at = fmax(1 + epsilon, isnan(prev_imb) ? 0 : prev_imb) * (1 + 1e-12);
+    if (!(total_w > 0) || st->held_imbalance <= skip_at) {
+        st->skipped = 1;
+        plan held = {.n_dest = R, .n_keys = n, .n_admitted = prev->n_admitted,
+                     .sum_k = prev->sum_k, .capacity = out->capacity, .q_cap_w = out->q_cap_w,
+                     .warm_budget = out->warm_budget, .admitted_rate = held_rate,
+                     .admitted_w = held_w, .cold_w = held_cold,
+                     .cold_rate = fmax(0, out->admitted_rate + out->cold_rate - held_rate)};
+        cand *h = malloc((prev->n_admitted ? prev->n_admitted : 1) * sizeof *h);
+        if (!h) {
+            free(all), free(adm), free(hl), sim_u64map_fini(&pos_of);
+            memset(out, 0, sizeof *out);
+            return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
+        }
+        for (size_t i = 0; i < prev->n_admitted; i++) {
+            const uint32_t j = sim_u64map_get(&pos_of, prev->key[i]);
+            h[i] = (cand){.key = prev->key[i], .k = prev->k[i],
+                          .rate = j == SIM_U64MAP_NONE ? 0 : all[j].rate,
+                          .w = j == SIM_U64MAP_NONE ? 0 : all[j].w};
+        }
+        free(all), free(adm), sim_u64map_fini(&pos_of);
+        *out = held;
+        rc = alloc_out(out, h, prev->n_admitted);
+        free(h);
+        if (rc) {
+            free(hl);
+            return rc;
+        }
+        memcpy(out->dest, prev->dest, prev->sum_k * sizeof *out->dest);
+        memcpy(out->load, hl, R * sizeof *hl);
+        free(hl);
+        index_keys(out);
+        return SIM_OK;
+    }
+    free(hl);
+    sim_u64map_fini(&pos_of);
+    free(all);
+    if ((rc = alloc_out(out, adm, na)) != SIM_OK) {
+        free(adm);
+        return rc;
+    }
+
+    /* 2. Start from the held table: unchanged k_b, shrunk, grown, new. */
+    uint8_t *done = calloc(na ? na : 1, 1);
+    uint32_t *tmp = malloc((R ? R : 1) * sizeof *tmp);
+    if (!done || !tmp) {
+        free(adm), free(done), free(tmp);
+        plan_fini(out);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
+    }
+    for (int phase = 0; phase < 4; phase++) {
+        for (size_t a = 0; a < na; a++) {
+            if (done[a])
+                continue;
+            const int64_t pi = plan_lookup(prev, adm[a].key);
+            const uint32_t k = adm[a].k, kp = pi >= 0 ? prev->k[pi] : 0;
+            uint32_t *d = out->dest + out->off[a];
+            const uint32_t *old = pi >= 0 ? prev->dest + prev->off[pi] : NULL;
+            if (phase == 0 && pi >= 0 && k == kp) {
+                memcpy(d, old, k * sizeof *d);
+            } else if (phase == 1 && pi >= 0 && k < kp) {
+                /* Keep the k least-loaded old members (ties: lower index). */
+                memcpy(tmp, old, kp * sizeof *tmp);
+                for (uint32_t j = 0; j < k; j++) {
+                    uint32_t b = j;
+                    for (uint32_t l = j + 1; l < kp; l++)
+                        if (out->load[tmp[l]] < out->load[tmp[b]] ||
+                            (out->load[tmp[l]] == out->load[tmp[b]] && tmp[l] < tmp[b]))
+                            b = l;
+                    uint32_t t = tmp[j];
+                    tmp[j] = tmp[b];
+                    tmp[b] = t;
+                    d[j] = tmp[j];
+                }
+                st->resized++;
+            } else if ((phase == 2 && pi >= 0 && k > kp) || (phase == 3 && pi < 0)) {
+                /* Keep the old members, add the least-loaded distinct others
+                 * (LPT for a new key: kp = 0). */
+                if (kp)
+                    memcpy(d, old, kp * sizeof *d);
+                for (uint32_t j = kp; j < k; j++)
+                    d[j] = least_outside(out->load, R, d, j);
+                if (pi >= 0)
+                    st->resized++;
+                else
+                    st->placed++;
+            } else {
+                continue;
+            }
+            done[a] = 1;
+            for (uint32_t j = 0; j < k; j++)
+                out->load[d[j]] += adm[a].w / k;
+        }
+    }
+    free(done);
+    free(tmp);
+
+    /* 3. Bounded moves, heaviest replica first, hot to cold. */
+    const double limit = (1 + epsilon) * (total_w / R);
+    while (st->moves < budget) {
+        uint32_t h = 0;
+        for (uint32_t d = 1; d < R; d++)
+            if (out->load[d] > out->load[h])
+                h = d;
+        if (out->load[h] <= limit)
+            break;
+        size_t best = SIZE_MAX;
+        uint32_t best_j = 0, best_l = 0;
+        double best_s = -1;
+        for (size_t a = 0; a < na; a++) {
+            const double s = adm[a].w / adm[a].k;
+            if (s <= best_s)
+                continue;
+            uint32_t *d = out->dest + out->off[a];
+            uint32_t j = 0;
+            while (j < adm[a].k && d[j] != h)
+                j++;
+            if (j == adm[a].k)
+                continue;
+            const uint32_t l = least_outside(out->load, R, d, adm[a].k);
+            if (l == UINT32_MAX || !(out->load[l] + s < out->load[h]))
+                continue;
+            best = a, best_j = j, best_l = l, best_s = s;
+        }
+        if (best == SIZE_MAX)
+            break;
+        out->dest[out->off[best] + best_j] = best_l;
+        out->load[h] -= best_s;
+        out->load[best_l] += best_s;
+        st->moves++;
+    }
+    st->budget_hit = st->moves == budget && imbalance_of(out->load, R) > 1 + epsilon;
+    free(adm);
+    index_keys(out);
+    return SIM_OK;
+}
 int64_t plan_lookup(const plan *pl, uint64_t key)
 {
     if (!pl->idx.slot)

@@ -112,7 +112,6 @@ typedef struct route_locate {
 #define ROUTE_NEEDS_KEY_SHARES 1u /* route_env.nominal (warm start) */
 
 /* One control interval of a planned router, reported at the end of a run. */
-/* One control interval of a planned router, reported at the end of a run. */
 typedef struct route_interval {
     double t_s;             /* interval boundary (plan installed), simulated s */
     uint64_t keys;          /* keys seen in the interval just ended */
@@ -124,6 +123,16 @@ typedef struct route_interval {
     double churn_dest;      /* keys admitted in both plans whose destination set
                                changed / keys admitted in both (NaN for the first) */
     double churn_k;         /* ... whose k_b changed / keys admitted in both */
+    uint64_t keys_moved;    /* keys admitted in both plans whose destination set
+                               changed (the numerator of churn_dest; 0 for the first) */
+    double warm_tokens_moved; /* Σ over those keys of (destinations new to the key)
+                               × the key's shared-prefix footprint, tokens, from the
+                               router's own view of the requests it routed */
+    double held_imbalance;  /* predicted max/mean load of the previous table under
+                               the new rates (hold, churn_aware; NaN otherwise) */
+    uint64_t moves;         /* churn_aware rebalancing moves (<= its budget) */
+    uint32_t skipped;       /* 1: the previous table was kept (hold; churn_aware
+                               within 1 + epsilon) */
 } route_interval;
 
 /* What a router reports at the end of a run (all arrays owned by the

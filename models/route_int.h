@@ -74,9 +74,20 @@ typedef struct route__cacheroute_params {
     double q_cap;      /* per-destination capacity, requests/s (0 = not set) */
     double slots;      /* warm-slot budget W per destination (0 = not set) */
     double interval_s; /* control interval, s (> 0) */
-    bool replan;       /* rebuild the plan every interval */
+    bool replan;       /* rebuild the plan every interval (legacy; false = hold) */
     bool warm_start;   /* first plan from the workload's nominal key shares */
+    int rate_estimate; /* ROUTE__CR_RATE_* (router.cacheroute.rate_estimate) */
+    int64_t rate_window;   /* intervals of the `window` estimator, >= 1 */
+    double rate_half_life; /* intervals, > 0 (`ewma`) */
+    int plan_policy;   /* ROUTE__CR_PLAN_* */
+    double churn_epsilon;  /* imbalance tolerance ε of churn_aware, >= 0 */
+    double churn_budget;   /* moves per re-plan / admitted keys, [0, 1] */
+    int plan_weight;   /* enum plan_weight (models/plan.h) */
+    int admission;     /* enum plan_admission */
 } route__cacheroute_params;
+enum { ROUTE__CR_RATE_INTERVAL = 0, ROUTE__CR_RATE_WINDOW, ROUTE__CR_RATE_EWMA,
+       ROUTE__CR_RATE_NOMINAL };
+enum { ROUTE__CR_PLAN_FRESH = 0, ROUTE__CR_PLAN_HOLD, ROUTE__CR_PLAN_CHURN };
 extern const route_section route__sec_cacheroute;
 
 /* The TTFT SLO a dualmap/preble router uses: the section's, or the run's

@@ -117,6 +117,35 @@ expect_error "'router.sticky.vnodes' is 100000 with 100000 destinations" -- \
     "$CRSIM" run "$TMP/noq.yaml" --set "experiment.db=$DB" --set cluster.destinations=100000 \
     --set router.sticky.vnodes=100000
 
+# The plan policy (issue 19 §3): the legacy replan: false contradicts
+# churn_aware (the replan line); out-of-range and unknown values name
+# their line or --set.
+cat > "$TMP/plan.yaml" <<YAML
+experiment:
+  name: plan
+  rates: [1]
+  policies: [cacheroute]
+router:
+  cacheroute:
+    q_cap: 1
+    slots: 2
+    replan: false
+    plan_policy: churn_aware
+    rate_window: 0
+cluster: {destinations: 4}
+workload: {trace: $TRACE, max_requests: 200}
+YAML
+expect_error "plan.yaml:11:" "'router.cacheroute.rate_window' is 0" "[1, 1000]" -- \
+    "$CRSIM" run "$TMP/plan.yaml" --set "experiment.db=$DB"
+expect_error "plan.yaml:9:" "'router.cacheroute.replan' is false" "churn_aware" -- \
+    "$CRSIM" run "$TMP/plan.yaml" --set "experiment.db=$DB" --set router.cacheroute.rate_window=2
+expect_error "--set router.cacheroute.plan_policy:" "'lazy'" "fresh, hold, churn_aware" -- \
+    "$CRSIM" run "$TMP/plan.yaml" --set "experiment.db=$DB" --set router.cacheroute.rate_window=2 \
+    --set router.cacheroute.plan_policy=lazy
+expect_error "--set router.cacheroute.churn_budget:" "[0, 1]" -- \
+    "$CRSIM" run "$TMP/plan.yaml" --set "experiment.db=$DB" --set router.cacheroute.rate_window=2 \
+    --set router.cacheroute.replan=true --set router.cacheroute.churn_budget=2
+
 # Selected routers only: the same config without cacheroute runs and stores.
 "$CRSIM" run "$TMP/zero.yaml" --quiet --set "experiment.db=$DB" \
     --set "experiment.policies=[flat_lb]" >"$TMP/out" 2>&1 || fail "flat_lb alone: $(cat "$TMP/out")"

@@ -96,6 +96,8 @@ static const char schema_sql[] =
     "  t_s REAL NOT NULL, keys INTEGER NOT NULL, admitted INTEGER NOT NULL,\n"
     "  sum_k INTEGER NOT NULL, admitted_share REAL, plan_imbalance REAL,\n"
     "  build_wall_s REAL, churn_dest REAL, churn_k REAL,\n"
+    "  keys_moved INTEGER NOT NULL, warm_tokens_moved REAL, held_imbalance REAL,\n"
+    "  moves INTEGER NOT NULL, skipped INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, idx));\n"
     "CREATE TABLE IF NOT EXISTS plan_keys(\n"
     "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
@@ -279,7 +281,7 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
     sqlite3_stmt *st = NULL;
     const route_telemetry *t = &res->tel;
     if (t->n_iv) {
-        if (sqlite3_prepare_v2(s->db, "INSERT INTO router_intervals VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        if (sqlite3_prepare_v2(s->db, "INSERT INTO router_intervals VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                -1, &st, NULL) != SQLITE_OK)
             return exp__store_dberr(s, "cannot prepare router intervals");
         for (size_t i = 0; i < t->n_iv; i++) {
@@ -295,6 +297,11 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
             bind_real(st, 9, v->build_wall_s);
             bind_real(st, 10, v->churn_dest);
             bind_real(st, 11, v->churn_k);
+            sqlite3_bind_int64(st, 12, (sqlite3_int64)v->keys_moved);
+            bind_real(st, 13, v->warm_tokens_moved);
+            bind_real(st, 14, v->held_imbalance);
+            sqlite3_bind_int64(st, 15, (sqlite3_int64)v->moves);
+            sqlite3_bind_int64(st, 16, (sqlite3_int64)v->skipped);
             if (sqlite3_step(st) != SQLITE_DONE) {
                 sqlite3_finalize(st);
                 return exp__store_dberr(s, "cannot add router intervals");
@@ -583,7 +590,8 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " FROM dest_metrics WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO router_intervals SELECT ?1, idx, t_s, keys, admitted, sum_k,"
-                       " admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k"
+                       " admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k,"
+                       " keys_moved, warm_tokens_moved, held_imbalance, moves, skipped"
                        " FROM router_intervals WHERE run_id = ?2", rid, from, 0, 2)) ||
         (rc = exec3(s, "INSERT INTO plan_keys SELECT ?1, rank, routing_key, rate_rps, k_b,"
                        " destinations FROM plan_keys WHERE run_id = ?2", rid, from, 0, 2)) ||
@@ -798,7 +806,8 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " rejected, kv_pool_blocks, kv_pool_tokens, ctx_read_tokens"
         " FROM src.dest_metrics d JOIN idmap i ON i.old = d.run_id;"
         "INSERT INTO main.router_intervals SELECT i.new, idx, t_s, keys, admitted,"
-        " sum_k, admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k"
+        " sum_k, admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k,"
+        " keys_moved, warm_tokens_moved, held_imbalance, moves, skipped"
         " FROM src.router_intervals r JOIN idmap i ON i.old = r.run_id;"
         "INSERT INTO main.plan_keys SELECT i.new, rank, routing_key, rate_rps, k_b,"
         " destinations FROM src.plan_keys p JOIN idmap i ON i.old = p.run_id;"

@@ -26,7 +26,7 @@
 #include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 3
+#define EXP_STORE_SCHEMA_VERSION 4
 
 typedef struct exp_store exp_store;
 

@@ -15,7 +15,7 @@
  *   bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]
  *       The Mooncake conversation trace on the same cluster, time-scaled to
  *       RATE requests/s (default 20), router POLICY (default flat_lb).
- *   bench_sim experiment CONFIG.yaml RATE POLICY [SEED]
+ *   bench_sim experiment CONFIG.yaml RATE POLICY [SEED [KEY=VALUE ...]]
  *       One run of an experiment config exactly as `crsim run` sets it up
  *       (cluster, engine, router parameters, warm-up, drain and workload of
  *       the file; seed default 1), without the result store: e.g.
@@ -135,16 +135,20 @@ static void report(const char *name, const char *policy, double rate, uint64_t g
            (unsigned long long)res->preemptions, res->ttft_p99, res->e2e_p99, res->sim_end_s);
 }
 
-/* bench_sim experiment CONFIG RATE POLICY [SEED]: one run as crsim run. */
+/* bench_sim experiment CONFIG RATE POLICY [SEED [KEY=VALUE ...]]: one run
+ * as crsim run, with the KEY=VALUE arguments applied as its --set
+ * overrides (e.g. the plan policy the fingerprints were taken with). */
 static int bench_experiment(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED]\n");
+        fprintf(stderr, "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED "
+                        "[KEY=VALUE ...]]\n");
         return 2;
     }
     exp_config cfg;
     exp_setup su;
-    if (exp_config_load(argv[2], NULL, 0, &cfg))
+    const char *const *sets = argc > 6 ? (const char *const *)argv + 6 : NULL;
+    if (exp_config_load(argv[2], sets, argc > 6 ? (size_t)(argc - 6) : 0, &cfg))
         die(argv[2]);
     if (exp_setup_init(&cfg, &su))
         die(argv[2]);
