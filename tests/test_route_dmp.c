@@ -235,8 +235,8 @@ static void test_determinism_and_range(void)
                 rt->on_interval(a, v.now_s);
                 rt->on_interval(b, v.now_s);
             }
-            rt->on_complete(a, &r, da);
-            rt->on_complete(b, &r, db);
+            rt->on_complete(a, &r, da, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
+            rt->on_complete(b, &r, db, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
             wl_request_fini(&r);
         }
         drop(rt, a);
@@ -321,7 +321,7 @@ static void test_dm_two_candidates(void)
             uint32_t d = DM->route(s, &r, &v);
             CHECK(d < R);
             seen[k] |= 1u << d;
-            DM->on_complete(s, &r, d);
+            DM->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
             wl_request_fini(&r);
         }
     for (uint32_t k = 0; k < K; k++) {
@@ -353,7 +353,7 @@ static void test_dm_affinity(void)
         if (first == UINT32_MAX)
             first = d;
         CHECK_INT_EQ(d, first);
-        DM->on_complete(s, &r, d);
+        DM->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
         wl_request_fini(&r);
     }
     drop(route_find("dualmap"), s);
@@ -369,7 +369,7 @@ static void test_dm_affinity(void)
         if (i > 20 + 14 * NB)
             CHECK_INT_EQ(d, last);
         last = d;
-        DM->on_complete(s, &r, d);
+        DM->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
         wl_request_fini(&r);
     }
     drop(route_find("dualmap"), s);
@@ -388,13 +388,13 @@ static void test_dm_hotspot_switch(void)
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
     wl_request r0 = make_req(0, 30, 1, 5, 0, 0);
     uint32_t home = DM->route(s, &r0, &v);
-    DM->on_complete(s, &r0, home);
+    DM->on_complete(s, &r0, home, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
     qt[home] = 1000000;  /* ~100 s of prefill at 0.1 ms/token */
     out[home] = 50;
     wl_request r1 = make_req(1, 30, 1, 5, 0, 1);
     uint32_t other = DM->route(s, &r1, &v);
     CHECK(other != home);
-    DM->on_complete(s, &r1, other);
+    DM->on_complete(s, &r1, other, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
     /* The other candidate now also has the prefix: with the backlog moved
      * there, the key returns home. */
     qt[home] = 0;
@@ -402,7 +402,7 @@ static void test_dm_hotspot_switch(void)
     qt[other] = 1000000;
     wl_request r2 = make_req(2, 30, 1, 5, 0, 2);
     CHECK_INT_EQ(DM->route(s, &r2, &v), home);
-    DM->on_complete(s, &r2, home);
+    DM->on_complete(s, &r2, home, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
     wl_request_fini(&r0);
     wl_request_fini(&r1);
     wl_request_fini(&r2);
@@ -611,7 +611,7 @@ static void test_pb_memory_bounded(void)
         v.now_s = (double)i / rate;
         wl_request r = make_req(i, 64 * BS, 8, i % 50, 1000 + i, v.now_s);
         uint32_t d = PB->route(s, &r, &v);
-        PB->on_complete(s, &r, d);
+        PB->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
         wl_request_fini(&r);
         if (i == (uint64_t)(4 * 10 * rate))
             at4 = heap_in_use();
