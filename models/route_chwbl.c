@@ -26,7 +26,8 @@
  * prefix_tokens tokens rounded up to whole blocks; prefix_tokens defaults
  * to 25 = 100 characters / 4 characters per token (OpenAI's rule of thumb
  * for English text, "one token is about 4 characters"; Llama 3's 128k
- * tokenizer is of the same order).  A prompt shorter than one block uses
+ * tokenizer is of the same order).  A prompt shorter than one block, or a
+ * gateway that does not know the block size (route_env.block_size 0), uses
  * the routing key.  `routing_key` hashes the workload's business key
  * (crsim <= 0.1, the paper's setting).
  */
@@ -94,15 +95,9 @@ static int chwbl_create(void *state, const route_env *env, const void *const *pa
         return rc;
     s->c = p->c;
     s->key_blocks = 0;
-    if (p->key == 0) {
-        if (env->block_size == 0) {
-            route__ring_fini(&s->ring);
-            return SIM_ERROR(SIM_EINVAL, "router.chwbl: block size is 0; key: prefix needs "
-                             "the engine block size in tokens (> 0)");
-        }
+    if (p->key == 0 && env->block_size > 0) /* block size unknown: the routing key */
         s->key_blocks = (uint32_t)(((uint64_t)p->prefix_tokens + env->block_size - 1) /
                                    env->block_size);
-    }
     s->seen = calloc(env->n_dest, 1);
     if (!s->seen) {
         route__ring_fini(&s->ring);

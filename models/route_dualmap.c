@@ -69,16 +69,23 @@
  * cost and batch_tokens (when tp_s = 0); from router.dualmap vnodes (100),
  * tp_s, max_wait_s (60 s).
  *
+ * Options (router.dualmap; defaults at AIBrix's, crsim <= 0.1 in
+ * parentheses): switch_tokens 1e6 (0: TTFT_A > ttft_slo_s),
+ * rebalance_tokens 1e6 (0: B = ttft_slo_s / t_p), router_queue false
+ * (true: requests waiting in an engine stand for requests the router
+ * holds, listed and moved through route_ops; with false route_ops is
+ * never called and there is no rebalancing, as AIBrix pops its queue at
+ * once), index_blocks 200000 with index_ttl_s 1200 (AIBrix's
+ * PrefixHashTable: one global LRU of block hashes with their destination
+ * sets, idle entries dropped after 20 min; 0: per-destination LRU of
+ * pool_blocks entries).
+ *
  * Deviations from AIBrix, each deliberate:
- *  - The SLO switch and rebalance thresholds, 1e6 tokens in AIBrix (i.e.
- *    disabled), are set from the run's TTFT SLO: switch when the predicted
- *    TTFT exceeds ttft_slo_s, rebalance threshold B = ttft_slo_s / t_p
- *    (docs/policies.md, dualmap deviations).
- *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05).
- *  - There is no router-side priority queue: crsim's engines queue FCFS,
- *    and pend_c is read from the engine queue through route_ops (AIBrix
- *    pops its queue at once, so its queue is also only a bookkeeping
- *    device).  Queue order by cached length is therefore not modelled.
+ *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05); with
+ *    token thresholds it scales both candidates alike and changes nothing.
+ *  - With router_queue there is no router-side priority queue: crsim's
+ *    engines queue FCFS, and pend_c is read from the engine queue through
+ *    route_ops.  Queue order by cached length is therefore not modelled.
  *  - Rebalancing stays within each request's two candidates, as the paper
  *    says; AIBrix's fall-back to the neighbour instance (index + 1) when
  *    the other candidate is overloaded is omitted.  A queued request's

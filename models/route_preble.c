@@ -64,14 +64,21 @@
  * the cost model as in dualmap); router.preble window_s (180), high_load
  * (1.5); the window is also pruned every router.cacheroute.interval_s.
  *
+ * Options (router.preble; defaults follow WukLab/preble
+ * multi_node/global_scheduler_with_time.py, the crsim <= 0.1 rules stay
+ * reachable for the earlier tables): tpot observed | cost_model (TPOT_i =
+ * median of the last 200 TPOTs of i's completions, from route_done, one
+ * initial entry of 0.15 s; or the cost model's decode step); overload
+ * completion | dispatch_estimate (the detector reads TTFTs reported at
+ * completion per (important node recomputed at completion, destination),
+ * cleared after a replication; or the router's dispatch-time estimate
+ * (queued prefill tokens + new tokens) · t_p); migrate subtree | segment
+ * (alloc = {lo} on the prefix and its whole subtree, as update_children;
+ * or on its segment only); rebalance placement | per_second (after every
+ * placement once 50 are placed; or at most once per simulated second
+ * after 50 · R).
+ *
  * Deviations and simplifications, each deliberate:
- *  - crsim's route interface reports neither TTFTs nor decode times back
- *    to routers, so (a) TPOT_i comes from the cost model instead of the
- *    median of observed decode steps (initial 0.15 s), and (b) the
- *    overload detector reads the router's TTFT estimate at dispatch,
- *    (queued prefill tokens at the destination + new tokens) · t_p, with
- *    t_p as in dualmap (router.dualmap.tp_s, or cost model step time of a
- *    batch_tokens chunk / batch_tokens).
  *  - Window load counts the missed prefill work of each routed request
  *    (above), not the per-node formula re-evaluated per node; the node's
  *    share is still split evenly over alloc(n) as in Preble.  Decode load
@@ -80,22 +87,13 @@
  *  - Nodes are blocks, not compressed token segments; "segments" are
  *    derived from branch points, so a prompt that ended exactly where a
  *    later one continues is not a segment boundary.
- *  - Autoscaling and migration change the allocation of the important
- *    node's segment (its single-child chain down to the branch point,
- *    which is the deepest matched node of the requests it stands for),
- *    not of its whole subtree as Preble does: in a per-block tree the
- *    subtree of a popular prefix holds every block of every request under
- *    it, and rewriting it once per pass dominated the run time.  Deeper
- *    nodes (e.g. one conversation's own history) keep the destinations
- *    that actually served them.
+ *  - Autoscaling adds lo to the important node's segment (its single-child
+ *    chain down to the branch point, which exploit reads).
  *  - Eviction cost M_i (off by default in Preble) and the paper's P_i
  *    term (absent from the released code) are not modelled; neither is
  *    the local scheduler's priority queue (crsim's engines are FCFS).
- *  - Rebalancing runs at most once per simulated second (the released
- *    code runs it after every placement near an important node, with a
- *    10 s minimum interval commented out).  The per-destination loads are
- *    recomputed exactly at each rebalancing, removing rounding drift of
- *    the incremental updates.
+ *  - The per-destination loads are recomputed exactly at each rebalancing,
+ *    removing rounding drift of the incremental updates.
  *  - Preble resets a node's allocation when it leaves the window; here
  *    the node itself is pruned when no request has touched it within the
  *    window, which has the same effect.
