@@ -78,8 +78,12 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
     SIM_ALWAYS(c->outstanding[dest] > 0);
     c->outstanding[dest]--;
     c->inflight--;
-    if (c->rt->on_complete)
-        c->rt->on_complete(c->rstate, &cr->r, dest);
+    if (c->rt->on_complete) {
+        route_done done = {.now_s = t, .ttft_s = er->rejected ? -1 : rec->ttft_s,
+                           .e2e_s = er->rejected ? -1 : rec->e2e_s,
+                           .output_tokens = er->rejected ? 0 : er->r->output_tokens};
+        c->rt->on_complete(c->rstate, &cr->r, dest, &done);
+    }
     free_creq(cr);
 }
 

@@ -108,6 +108,29 @@ typedef struct route_locate {
     void (*fn)(void *ctx, const char *key, char *buf, size_t n);
 } route_locate;
 
+/*
+ * What a gateway measures when a request completes (it sees the response
+ * stream: the first token, the last one and their count).  Passed to
+ * route_type.on_complete; valid for the duration of the call only.
+ */
+typedef struct route_done {
+    double now_s;           /* completion time, simulated s */
+    double ttft_s;          /* arrival to first token, s; < 0 if the request
+                               never produced one (rejected by the engine) */
+    double e2e_s;           /* arrival to last token, s; < 0 if rejected */
+    uint32_t output_tokens; /* tokens generated (0 if rejected) */
+} route_done;
+
+/* Time per output token of a completed request, s: (e2e - ttft) /
+ * (output_tokens - 1), the usual serving-benchmark definition (e.g. vLLM's
+ * benchmark_serving); NAN when it has fewer than 2 tokens or was rejected. */
+static inline double route_done_tpot(const route_done *d)
+{
+    if (d->ttft_s < 0 || d->e2e_s < 0 || d->output_tokens < 2)
+        return __builtin_nan("");
+    return (d->e2e_s - d->ttft_s) / (double)(d->output_tokens - 1);
+}
+
 /* route_type.needs() bits: inputs the harness computes only on request. */
 #define ROUTE_NEEDS_KEY_SHARES 1u /* route_env.nominal (warm start) */
 
@@ -183,8 +206,10 @@ typedef struct route_type {
     int (*create)(void *state, const route_env *env, const void *const *params);
     /* Destination in [0, v->n_dest) for request `r`.  Must not fail. */
     uint32_t (*route)(void *state, const wl_request *r, const route_view *v);
-    /* Optional: request `r`, sent to `dest`, completed. */
-    void (*on_complete)(void *state, const wl_request *r, uint32_t dest);
+    /* Optional: request `r`, sent to `dest`, completed; `done` holds what
+     * the gateway measured on the response stream (route_done). */
+    void (*on_complete)(void *state, const wl_request *r, uint32_t dest,
+                        const route_done *done);
     /* Optional: a control-interval boundary at `now_s` seconds (every
      * interval_s() seconds while requests arrive). */
     void (*on_interval)(void *state, double now_s);

@@ -17,6 +17,19 @@
  * nearly idle (T << R): without it the bound falls below one request and
  * every busy destination fails it (documented as KubeAI issue #519).
  * c = infinity reduces to `sticky`.  Load = this router's in-flight count.
+ *
+ * Key (router.chwbl.key): `prefix` (default) hashes what KubeAI's
+ * PrefixHash gateway sees, the first 100 characters of the prompt
+ * (substratusai/kubeai, internal/loadbalancer: prefixCharLength 100).
+ * crsim has tokens, not characters: the key is the chained hash of the
+ * first ceil(prefix_tokens / block_size) KV blocks, i.e. of the leading
+ * prefix_tokens tokens rounded up to whole blocks; prefix_tokens defaults
+ * to 25 = 100 characters / 4 characters per token (OpenAI's rule of thumb
+ * for English text, "one token is about 4 characters"; Llama 3's 128k
+ * tokenizer is of the same order).  A prompt shorter than one block, or a
+ * gateway that does not know the block size (route_env.block_size 0), uses
+ * the routing key.  `routing_key` hashes the workload's business key
+ * (crsim <= 0.1, the paper's setting).
  */
 #include <math.h>
 #include <stddef.h>
@@ -30,17 +43,30 @@
 typedef struct chwbl {
     route__ring ring;
     double c;
+    uint32_t key_blocks; /* 0 = routing key; else leading blocks hashed */
     uint8_t *seen; /* per destination: visited in this walk */
 } chwbl;
 
 typedef struct chwbl_params {
-    double c; /* bound factor c = 1 + eps, >= 1 */
+    double c;              /* bound factor c = 1 + eps, >= 1 */
+    int key;               /* index in chwbl_key_names */
+    int64_t prefix_tokens; /* key: prefix — leading tokens hashed */
 } chwbl_params;
+
+static const char *const chwbl_key_names[] = {"prefix", "routing_key", NULL};
 
 static const sim_cfg_key chwbl_schema[] = {
     {.path = "c", .type = SIM_CFG_DOUBLE, .offset = offsetof(chwbl_params, c), .min = 1,
      .max = 1e9, .def = "1.25",
      .help = "bound factor c = 1 + eps: at most ceil(c x mean) in flight per destination"},
+    {.path = "key", .type = SIM_CFG_ENUM, .offset = offsetof(chwbl_params, key),
+     .choices = chwbl_key_names, .def = "prefix",
+     .help = "what is hashed: prefix = the leading prefix_tokens of the prompt, as KubeAI "
+             "hashes its first 100 characters; routing_key = the business key (crsim <= 0.1)"},
+    {.path = "prefix_tokens", .type = SIM_CFG_INT, .offset = offsetof(chwbl_params, prefix_tokens),
+     .min = 1, .max = 1e7, .def = "25", .unit = "tokens",
+     .help = "key: prefix — tokens hashed, rounded up to whole KV blocks (25 = KubeAI's 100 "
+             "characters at ~4 characters per token)"},
     {0},
 };
 
@@ -68,6 +94,10 @@ static int chwbl_create(void *state, const route_env *env, const void *const *pa
     if (rc)
         return rc;
     s->c = p->c;
+    s->key_blocks = 0;
+    if (p->key == 0 && env->block_size > 0) /* block size unknown: the routing key */
+        s->key_blocks = (uint32_t)(((uint64_t)p->prefix_tokens + env->block_size - 1) /
+                                   env->block_size);
     s->seen = calloc(env->n_dest, 1);
     if (!s->seen) {
         route__ring_fini(&s->ring);
@@ -90,7 +120,10 @@ static uint32_t chwbl_route(void *state, const wl_request *r, const route_view *
     for (uint32_t d = 0; d < v->n_dest; d++)
         total += v->outstanding[d];
     const uint64_t bound = chwbl_bound(s->c, total, v->n_dest);
-    uint32_t i = route__ring_find(&s->ring, route__key_hash(r->key, CHWBL_SALT));
+    uint64_t key = r->key;
+    if (s->key_blocks && r->n_blocks > 0) /* chained: the last hashed block names them all */
+        key = r->blocks[(r->n_blocks < s->key_blocks ? r->n_blocks : s->key_blocks) - 1];
+    uint32_t i = route__ring_find(&s->ring, route__key_hash(key, CHWBL_SALT));
     const uint32_t home = s->ring.dest[i];
     uint32_t chosen = home, distinct = 0;
     /* Walk at most one lap, testing each destination once. */

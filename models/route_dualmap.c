@@ -69,16 +69,23 @@
  * cost and batch_tokens (when tp_s = 0); from router.dualmap vnodes (100),
  * tp_s, max_wait_s (60 s).
  *
+ * Options (router.dualmap; defaults at AIBrix's, crsim <= 0.1 in
+ * parentheses): switch_tokens 1e6 (0: TTFT_A > ttft_slo_s),
+ * rebalance_tokens 1e6 (0: B = ttft_slo_s / t_p), router_queue false
+ * (true: requests waiting in an engine stand for requests the router
+ * holds, listed and moved through route_ops; with false route_ops is
+ * never called and there is no rebalancing, as AIBrix pops its queue at
+ * once), index_blocks 200000 with index_ttl_s 1200 (AIBrix's
+ * PrefixHashTable: one global LRU of block hashes with their destination
+ * sets, idle entries dropped after 20 min; 0: per-destination LRU of
+ * pool_blocks entries).
+ *
  * Deviations from AIBrix, each deliberate:
- *  - The SLO switch and rebalance thresholds, 1e6 tokens in AIBrix (i.e.
- *    disabled), are set from the run's TTFT SLO: switch when the predicted
- *    TTFT exceeds ttft_slo_s, rebalance threshold B = ttft_slo_s / t_p
- *    (docs/policies.md, dualmap deviations).
- *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05).
- *  - There is no router-side priority queue: crsim's engines queue FCFS,
- *    and pend_c is read from the engine queue through route_ops (AIBrix
- *    pops its queue at once, so its queue is also only a bookkeeping
- *    device).  Queue order by cached length is therefore not modelled.
+ *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05); with
+ *    token thresholds it scales both candidates alike and changes nothing.
+ *  - With router_queue there is no router-side priority queue: crsim's
+ *    engines queue FCFS, and pend_c is read from the engine queue through
+ *    route_ops.  Queue order by cached length is therefore not modelled.
  *  - Rebalancing stays within each request's two candidates, as the paper
  *    says; AIBrix's fall-back to the neighbour instance (index + 1) when
  *    the other candidate is overloaded is omitted.  A queued request's
@@ -158,8 +165,28 @@ typedef struct dm_obs {
     uint32_t n, cap;
 } dm_obs;
 
+/* An entry of the global prefix index (index_blocks > 0, AIBrix's
+ * PrefixHashTable): one block hash, the destinations it was sent to (a
+ * bitset in gbits) and its last touch. */
+typedef struct dm_gent {
+    uint64_t hash;
+    uint32_t pos;  /* position of its live LRU-queue entry (mod 2^32) */
+    double last;   /* last touch, simulated s */
+} dm_gent;
+
 typedef struct dualmap {
     uint32_t n_dest;
+    /* Options (docs/policies.md, dualmap). */
+    double switch_tokens, rebalance_tokens; /* 0 = legacy SLO-derived */
+    bool router_queue;
+    uint32_t gcap;     /* global index capacity, entries; 0 = per-destination index */
+    double gttl_s;     /* idle expiry, s; 0 = none */
+    uint32_t gwords;   /* 64-bit words per destination bitset */
+    sim_u64map gidx;   /* block hash -> global entry */
+    dm_gent *gent;
+    uint64_t *gbits;
+    uint32_t gused, gecap, gfree, glive; /* free list threaded through .pos */
+    sim_lruq glru;
     route__ring ring1, ring2;
     sim_pcg32 rng;
     double slo_s, tp_s, max_wait_s, backlog; /* backlog = slo / t_p, tokens */
@@ -240,6 +267,8 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
 /* Send r's blocks to d in the index, last block first. */
 static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
 {
+    if (s->gcap)
+        return; /* the global index is written by gidx_dispatch */
     for (uint32_t j = r->n_blocks; j-- > 0;) {
         if (j >= DM_PF)
             sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j - DM_PF], d));
@@ -247,9 +276,15 @@ static void pidx_dispatch(dualmap *s, const wl_request *r, uint32_t d)
     }
 }
 
+static uint32_t gidx_match(const dualmap *s, const wl_request *r, uint32_t d);
+
 /* Predicted uncached prompt tokens of r at d. */
 static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t d)
 {
+    if (s->gcap) {
+        uint64_t gh = (uint64_t)gidx_match(s, r, d) * s->block_size;
+        return gh >= r->prompt_tokens ? 0 : r->prompt_tokens - (uint32_t)gh;
+    }
     uint32_t m = 0;
     for (uint32_t j = 0; j < DM_PF && j < r->n_blocks; j++)
         sim_u64map_prefetch(&s->pidx, pidx_key(r->blocks[j], d));
@@ -260,6 +295,82 @@ static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t
     }
     uint64_t hit = (uint64_t)m * s->block_size;
     return hit >= r->prompt_tokens ? 0 : r->prompt_tokens - (uint32_t)hit;
+}
+
+/* ---- global prefix index (index_blocks > 0) ---- */
+
+static uint64_t *gbits_of(dualmap *s, uint32_t e)
+{
+    return s->gbits + (size_t)e * s->gwords;
+}
+
+static void gidx_drop_front(dualmap *s)
+{
+    const uint32_t e = sim_lruq_front(&s->glru, &s->gent[0].pos, sizeof *s->gent);
+    sim_lruq_pop_front(&s->glru);
+    sim_u64map_del(&s->gidx, s->gent[e].hash);
+    s->gent[e].pos = s->gfree;
+    s->gfree = e;
+    s->glive--;
+}
+
+/* Drop entries idle for longer than the expiry (AIBrix evicts blocks not
+ * accessed for 20 minutes). */
+static void gidx_expire(dualmap *s, double now)
+{
+    if (s->gttl_s <= 0)
+        return;
+    for (;;) {
+        const uint32_t e = sim_lruq_front(&s->glru, &s->gent[0].pos, sizeof *s->gent);
+        if (e == SIM_LRUQ_NONE || !(s->gent[e].last < now - s->gttl_s))
+            return;
+        gidx_drop_front(s);
+    }
+}
+
+/* AIBrix AddPrefix: every block of r, first to last, gains destination d
+ * and becomes the most recent; at capacity the least recent block goes. */
+static void gidx_dispatch(dualmap *s, const wl_request *r, uint32_t d, double now)
+{
+    for (uint32_t j = 0; j < r->n_blocks; j++) {
+        uint32_t e = sim_u64map_get(&s->gidx, r->blocks[j]);
+        if (e == DM_NONE) {
+            if (s->glive >= s->gcap)
+                gidx_drop_front(s);
+            if (s->gfree != DM_NONE) {
+                e = s->gfree;
+                s->gfree = s->gent[e].pos;
+            } else {
+                if (s->gused == s->gecap) {
+                    uint32_t cap = s->gecap ? 2 * s->gecap : 1024;
+                    s->gent = sim_xrealloc(s->gent, cap * sizeof *s->gent);
+                    s->gbits = sim_xrealloc(s->gbits, (size_t)cap * s->gwords * sizeof *s->gbits);
+                    s->gecap = cap;
+                }
+                e = s->gused++;
+            }
+            s->gent[e].hash = r->blocks[j];
+            memset(gbits_of(s, e), 0, s->gwords * sizeof(uint64_t));
+            sim_u64map_put(&s->gidx, r->blocks[j], e);
+            s->glive++;
+        }
+        gbits_of(s, e)[d / 64] |= (uint64_t)1 << (d % 64);
+        s->gent[e].last = now;
+        sim_lruq_touch(&s->glru, &s->gent[0].pos, sizeof *s->gent, e);
+    }
+}
+
+/* Leading blocks of r recorded for d (AIBrix MatchPrefix for one pod). */
+static uint32_t gidx_match(const dualmap *s, const wl_request *r, uint32_t d)
+{
+    uint32_t m = 0;
+    while (m < r->n_blocks) {
+        uint32_t e = sim_u64map_get(&s->gidx, r->blocks[m]);
+        if (e == DM_NONE || !((s->gbits[(size_t)e * s->gwords + d / 64] >> (d % 64)) & 1u))
+            break;
+        m++;
+    }
+    return m;
 }
 
 /* ---- in-flight request records ---- */
@@ -374,7 +485,7 @@ static double pending(dualmap *s, const route_view *v, uint32_t d, double *runni
     double q = (double)v->queued_tokens[d];
     *oldest_wait = 0;
     *n_listed = 0;
-    if (!v->ops || v->queued_tokens[d] == 0) {
+    if (!s->router_queue || !v->ops || v->queued_tokens[d] == 0) {
         *running = q;
         return q;
     }
@@ -469,6 +580,8 @@ static void rebalance(dualmap *s, const route_view *v, uint32_t src, double exce
         rec->dest = m->to;
         rec->uncached = unc_t;
         pidx_dispatch(s, m->q, m->to);
+        if (s->gcap)
+            gidx_dispatch(s, m->q, m->to, v->now_s);
         s->pend_cache[m->to] += unc_t;
         moved += m->unc_src;
     }
@@ -493,6 +606,29 @@ static const sim_cfg_key dm_schema[] = {
      .offset = offsetof(route__dualmap_params, max_wait_s), .min = 0, .max = 1e6,
      .flags = SIM_CFG_EXCL_MIN, .def = "60", .unit = "s",
      .help = "a candidate whose oldest queued request waited this long is overloaded"},
+    {.path = "switch_tokens", .type = SIM_CFG_DOUBLE,
+     .offset = offsetof(route__dualmap_params, switch_tokens), .min = 0, .max = 1e12,
+     .def = "1e6", .unit = "tokens",
+     .help = "SLO switch when the affinity candidate's predicted pending tokens exceed this "
+             "(AIBrix default 1e6); 0 = ttft_slo_s / t_p (crsim <= 0.1)"},
+    {.path = "rebalance_tokens", .type = SIM_CFG_DOUBLE,
+     .offset = offsetof(route__dualmap_params, rebalance_tokens), .min = 0, .max = 1e12,
+     .def = "1e6", .unit = "tokens",
+     .help = "a candidate is overloaded above this backlog (AIBrix default 1e6); "
+             "0 = ttft_slo_s / t_p (crsim <= 0.1)"},
+    {.path = "router_queue", .type = SIM_CFG_BOOL,
+     .offset = offsetof(route__dualmap_params, router_queue), .def = "false",
+     .help = "the router holds requests in its own queue before forwarding them; only those "
+             "can be listed and moved (modelled by the engines' waiting queues)"},
+    {.path = "index_blocks", .type = SIM_CFG_INT,
+     .offset = offsetof(route__dualmap_params, index_blocks), .min = 0, .max = 1e9,
+     .def = "200000", .unit = "blocks",
+     .help = "router-side prefix index: entries of one global LRU table (AIBrix 200000); "
+             "0 = one LRU per destination of its KV pool size (crsim <= 0.1)"},
+    {.path = "index_ttl_s", .type = SIM_CFG_DOUBLE,
+     .offset = offsetof(route__dualmap_params, index_ttl_s), .min = 0, .max = 1e9,
+     .def = "1200", .unit = "s",
+     .help = "index entries idle this long are dropped (AIBrix 20 min); 0 = never"},
     {0},
 };
 
@@ -552,6 +688,15 @@ static int dm_create(void *state, const route_env *env, const void *const *param
     s->max_wait_s = p->max_wait_s > 0 ? p->max_wait_s : DM_MAX_WAIT_S;
     s->block_size = env->block_size;
     s->pool_blocks = env->pool_blocks;
+    s->switch_tokens = p->switch_tokens;
+    s->rebalance_tokens = p->rebalance_tokens;
+    s->router_queue = p->router_queue;
+    s->gcap = (uint32_t)p->index_blocks;
+    s->gttl_s = p->index_ttl_s;
+    s->gwords = (env->n_dest + 63) / 64;
+    s->gfree = DM_NONE;
+    if (p->rebalance_tokens > 0)
+        s->backlog = p->rebalance_tokens;
     s->rq_free = DM_NONE;
     s->pass = 0;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
@@ -567,6 +712,8 @@ static int dm_create(void *state, const route_env *env, const void *const *param
         rc = sim_u64map_init(&s->expand, 64);
     if (!rc)
         rc = sim_u64map_init(&s->count, 64);
+    if (!rc)
+        rc = sim_u64map_init(&s->gidx, 64);
     if (!rc) {
         s->lru = calloc(env->n_dest, sizeof *s->lru);
         s->stamp = calloc(env->n_dest, sizeof *s->stamp);
@@ -597,6 +744,8 @@ static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
 {
     dualmap *s = state;
     uint64_t key = r->key;
+    if (s->gcap)
+        gidx_expire(s, v->now_s);
     if (r->n_blocks > 0) {
         uint32_t d = depth_of(s, r);
         observe(s, r, d);
@@ -620,14 +769,22 @@ static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
     else
         a = (int)sim_pcg32_bounded(&s->rng, 2);
     int t = a;
-    if (ttft[a] > s->slo_s && ttft[1 - a] < ttft[a]) /* SLO-aware switch */
+    /* SLO-aware switch: AIBrix compares the affinity candidate's virtual
+     * pending tokens (pending + own uncached) with a token threshold;
+     * switch_tokens = 0 is the legacy test of its TTFT against the SLO. */
+    const int over_a = s->switch_tokens > 0 ? pend[a] + unc[a] > s->switch_tokens
+                                            : ttft[a] > s->slo_s;
+    if (over_a && ttft[1 - a] < ttft[a])
         t = 1 - a;
     const uint32_t dest = c[t];
     pidx_dispatch(s, r, dest);
+    if (s->gcap)
+        gidx_dispatch(s, r, dest, v->now_s);
     req_add(s, r->id, (dm_req){.dest = dest, .c1 = c[0], .c2 = c[1], .uncached = unc[t]});
 
-    /* Hot-spot rebalancing of queued work. */
-    if (v->ops && c[0] != c[1]) {
+    /* Hot-spot rebalancing of queued work: only requests the router holds
+     * can be listed and moved (router_queue). */
+    if (s->router_queue && v->ops && c[0] != c[1]) {
         double p[2];
         int over[2];
         for (int i = 0; i < 2; i++) {
@@ -647,10 +804,11 @@ static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
     return dest;
 }
 
-static void dm_complete(void *state, const wl_request *r, uint32_t dest)
+static void dm_complete(void *state, const wl_request *r, uint32_t dest, const route_done *done)
 {
     dualmap *s = state;
     (void)dest;
+    (void)done;
     req_del(s, r->id);
 }
 
@@ -663,6 +821,10 @@ static void dm_destroy(void *state)
     sim_u64map_fini(&s->reqs);
     sim_u64map_fini(&s->expand);
     sim_u64map_fini(&s->count);
+    sim_u64map_fini(&s->gidx);
+    sim_lruq_fini(&s->glru);
+    free(s->gent);
+    free(s->gbits);
     free(s->ent);
     if (s->lru)
         for (uint32_t d = 0; d < s->n_dest; d++)

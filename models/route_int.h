@@ -64,6 +64,11 @@ typedef struct route__dualmap_params {
     int64_t vnodes;      /* per destination on each ring */
     double tp_s;         /* s/token; 0 = from the cost model */
     double max_wait_s;   /* s */
+    double switch_tokens;    /* SLO-switch threshold, tokens; 0 = ttft_slo_s / t_p */
+    double rebalance_tokens; /* rebalancing threshold, tokens; 0 = ttft_slo_s / t_p */
+    bool router_queue;       /* the router holds requests: list and move them */
+    int64_t index_blocks;    /* global prefix-index entries; 0 = per-destination pool LRU */
+    double index_ttl_s;      /* idle expiry of an index entry, s; 0 = none */
 } route__dualmap_params;
 extern const route_section route__sec_dualmap;
 

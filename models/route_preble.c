@@ -64,14 +64,21 @@
  * the cost model as in dualmap); router.preble window_s (180), high_load
  * (1.5); the window is also pruned every router.cacheroute.interval_s.
  *
+ * Options (router.preble; defaults follow WukLab/preble
+ * multi_node/global_scheduler_with_time.py, the crsim <= 0.1 rules stay
+ * reachable for the earlier tables): tpot observed | cost_model (TPOT_i =
+ * median of the last 200 TPOTs of i's completions, from route_done, one
+ * initial entry of 0.15 s; or the cost model's decode step); overload
+ * completion | dispatch_estimate (the detector reads TTFTs reported at
+ * completion per (important node recomputed at completion, destination),
+ * cleared after a replication; or the router's dispatch-time estimate
+ * (queued prefill tokens + new tokens) · t_p); migrate subtree | segment
+ * (alloc = {lo} on the prefix and its whole subtree, as update_children;
+ * or on its segment only); rebalance placement | per_second (after every
+ * placement once 50 are placed; or at most once per simulated second
+ * after 50 · R).
+ *
  * Deviations and simplifications, each deliberate:
- *  - crsim's route interface reports neither TTFTs nor decode times back
- *    to routers, so (a) TPOT_i comes from the cost model instead of the
- *    median of observed decode steps (initial 0.15 s), and (b) the
- *    overload detector reads the router's TTFT estimate at dispatch,
- *    (queued prefill tokens at the destination + new tokens) · t_p, with
- *    t_p as in dualmap (router.dualmap.tp_s, or cost model step time of a
- *    batch_tokens chunk / batch_tokens).
  *  - Window load counts the missed prefill work of each routed request
  *    (above), not the per-node formula re-evaluated per node; the node's
  *    share is still split evenly over alloc(n) as in Preble.  Decode load
@@ -80,22 +87,13 @@
  *  - Nodes are blocks, not compressed token segments; "segments" are
  *    derived from branch points, so a prompt that ended exactly where a
  *    later one continues is not a segment boundary.
- *  - Autoscaling and migration change the allocation of the important
- *    node's segment (its single-child chain down to the branch point,
- *    which is the deepest matched node of the requests it stands for),
- *    not of its whole subtree as Preble does: in a per-block tree the
- *    subtree of a popular prefix holds every block of every request under
- *    it, and rewriting it once per pass dominated the run time.  Deeper
- *    nodes (e.g. one conversation's own history) keep the destinations
- *    that actually served them.
+ *  - Autoscaling adds lo to the important node's segment (its single-child
+ *    chain down to the branch point, which exploit reads).
  *  - Eviction cost M_i (off by default in Preble) and the paper's P_i
  *    term (absent from the released code) are not modelled; neither is
  *    the local scheduler's priority queue (crsim's engines are FCFS).
- *  - Rebalancing runs at most once per simulated second (the released
- *    code runs it after every placement near an important node, with a
- *    10 s minimum interval commented out).  The per-destination loads are
- *    recomputed exactly at each rebalancing, removing rounding drift of
- *    the incremental updates.
+ *  - The per-destination loads are recomputed exactly at each rebalancing,
+ *    removing rounding drift of the incremental updates.
  *  - Preble resets a node's allocation when it leaves the window; here
  *    the node itself is pruned when no request has touched it within the
  *    window, which has the same effect.
@@ -110,6 +108,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "sim/core/hash.h"
 #include "models/cost.h"
 #include "sim/core/prefetch.h"
 #include "sim/core/lruq.h"
@@ -123,6 +122,9 @@
 #define PB_MIN_PER_DEST 50      /* placements per destination before rebalancing */
 #define PB_REBALANCE_EVERY_S 1.0 /* minimum simulated time between passes */
 #define PB_OVERLOAD_RATIO 2.0
+#define PB_MIN_TOTAL 50          /* placements in all before rebalancing (reference) */
+#define PB_TPOT_KEEP 200         /* observed TPOTs kept per destination */
+#define PB_TPOT_INIT 0.15        /* the reference's initial TPOT entry, s */
 #define PB_PF 16 /* how many blocks ahead the tree loops prefetch */
 
 
@@ -149,8 +151,25 @@ typedef struct pentry {
     uint32_t dest;
 } pentry;
 
+/* One (prefix, destination) series of the overload detector: completion
+ * times and cumulative TTFT sums of the requests whose important node is
+ * the prefix, entries [head, n). */
+typedef struct pb_series {
+    uint64_t key;        /* mix(prefix head hash, destination) */
+    double *t, *cum;     /* completion time, s; Σ TTFT up to and including */
+    uint32_t head, n, cap;
+} pb_series;
+
+/* Observed TPOTs of one destination: the last PB_TPOT_KEEP, ring. */
+typedef struct pb_tpot {
+    double v[PB_TPOT_KEEP];
+    uint32_t n, pos;
+    double median; /* of v[0..n) */
+} pb_tpot;
+
 typedef struct preble {
     uint32_t n_dest, words; /* words = 64-bit words per alloc bitset */
+    int tpot_observed, overload_completion, migrate_subtree, rebalance_each;
     cost_model cost;
     uint32_t block_size, batch_tokens;
     double tp_s, window_s, high_load;
@@ -179,6 +198,13 @@ typedef struct preble {
     double prompt_sum, prompt_n;
     uint64_t assigned;
     double last_rebalance_s;
+    /* Completion-time inputs (route_done). */
+    pb_tpot *tpot;         /* per destination */
+    sim_u64map smap;       /* series key -> index in ser */
+    pb_series *ser;
+    uint32_t n_ser, ser_cap, ser_free; /* free list threaded through .head */
+    uint32_t *stack;       /* scratch: subtree walk */
+    uint32_t stack_cap;
 } preble;
 
 static void pb_destroy(void *state);
@@ -212,12 +238,17 @@ static double out_mean(const preble *s)
     return s->out_n > 0 ? s->out_sum / s->out_n : PB_OUT_DEFAULT;
 }
 
-/* Decode load of a destination with `inflight` requests, s. */
-static double decode_load(const preble *s, uint32_t inflight)
+/* Decode load of destination d with `inflight` requests, s: in-flight ×
+ * mean output length × TPOT_d, with TPOT_d the median of the TPOTs
+ * observed at d's completions (tpot: observed) or the cost model's decode
+ * step at that batch (tpot: cost_model). */
+static double decode_load(const preble *s, uint32_t d, uint32_t inflight)
 {
     if (inflight == 0)
         return 0;
     double om = out_mean(s);
+    if (s->tpot_observed)
+        return inflight * om * s->tpot[d].median;
     double ctx = (s->prompt_n > 0 ? s->prompt_sum / s->prompt_n : 0) + om / 2;
     cost_batch b = {.decode_tokens = inflight, .sampled = inflight,
                     .decode_ctx = (uint64_t)(inflight * ctx)};
@@ -227,7 +258,7 @@ static double decode_load(const preble *s, uint32_t inflight)
 static void fill_load(preble *s, const route_view *v)
 {
     for (uint32_t d = 0; d < s->n_dest; d++)
-        s->load[d] = s->load_split[d] + s->load_loose[d] + decode_load(s, v->outstanding[d]);
+        s->load[d] = s->load_split[d] + s->load_loose[d] + decode_load(s, d, v->outstanding[d]);
 }
 
 /* ---- allocation sets and their share of the load ---- */
@@ -280,6 +311,30 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
             alloc_add(s, x, d);
         if (s->nd[x].nchild != 1)
             return;
+    }
+}
+
+/* Migration of prefix n to d alone (migrate: subtree, as the reference's
+ * update_children): alloc(x) = {d} for n and every node below it.
+ * Iterative walk over the first-child / next-sibling links. */
+static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
+{
+    uint32_t top = 0;
+    if (s->stack_cap == 0) {
+        s->stack_cap = 256;
+        s->stack = sim_xmalloc(s->stack_cap * sizeof *s->stack);
+    }
+    s->stack[top++] = n;
+    while (top > 0) {
+        uint32_t x = s->stack[--top];
+        alloc_only(s, x, d);
+        for (uint32_t c = s->nd[x].child; c != PB_NONE; c = s->nd[c].next) {
+            if (top == s->stack_cap) {
+                s->stack_cap *= 2;
+                s->stack = sim_xrealloc(s->stack, s->stack_cap * sizeof *s->stack);
+            }
+            s->stack[top++] = c;
+        }
     }
 }
 
@@ -418,7 +473,120 @@ static void window_push(preble *s, pentry e)
 
 /* ---- rebalancing ---- */
 
-/* Is prefix n overloaded on d (newer half-window TTFT mean >= 2 × older)? */
+/* ---- overload detector on TTFTs reported at completion ---- */
+
+static uint64_t series_key(const preble *s, uint32_t n, uint32_t d)
+{
+    return sim_hash_pair(s->nd[n].hash, d);
+}
+
+/* Drop entries of series x older than the window. */
+static void series_purge(const preble *s, pb_series *x, double now)
+{
+    const double cutoff = now - s->window_s;
+    while (x->head < x->n && x->t[x->head] < cutoff)
+        x->head++;
+}
+
+static void series_free(preble *s, uint32_t i)
+{
+    pb_series *x = &s->ser[i];
+    sim_u64map_del(&s->smap, x->key);
+    free(x->t);
+    free(x->cum);
+    *x = (pb_series){.head = s->ser_free};
+    s->ser_free = i;
+}
+
+/* Record a TTFT of `ttft_s` completed at `now` for prefix n on d. */
+static void series_add(preble *s, uint32_t n, uint32_t d, double now, double ttft_s)
+{
+    uint64_t k = series_key(s, n, d);
+    uint32_t i = sim_u64map_get(&s->smap, k);
+    if (i == PB_NONE) {
+        if (s->ser_free != PB_NONE) {
+            i = s->ser_free;
+            s->ser_free = s->ser[i].head;
+        } else {
+            if (s->n_ser == s->ser_cap) {
+                s->ser_cap = s->ser_cap ? 2 * s->ser_cap : 64;
+                s->ser = sim_xrealloc(s->ser, s->ser_cap * sizeof *s->ser);
+            }
+            i = s->n_ser++;
+        }
+        s->ser[i] = (pb_series){.key = k};
+        sim_u64map_put(&s->smap, k, i);
+    }
+    pb_series *x = &s->ser[i];
+    series_purge(s, x, now);
+    if (x->head > 0 && x->head * 2 >= x->n) { /* compact */
+        uint32_t m = x->n - x->head;
+        memmove(x->t, x->t + x->head, m * sizeof *x->t);
+        memmove(x->cum, x->cum + x->head, m * sizeof *x->cum);
+        x->n = m;
+        x->head = 0;
+    }
+    if (x->n == x->cap) {
+        x->cap = x->cap ? 2 * x->cap : 16;
+        x->t = sim_xrealloc(x->t, x->cap * sizeof *x->t);
+        x->cum = sim_xrealloc(x->cum, x->cap * sizeof *x->cum);
+    }
+    x->t[x->n] = now;
+    x->cum[x->n] = (x->n ? x->cum[x->n - 1] : 0) + ttft_s;
+    x->n++;
+}
+
+/* The reference's is_node_overloaded: over the window, the mean TTFT of
+ * completions in the newer half is >= 2 × the mean of the older half,
+ * both halves non-empty. */
+static int overloaded_completion(preble *s, uint32_t n, uint32_t d, double now)
+{
+    uint32_t i = sim_u64map_get(&s->smap, series_key(s, n, d));
+    if (i == PB_NONE)
+        return 0;
+    pb_series *x = &s->ser[i];
+    series_purge(s, x, now);
+    const double mid = now - s->window_s / 2;
+    uint32_t lo = x->head, hi = x->n; /* first entry at or after mid */
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (x->t[m] < mid)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    uint32_t k1 = lo - x->head, k2 = x->n - lo;
+    if (k1 == 0 || k2 == 0)
+        return 0;
+    double base = x->head ? x->cum[x->head - 1] : 0;
+    double s1 = x->cum[lo - 1] - base, s2 = x->cum[x->n - 1] - x->cum[lo - 1];
+    return s2 / k2 >= PB_OVERLOAD_RATIO * (s1 / k1);
+}
+
+/* The reference's delete_after_allocation: forget (n, d)'s series. */
+static void series_forget(preble *s, uint32_t n, uint32_t d)
+{
+    uint32_t i = sim_u64map_get(&s->smap, series_key(s, n, d));
+    if (i != PB_NONE)
+        series_free(s, i);
+}
+
+/* Free every series with no entry left in the window. */
+static void series_sweep(preble *s, double now)
+{
+    for (uint32_t i = 0; i < s->n_ser; i++) {
+        pb_series *x = &s->ser[i];
+        if (!x->t)
+            continue;
+        series_purge(s, x, now);
+        if (x->head == x->n)
+            series_free(s, i);
+    }
+}
+
+/* Legacy (overload: dispatch_estimate): is prefix n overloaded on d, from
+ * the router's TTFT estimates at dispatch (newer half-window mean >= 2 ×
+ * older)? */
 static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
 {
     const double mid = now - s->window_s / 2;
@@ -483,8 +651,15 @@ static void rebalance(preble *s, const route_view *v)
         }
         qsort(c, nc, sizeof *c, cmp_cand);
         if (nc == 1) { /* a single hot prefix: replicate it */
-            if (!has_bit(s, c[0].node, lo) && overloaded(s, c[0].node, hi, v->now_s))
+            if (s->overload_completion) {
+                if (!has_bit(s, c[0].node, lo) &&
+                    overloaded_completion(s, c[0].node, hi, v->now_s)) {
+                    alloc_segment(s, c[0].node, lo, 0);
+                    series_forget(s, c[0].node, hi);
+                }
+            } else if (!has_bit(s, c[0].node, lo) && overloaded(s, c[0].node, hi, v->now_s)) {
                 alloc_segment(s, c[0].node, lo, 0);
+            }
         } else {
             for (uint32_t i = 0; i < nc; i++) {
                 fill_load(s, v);
@@ -492,7 +667,10 @@ static void rebalance(preble *s, const route_view *v)
                     break;
                 if (s->load[hi] - c[i].cost < s->load[lo] + c[i].cost)
                     break;
-                alloc_segment(s, c[i].node, lo, 1);
+                if (s->migrate_subtree)
+                    alloc_subtree_only(s, c[i].node, lo);
+                else
+                    alloc_segment(s, c[i].node, lo, 1);
             }
         }
         s->dropped[hi] = 1;
@@ -506,7 +684,16 @@ static void rebalance(preble *s, const route_view *v)
 typedef struct pb_params {
     double window_s;  /* history window H, s (> 0) */
     double high_load; /* rebalance ratio (> 1) */
+    int tpot;         /* index in pb_tpot_names */
+    int overload;     /* index in pb_overload_names */
+    int migrate;      /* index in pb_migrate_names */
+    int rebalance;    /* index in pb_rebalance_names */
 } pb_params;
+
+static const char *const pb_tpot_names[] = {"observed", "cost_model", NULL};
+static const char *const pb_overload_names[] = {"completion", "dispatch_estimate", NULL};
+static const char *const pb_migrate_names[] = {"subtree", "segment", NULL};
+static const char *const pb_rebalance_names[] = {"placement", "per_second", NULL};
 
 static const sim_cfg_key pb_schema[] = {
     {.path = "window_s", .type = SIM_CFG_DOUBLE, .offset = offsetof(pb_params, window_s),
@@ -515,6 +702,22 @@ static const sim_cfg_key pb_schema[] = {
     {.path = "high_load", .type = SIM_CFG_DOUBLE, .offset = offsetof(pb_params, high_load),
      .min = 1, .max = 1e6, .flags = SIM_CFG_EXCL_MIN, .def = "1.5",
      .help = "rebalance a heaviest/lightest pair when load_hi > high_load x load_lo"},
+    {.path = "tpot", .type = SIM_CFG_ENUM, .offset = offsetof(pb_params, tpot),
+     .choices = pb_tpot_names, .def = "observed",
+     .help = "decode-cost TPOT: observed = median of the last 200 TPOTs seen at completion "
+             "(WukLab/preble); cost_model = crsim's decode step (crsim <= 0.1)"},
+    {.path = "overload", .type = SIM_CFG_ENUM, .offset = offsetof(pb_params, overload),
+     .choices = pb_overload_names, .def = "completion",
+     .help = "autoscale detector input: completion = TTFTs reported at completion "
+             "(WukLab/preble); dispatch_estimate = router's estimate at dispatch (crsim <= 0.1)"},
+    {.path = "migrate", .type = SIM_CFG_ENUM, .offset = offsetof(pb_params, migrate),
+     .choices = pb_migrate_names, .def = "subtree",
+     .help = "rebalancing moves a prefix's whole subtree (WukLab/preble) or only its "
+             "segment (crsim <= 0.1)"},
+    {.path = "rebalance", .type = SIM_CFG_ENUM, .offset = offsetof(pb_params, rebalance),
+     .choices = pb_rebalance_names, .def = "placement",
+     .help = "placement = after every placement once 50 are placed (WukLab/preble); "
+             "per_second = at most once per simulated second after 50 x R (crsim <= 0.1)"},
     {0},
 };
 
@@ -567,6 +770,11 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->batch_tokens = env->batch_tokens;
     s->window_s = p->window_s > 0 ? p->window_s : PB_WINDOW_S;
     s->high_load = p->high_load > 0 ? p->high_load : PB_HIGH_LOAD;
+    s->tpot_observed = p->tpot == 0;
+    s->overload_completion = p->overload == 0;
+    s->migrate_subtree = p->migrate == 0;
+    s->rebalance_each = p->rebalance == 0;
+    s->ser_free = PB_NONE;
     if (dp->tp_s > 0) {
         s->tp_s = dp->tp_s;
     } else {
@@ -582,15 +790,21 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
     s->load = calloc(env->n_dest, sizeof *s->load);
     s->dropped = calloc(env->n_dest, 1);
+    s->tpot = calloc(env->n_dest, sizeof *s->tpot);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped)
+    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped ||
+        !s->tpot)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
         rc = sim_u64map_init(&s->map, 64);
+    if (!rc)
+        rc = sim_u64map_init(&s->smap, 64);
     if (rc) {
         pb_destroy(s);
         return rc;
     }
+    for (uint32_t d = 0; d < env->n_dest; d++) /* the reference's initial entry */
+        s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .n = 1, .pos = 1, .median = PB_TPOT_INIT};
     /* Root sentinel. */
     s->nd[0] = (pnode){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
                        .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE};
@@ -683,25 +897,78 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     s->prompt_sum += r->prompt_tokens;
     s->prompt_n++;
     s->assigned++;
-    if (s->n_dest > 1 && s->assigned >= (uint64_t)PB_MIN_PER_DEST * s->n_dest &&
-        now - s->last_rebalance_s >= PB_REBALANCE_EVERY_S) {
+    if (s->n_dest > 1 && s->rebalance_each) {
+        if (s->assigned >= PB_MIN_TOTAL)
+            rebalance(s, v);
+    } else if (s->n_dest > 1 && s->assigned >= (uint64_t)PB_MIN_PER_DEST * s->n_dest &&
+               now - s->last_rebalance_s >= PB_REBALANCE_EVERY_S) {
         s->last_rebalance_s = now;
         rebalance(s, v);
     }
     return g;
 }
 
-static void pb_complete(void *state, const wl_request *r, uint32_t dest)
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Add an observed TPOT to d's ring and refresh its median (numpy.median:
+ * the mean of the two middle values for an even count). */
+static void tpot_add(preble *s, uint32_t d, double tpot)
+{
+    pb_tpot *t = &s->tpot[d];
+    t->v[t->pos] = tpot;
+    t->pos = (t->pos + 1) % PB_TPOT_KEEP;
+    if (t->n < PB_TPOT_KEEP)
+        t->n++;
+    double tmp[PB_TPOT_KEEP];
+    memcpy(tmp, t->v, t->n * sizeof *tmp);
+    qsort(tmp, t->n, sizeof *tmp, cmp_double);
+    t->median = t->n % 2 ? tmp[t->n / 2] : (tmp[t->n / 2 - 1] + tmp[t->n / 2]) / 2;
+}
+
+/* r's important node now (the reference recomputes it at completion from
+ * the tree: find_node + get_important_node), or PB_NONE when none of r's
+ * blocks is in the tree any more. */
+static uint32_t important_now(preble *s, const wl_request *r)
+{
+    if (s->path_cap < r->n_blocks) {
+        s->path = sim_xrealloc(s->path, r->n_blocks * sizeof *s->path);
+        s->path_cap = r->n_blocks;
+    }
+    uint32_t m = 0;
+    while (m < r->n_blocks) {
+        uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
+        if (x == PB_NONE)
+            break;
+        s->path[m++] = x;
+    }
+    return m ? s->path[important(s, m, m)] : PB_NONE;
+}
+
+static void pb_complete(void *state, const wl_request *r, uint32_t dest, const route_done *done)
 {
     preble *s = state;
-    (void)dest;
     s->out_sum += r->output_tokens;
     s->out_n++;
+    if (done->ttft_s < 0 || dest >= s->n_dest)
+        return; /* rejected: nothing measured */
+    double tpot = route_done_tpot(done);
+    if (s->tpot_observed && isfinite(tpot) && tpot > 0)
+        tpot_add(s, dest, tpot);
+    if (s->overload_completion) {
+        uint32_t imp = important_now(s, r);
+        if (imp != PB_NONE)
+            series_add(s, imp, dest, done->now_s, done->ttft_s);
+    }
 }
 
 static void pb_interval(void *state, double now_s)
 {
     expire(state, now_s);
+    series_sweep(state, now_s);
 }
 
 static void pb_destroy(void *state)
@@ -718,6 +985,14 @@ static void pb_destroy(void *state)
     free(s->load);
     free(s->dropped);
     free(s->path);
+    free(s->tpot);
+    for (uint32_t i = 0; i < s->n_ser; i++) {
+        free(s->ser[i].t);
+        free(s->ser[i].cum);
+    }
+    free(s->ser);
+    sim_u64map_fini(&s->smap);
+    free(s->stack);
     memset(s, 0, sizeof *s);
 }
 

@@ -77,8 +77,8 @@ static void test_all_registered(void)
                     rt->on_interval(b, (double)k / 50);
                 }
             if (rt->on_complete) {
-                rt->on_complete(a, &r, da);
-                rt->on_complete(b, &r, db);
+                rt->on_complete(a, &r, da, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
+                rt->on_complete(b, &r, db, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
             }
         }
         drop(rt, a);

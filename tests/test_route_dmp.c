@@ -133,13 +133,27 @@ typedef struct tparams {
     const cost_model *cost;
     uint32_t dm_vnodes;
     double dm_tp_s, dm_max_wait_s, pb_window_s, pb_high_load;
+    const char *dm_extra, *pb_extra; /* more keys, e.g. "router_queue: true" */
 } tparams;
+
+/* The rules of crsim <= 0.1, for the tests written against them. */
+#define DM_LEGACY "switch_tokens: 0, rebalance_tokens: 0, router_queue: true, index_blocks: 0"
+#define PB_LEGACY "tpot: cost_model, overload: dispatch_estimate, migrate: segment, " \
+                  "rebalance: per_second"
 
 static tparams params(uint32_t n_dest, uint64_t seed, const cost_model *cm)
 {
     return (tparams){.n_dest = n_dest, .seed = seed, .ttft_slo_s = 2.0,
                           .block_size = BS, .batch_tokens = 2048, .pool_blocks = 4096,
                           .cost = cm};
+}
+
+static void put_str(char *buf, size_t n, const char *text)
+{
+    if (text) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, n - used, "%s%s", buf[used - 1] == '{' ? "" : ", ", text);
+    }
 }
 
 static void put_key(char *buf, size_t n, const char *key, double v)
@@ -163,6 +177,8 @@ static int create_from(const route_type *rt, void *s, const tparams *p)
     put_key(dm, sizeof dm, "max_wait_s", p->dm_max_wait_s);
     put_key(pb, sizeof pb, "window_s", p->pb_window_s);
     put_key(pb, sizeof pb, "high_load", p->pb_high_load);
+    put_str(dm, sizeof dm, p->dm_extra);
+    put_str(pb, sizeof pb, p->pb_extra);
     snprintf(yaml, sizeof yaml, "router:\n  dualmap: %s}\n  preble: %s}\n", dm, pb);
     route_config *c = NULL;
     int rc = route_config_parse(yaml, "test_route_dmp", &c);
@@ -235,8 +251,8 @@ static void test_determinism_and_range(void)
                 rt->on_interval(a, v.now_s);
                 rt->on_interval(b, v.now_s);
             }
-            rt->on_complete(a, &r, da);
-            rt->on_complete(b, &r, db);
+            rt->on_complete(a, &r, da, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
+            rt->on_complete(b, &r, db, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
             wl_request_fini(&r);
         }
         drop(rt, a);
@@ -303,6 +319,7 @@ static void test_dm_two_candidates(void)
     enum { R = 16, K = 60, REP = 40 };
     cost_model cm = test_cost();
     tparams p = params(R, 3, &cm);
+    p.dm_extra = DM_LEGACY; /* the SLO switch at ttft_slo_s */
     void *s = make(route_find("dualmap"), &p);
     uint32_t out[R] = {0};
     uint64_t qt[R] = {0};
@@ -321,7 +338,7 @@ static void test_dm_two_candidates(void)
             uint32_t d = DM->route(s, &r, &v);
             CHECK(d < R);
             seen[k] |= 1u << d;
-            DM->on_complete(s, &r, d);
+            DM->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
             wl_request_fini(&r);
         }
     for (uint32_t k = 0; k < K; k++) {
@@ -353,7 +370,7 @@ static void test_dm_affinity(void)
         if (first == UINT32_MAX)
             first = d;
         CHECK_INT_EQ(d, first);
-        DM->on_complete(s, &r, d);
+        DM->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
         wl_request_fini(&r);
     }
     drop(route_find("dualmap"), s);
@@ -369,7 +386,7 @@ static void test_dm_affinity(void)
         if (i > 20 + 14 * NB)
             CHECK_INT_EQ(d, last);
         last = d;
-        DM->on_complete(s, &r, d);
+        DM->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
         wl_request_fini(&r);
     }
     drop(route_find("dualmap"), s);
@@ -382,19 +399,20 @@ static void test_dm_hotspot_switch(void)
     enum { R = 8 };
     cost_model cm = test_cost();
     tparams p = params(R, 9, &cm);
+    p.dm_extra = DM_LEGACY; /* the SLO switch at ttft_slo_s */
     void *s = make(route_find("dualmap"), &p);
     uint32_t out[R] = {0};
     uint64_t qt[R] = {0};
     route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
     wl_request r0 = make_req(0, 30, 1, 5, 0, 0);
     uint32_t home = DM->route(s, &r0, &v);
-    DM->on_complete(s, &r0, home);
+    DM->on_complete(s, &r0, home, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
     qt[home] = 1000000;  /* ~100 s of prefill at 0.1 ms/token */
     out[home] = 50;
     wl_request r1 = make_req(1, 30, 1, 5, 0, 1);
     uint32_t other = DM->route(s, &r1, &v);
     CHECK(other != home);
-    DM->on_complete(s, &r1, other);
+    DM->on_complete(s, &r1, other, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
     /* The other candidate now also has the prefix: with the backlog moved
      * there, the key returns home. */
     qt[home] = 0;
@@ -402,7 +420,7 @@ static void test_dm_hotspot_switch(void)
     qt[other] = 1000000;
     wl_request r2 = make_req(2, 30, 1, 5, 0, 2);
     CHECK_INT_EQ(DM->route(s, &r2, &v), home);
-    DM->on_complete(s, &r2, home);
+    DM->on_complete(s, &r2, home, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
     wl_request_fini(&r0);
     wl_request_fini(&r1);
     wl_request_fini(&r2);
@@ -421,6 +439,7 @@ static void test_dm_rebalance(void)
     tparams p = params(R, 13, NULL);
     p.dm_tp_s = 1e-3;   /* 1 ms per token */
     p.ttft_slo_s = 0.5; /* backlog threshold 500 tokens */
+    p.dm_extra = DM_LEGACY; /* router-held queue, SLO-derived thresholds */
     void *s = make(route_find("dualmap"), &p);
     route_ops ops;
     static wl_request reqs[COLD * 2 + HOT];
@@ -558,6 +577,7 @@ static void test_pb_autoscale(void)
     cost_model cm = test_cost();
     tparams p = params(R, 1, &cm);
     p.pb_window_s = 20;
+    p.pb_extra = PB_LEGACY; /* the detector on dispatch-time estimates */
     void *s = make(route_find("preble"), &p);
     uint32_t out[R] = {0, 50};
     uint64_t qt[R] = {0};
@@ -582,6 +602,232 @@ static void test_pb_autoscale(void)
     CHECK(first_on1 >= 100); /* not before 50 · R placements */
     CHECK(on1 > 0);
     drop(route_find("preble"), s);
+}
+
+
+/* With router_queue off (the default) dualmap never lists or moves queued
+ * requests, however loaded both candidates are. */
+static int waiting_calls;
+static uint32_t counting_waiting(void *ctx, uint32_t dest, const wl_request **out, uint32_t max)
+{
+    waiting_calls++;
+    return fk_waiting(ctx, dest, out, max);
+}
+
+static void test_dm_no_router_queue(void)
+{
+    enum { R = 4, N = 400 };
+    static fake f;
+    memset(&f, 0, sizeof f);
+    f.n = R;
+    tparams p = params(R, 13, NULL);
+    p.dm_tp_s = 1e-3;
+    p.dm_extra = "rebalance_tokens: 100"; /* every candidate overloaded */
+    void *s = make(route_find("dualmap"), &p);
+    static wl_request reqs[N];
+    waiting_calls = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        reqs[i] = make_req(i, 31, 1, i % 3, 0, i * 0.01);
+        route_ops ops = {.ctx = &f, .waiting = counting_waiting, .migrate = fk_migrate};
+        route_view v = {.n_dest = R, .outstanding = f.outstanding, .queued_tokens = f.queued,
+                        .now_s = reqs[i].arrival_s, .ops = &ops};
+        fk_push(&f, &reqs[i], DM->route(s, &reqs[i], &v));
+    }
+    CHECK_INT_EQ(f.migrations, 0);
+    CHECK_INT_EQ(waiting_calls, 0);
+    for (uint32_t i = 0; i < N; i++)
+        wl_request_fini(&reqs[i]);
+    drop(route_find("dualmap"), s);
+}
+
+/* The lock-out of the shared-system-prompt scenario, as a known decision:
+ * once one candidate holds the prompt's blocks, the other loses every
+ * affinity comparison until the holder's pending tokens pass the switch
+ * threshold (AIBrix 1e6 tokens), whatever the in-flight counts. */
+static void test_dm_affinity_lockout(void)
+{
+    enum { R = 2 };
+    cost_model cm = test_cost();
+    tparams p = params(R, 9, &cm);
+    void *s = make(route_find("dualmap"), &p);
+    uint32_t out[R] = {0};
+    uint64_t qt[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
+    wl_request r0 = make_req(0, 30, 1, 5, 0, 0);
+    const uint32_t home = DM->route(s, &r0, &v);
+    out[home] = 200;         /* far busier than the other ... */
+    qt[home] = 999000;       /* ... but below 1e6 pending tokens */
+    for (uint64_t i = 1; i < 50; i++) {
+        wl_request r = make_req(i, 30, 1, 5, 0, (double)i);
+        CHECK_INT_EQ(DM->route(s, &r, &v), home);
+        wl_request_fini(&r);
+    }
+    qt[home] = 1000001;      /* past the switch: the other candidate */
+    wl_request r1 = make_req(60, 30, 1, 5, 0, 60);
+    CHECK(DM->route(s, &r1, &v) != home);
+    wl_request_fini(&r0);
+    wl_request_fini(&r1);
+    drop(route_find("dualmap"), s);
+}
+
+/* The global index forgets a prefix idle for index_ttl_s: the holder wins
+ * while the entry lives (despite more requests in flight), the less busy
+ * candidate after expiry (hits tie, in-flight decides). */
+static void test_dm_index_expiry(void)
+{
+    enum { R = 2 };
+    cost_model cm = test_cost();
+    tparams p = params(R, 9, &cm);
+    p.dm_extra = "index_ttl_s: 100";
+    void *s = make(route_find("dualmap"), &p);
+    uint32_t out[R] = {0};
+    uint64_t qt[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
+    wl_request r0 = make_req(0, 30, 1, 5, 0, 0);
+    const uint32_t home = DM->route(s, &r0, &v);
+    out[home] = 3;
+    v.now_s = 99;
+    wl_request r1 = make_req(1, 30, 1, 5, 0, 99);
+    CHECK_INT_EQ(DM->route(s, &r1, &v), home); /* touched again at 99 s */
+    v.now_s = 198;
+    wl_request r2 = make_req(2, 30, 1, 5, 0, 198);
+    CHECK_INT_EQ(DM->route(s, &r2, &v), home); /* 99 s idle: still there */
+    v.now_s = 400;
+    wl_request r3 = make_req(3, 30, 1, 5, 0, 400);
+    CHECK(DM->route(s, &r3, &v) != home);       /* expired */
+    wl_request_fini(&r0);
+    wl_request_fini(&r1);
+    wl_request_fini(&r2);
+    wl_request_fini(&r3);
+    drop(route_find("dualmap"), s);
+}
+
+/* The overload detector on TTFTs reported at completion (the reference's
+ * TTFTWindowedOverloadedDetector): one hot prefix on destination 0 whose
+ * completions report TTFTs jumping from 0.1 s to 5 s at 8 s.  No replication before the
+ * window's older half holds a completion (window 20 s: t >= 10 s after
+ * the first completion); then destination 1 joins and takes requests. */
+static void test_pb_autoscale_completion(void)
+{
+    enum { R = 2, N = 400 };
+    cost_model cm = test_cost();
+    tparams p = params(R, 1, &cm);
+    p.pb_window_s = 20;
+    void *s = make(route_find("preble"), &p);
+    uint32_t out[R] = {0};
+    uint64_t qt[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
+    int first_on1 = -1;
+    for (uint64_t i = 0; i < N; i++) {
+        v.now_s = 0.1 * (double)i;
+        if (i == 1)
+            out[0] = 5, out[1] = 0;
+        wl_request r = make_req(i, 66 * BS, 64, 7, 1000 + i, v.now_s);
+        uint32_t d = PB->route(s, &r, &v);
+        if (first_on1 < 0 && d == 1)
+            first_on1 = (int)i;
+        if (first_on1 < 0)
+            CHECK_INT_EQ(d, 0);
+        /* It completes at once; on 0 the TTFT jumps from 0.1 s to 5 s at 8 s. */
+        double ttft = d == 0 && v.now_s >= 8 ? 5 : 0.1;
+        PB->on_complete(s, &r, d, &(route_done){.now_s = v.now_s, .ttft_s = ttft,
+                                                 .e2e_s = ttft + 0.7, .output_tokens = 8});
+        wl_request_fini(&r);
+    }
+    CHECK(first_on1 >= 100); /* the older half-window (10 s = 100 requests) filled first */
+    CHECK(first_on1 <= 105); /* and fires as soon as it has */
+    drop(route_find("preble"), s);
+}
+
+/* Migration moves the whole subtree (the reference's update_children):
+ * after a prefix moves, a request deeper in it (its own continuation,
+ * whose blocks went to the old destination) follows to the new one under
+ * migrate: subtree, and stays behind under migrate: segment. */
+static uint32_t pb_deep_after_move(const char *extra)
+{
+    enum { R = 2, P = 4, N = 400 };
+    cost_model cm = test_cost();
+    tparams p = params(R, 1, &cm);
+    p.pb_extra = extra;
+    void *s = make(route_find("preble"), &p);
+    uint32_t out[R] = {0, 50};
+    uint64_t qt[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = out, .queued_tokens = qt};
+    uint32_t last[P] = {0};
+    /* Each prefix k has a deeper continuation: 64 shared blocks + 1 own. */
+    for (uint64_t i = 0; i < N; i++) {
+        uint32_t k = (uint32_t)(i % P);
+        v.now_s = 0.05 * (double)i;
+        if (i == P)
+            out[1] = 0;
+        wl_request r = i < P ? make_req(i, 66 * BS, 65, 10 + k, 0, v.now_s)
+                             : make_req(i, 66 * BS, 64, 10 + k, 1000 + i, v.now_s);
+        last[k] = PB->route(s, &r, &v);
+        wl_request_fini(&r);
+    }
+    /* The continuation of a prefix that moved off destination 0. */
+    uint32_t moved = P;
+    for (uint32_t k = 0; k < P; k++)
+        if (last[k] != 0)
+            moved = k;
+    CHECK(moved < P);
+    v.now_s += 0.05;
+    wl_request r = make_req(N, 66 * BS, 65, 10 + moved, 0, v.now_s);
+    uint32_t d = PB->route(s, &r, &v);
+    wl_request_fini(&r);
+    drop(route_find("preble"), s);
+    return d;
+}
+
+static void test_pb_migrate_subtree(void)
+{
+    CHECK(pb_deep_after_move("migrate: subtree, rebalance: per_second") != 0);
+    CHECK_INT_EQ(pb_deep_after_move("migrate: segment, rebalance: per_second"), 0);
+}
+
+/* chwbl's key: with key: prefix two requests with the same leading 25
+ * tokens (2 blocks of 16) but different business keys go to one
+ * destination, requests differing in block 2 may not; with key:
+ * routing_key the business key decides. */
+static uint32_t chwbl_dest(const char *yaml, const wl_request *r)
+{
+    route_config *c = NULL;
+    CHECK_INT_EQ(route_config_parse(yaml, "test", &c), SIM_OK);
+    const route_type *rt = route_find("chwbl");
+    const route_env env = {.n_dest = 16, .block_size = BS};
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(c, rt, args);
+    void *s = calloc(1, rt->state_size);
+    CHECK_INT_EQ(rt->create(s, &env, args), SIM_OK);
+    uint32_t out[16] = {0};
+    route_view v = {.n_dest = 16, .outstanding = out};
+    uint32_t d = rt->route(s, r, &v);
+    drop(rt, s);
+    route_config_free(c);
+    return d;
+}
+
+static void test_chwbl_key(void)
+{
+    int same_prefix = 0, same_key = 0;
+    for (uint64_t k = 0; k < 64; k++) {
+        wl_request a = make_req(2 * k, 10 * BS, 2, k, 1, 0), b = make_req(2 * k + 1, 10 * BS, 2, k, 2, 0);
+        a.key = 1000 + 2 * k;
+        b.key = 1000 + 2 * k + 1;
+        CHECK_INT_EQ(chwbl_dest("router: {}", &a), chwbl_dest("router: {}", &b));
+        same_key += chwbl_dest("router: {chwbl: {key: routing_key}}", &a) ==
+                    chwbl_dest("router: {chwbl: {key: routing_key}}", &b);
+        wl_request c = make_req(3 * k, 10 * BS, 1, k, 3, 0);
+        same_prefix += chwbl_dest("router: {}", &a) == chwbl_dest("router: {}", &c);
+        /* prefix_tokens 16 = one block: a and c share it */
+        CHECK_INT_EQ(chwbl_dest("router: {chwbl: {prefix_tokens: 16}}", &a),
+                     chwbl_dest("router: {chwbl: {prefix_tokens: 16}}", &c));
+        wl_request_fini(&a);
+        wl_request_fini(&b);
+        wl_request_fini(&c);
+    }
+    CHECK(same_key < 16);    /* business keys: about 1/16 collide */
+    CHECK(same_prefix < 16); /* block 2 differs: about 1/16 collide */
 }
 
 #if defined(__GLIBC__)
@@ -611,7 +857,7 @@ static void test_pb_memory_bounded(void)
         v.now_s = (double)i / rate;
         wl_request r = make_req(i, 64 * BS, 8, i % 50, 1000 + i, v.now_s);
         uint32_t d = PB->route(s, &r, &v);
-        PB->on_complete(s, &r, d);
+        PB->on_complete(s, &r, d, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
         wl_request_fini(&r);
         if (i == (uint64_t)(4 * 10 * rate))
             at4 = heap_in_use();
@@ -639,6 +885,12 @@ int main(void)
     test_pb_migrate();
     test_pb_autoscale();
     test_pb_memory_bounded();
+    test_dm_no_router_queue();
+    test_dm_affinity_lockout();
+    test_dm_index_expiry();
+    test_pb_autoscale_completion();
+    test_pb_migrate_subtree();
+    test_chwbl_key();
     puts("route_dmp: all tests passed");
     return 0;
 }

@@ -200,8 +200,8 @@ static void test_types(void)
             CHECK(da < R);
             CHECK_INT_EQ(da, db);
             if (rt->on_complete) {
-                rt->on_complete(a, &r, da);
-                rt->on_complete(b, &r, db);
+                rt->on_complete(a, &r, da, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
+                rt->on_complete(b, &r, db, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
             }
             if (rt->on_interval && iv > 0 && k % 500 == 499) {
                 rt->on_interval(a, v.now_s);

@@ -15,10 +15,11 @@
  *   bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]
  *       The Mooncake conversation trace on the same cluster, time-scaled to
  *       RATE requests/s (default 20), router POLICY (default flat_lb).
- *   bench_sim experiment CONFIG.yaml RATE POLICY [SEED [KEY=VALUE ...]]
+ *   bench_sim experiment CONFIG.yaml RATE POLICY [SEED] [--set KEY=VALUE]...
  *       One run of an experiment config exactly as `crsim run` sets it up
  *       (cluster, engine, router parameters, warm-up, drain and workload of
- *       the file; seed default 1), without the result store: e.g.
+ *       the file, then the --set overrides as crsim run applies them; seed
+ *       default 1), without the result store: e.g.
  *       experiments/flagship.yaml 100 cacheroute is the flagship
  *       experiment's run at 100 requests/s.
  *
@@ -141,14 +142,28 @@ static void report(const char *name, const char *policy, double rate, uint64_t g
 static int bench_experiment(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED "
-                        "[KEY=VALUE ...]]\n");
+        fprintf(stderr, "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED] "
+                        "[--set KEY=VALUE]...\n");
         return 2;
     }
+    /* Trailing --set KEY=VALUE pairs (e.g. a router's legacy settings). */
+    int nargs = argc;
+    const char *sets[64];
+    size_t n_set = 0;
+    for (int i = 5; i < argc; i++)
+        if (!strcmp(argv[i], "--set")) {
+            if (nargs == argc)
+                nargs = i;
+            if (i + 1 >= argc || n_set == sizeof sets / sizeof *sets) {
+                fprintf(stderr, "bench_sim: --set needs KEY=VALUE (at most 64)\n");
+                return 2;
+            }
+            sets[n_set++] = argv[++i];
+        }
+    argc = nargs;
     exp_config cfg;
     exp_setup su;
-    const char *const *sets = argc > 6 ? (const char *const *)argv + 6 : NULL;
-    if (exp_config_load(argv[2], sets, argc > 6 ? (size_t)(argc - 6) : 0, &cfg))
+    if (exp_config_load(argv[2], sets, n_set, &cfg))
         die(argv[2]);
     if (exp_setup_init(&cfg, &su))
         die(argv[2]);

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Field scenario (a) of issue 19 (experiments/scenarios/shared-system-prompt.yaml):
+# one 2,000-token system prompt shared by every request plus a unique
+# 200-token suffix, 8 destinations, 175 requests/s = 3x one destination's
+# knee (58 requests/s at p99 TTFT 3.5 s, `crsim calibrate`).  Asserts:
+#  - every load-aware router sends at most 2/R of the requests to one
+#    destination;
+#  - flat_lb, preble and cacheroute send requests to every destination;
+#  - chwbl (key: prefix, so one key for all) leaves at most
+#    R - ceil(R / c) = 8 - ceil(6.4) = 1 destination idle: the walk fills
+#    destinations in ring order up to c (T + 1) / R each, and ceil(R / c)
+#    of them hold T;
+#  - dualmap leaves at most R / 4 = 2 idle: a destination that never
+#    received the shared prefix loses every affinity comparison below the
+#    1e6-token switch (its lock-out, docs/policies.md).
+# 900 s of arrivals, because reference-faithful preble replicates the hot
+# prefix one destination per half window (90 s).
+# usage: scenario_shared_prompt.sh CRSIM SOURCE_ROOT
+set -u
+CRSIM=$1
+ROOT=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+"$CRSIM" run "$ROOT/experiments/scenarios/shared-system-prompt.yaml" --quiet --jobs 2 \
+    --set "experiment.db=$TMP/s.db" >"$TMP/out" 2>&1 || {
+    echo "FAIL: run failed: $(cat "$TMP/out")"; exit 1; }
+sqlite3 -separator ' ' "$TMP/s.db" "SELECT r.policy, MAX(d.routed), MIN(d.routed), SUM(d.routed), COUNT(*)
+    FROM runs r JOIN dest_metrics d ON d.run_id = r.id GROUP BY r.id ORDER BY r.id" >"$TMP/q"
+cat "$TMP/q"
+awk 'BEGIN { bad = 0; n = 0 }
+{
+    n++; pol = $1; mx = $2; mn = $3; tot = $4; R = $5
+    if (!(mx <= 2 * tot / R)) { print "FAIL: " pol " sends " mx "/" tot " > 2/R to one destination"; bad = 1 }
+    if (pol != "dualmap" && pol != "chwbl" && !(mn > 0)) {
+        print "FAIL: " pol " leaves a destination without requests"; bad = 1 }
+}
+END { if (n != 5) { print "FAIL: expected 5 policies, got " n; bad = 1 }; exit bad }' "$TMP/q" || exit 1
+idle() { sqlite3 "$TMP/s.db" "SELECT COUNT(*) FROM runs r JOIN dest_metrics d ON d.run_id = r.id
+    WHERE r.policy = '$1' AND d.routed = 0"; }
+ic=$(idle chwbl); id=$(idle dualmap)
+echo "idle destinations: chwbl $ic (bound 1), dualmap $id (bound 2)"
+[ "$ic" -le 1 ] || { echo "FAIL: chwbl leaves $ic destinations idle (> R - ceil(R/c) = 1)"; exit 1; }
+[ "$id" -le 2 ] || { echo "FAIL: dualmap leaves $id destinations idle (> R/4)"; exit 1; }
+echo "scenario_shared_prompt: ok"
