@@ -77,6 +77,10 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
         .timeline_s = cfg->timeline_s,
+        .gateway = {.scrape_interval_s = cfg->scrape_interval_s,
+                    .scrape_delay_s = cfg->scrape_delay_s,
+                    .replicas = (uint32_t)cfg->replicas,
+                    .assign = cfg->replica_assign},
     };
     return SIM_OK;
 fail:
