@@ -107,7 +107,8 @@ static uint32_t flat_lb_route(void *state, const wl_request *r, const route_view
 
 const route_type route_flat_lb = {
     .name = "flat_lb",
-    .help = "power of two choices on in-flight requests; cache-blind",
+    .help = "power of two choices on in-flight requests (router.flat_lb: signal, choices); "
+            "cache-blind",
     .state_size = sizeof(flat_lb),
     .sections = flat_lb_sections,
     .create = flat_lb_create,
