@@ -3,9 +3,12 @@
  * completions on the event kernel, then metrics.
  *
  * Event kinds: one pending ARRIVAL (the stream is pulled lazily, one
- * request ahead), at most one STEP completion per destination, and END
- * (last arrival + drain).  Ties at equal times are broken by insertion
- * order (sim_evq), which keeps runs bit-for-bit deterministic.
+ * request ahead), at most one STEP completion per destination, END (last
+ * arrival + drain), the routers' control INTERVAL and, with a scraped
+ * information model, the engine SCRAPE (models/cluster.h).  Scrapes only
+ * read engine state, so they change no engine behaviour.  Ties at equal
+ * times are broken by insertion order (sim_evq), which keeps runs
+ * bit-for-bit deterministic.
  */
 #include "models/cluster.h"
 
@@ -18,23 +21,42 @@
 #include "sim/core/evq.h"
 #include "sim/core/metrics.h"
 
-enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL };
+enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE };
 
 /* A request inside the cluster: engine state plus the request itself. */
 typedef struct creq {
     engine_req er;
     wl_request r;
+    uint32_t replica; /* the gateway replica that routed it */
 } creq;
+
+/* Engine metrics of every destination at one instant (route_view). */
+typedef struct snapshot {
+    double t;          /* when taken, s */
+    uint64_t *queued;  /* n_dest entries each */
+    uint32_t *waiting;
+    uint32_t *running;
+    double *kv_util;
+} snapshot;
 
 typedef struct cluster {
     const cluster_params *p;
     sim_evq *q;
     engine **eng;
     sim_event **step_ev;
-    uint32_t *outstanding;
-    uint64_t *queued;
+    uint32_t n_rep;        /* gateway replicas */
+    uint32_t *outstanding; /* n_rep x n_dest: replica i's at [i * n_dest] */
+    void **rstate;         /* n_rep router states */
+    sim_pcg32 assign_rng;  /* random replica assignment */
+    /* Scraped metrics: the exact view uses ring[0] as live arrays; a
+     * scraped one keeps snapshots seq_vis .. seq_new in ring[seq % n_ring]
+     * (seq_vis is the one routers see). */
+    bool exact;
+    snapshot *ring;
+    uint32_t n_ring;
+    uint64_t seq_vis, seq_new;
+    double *age;           /* n_dest entries: the view's age_s */
     const route_type *rt;
-    void *rstate;
     wl_source src;
     wl_request pending;
     route_ops ops;
@@ -75,14 +97,15 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
         rec->admitted = 1;
         c->res->n_completed++;
     }
-    SIM_ALWAYS(c->outstanding[dest] > 0);
-    c->outstanding[dest]--;
+    uint32_t *own = c->outstanding + (size_t)cr->replica * c->p->n_dest;
+    SIM_ALWAYS(own[dest] > 0);
+    own[dest]--;
     c->inflight--;
     if (c->rt->on_complete) {
         route_done done = {.now_s = t, .ttft_s = er->rejected ? -1 : rec->ttft_s,
                            .e2e_s = er->rejected ? -1 : rec->e2e_s,
                            .output_tokens = er->rejected ? 0 : er->r->output_tokens};
-        c->rt->on_complete(c->rstate, &cr->r, dest, &done);
+        c->rt->on_complete(c->rstate[cr->replica], &cr->r, dest, &done);
     }
     free_creq(cr);
 }
@@ -111,11 +134,12 @@ static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
         return 0;
     double now = sim_evq_now(c->q);
     bool measured = rec->arrival_s >= c->p->warmup_s;
-    c->outstanding[from]--;
+    uint32_t *own = c->outstanding + (size_t)cr->replica * c->p->n_dest;
+    own[from]--;
     c->res->dest[from].routed--;
     c->res->dest[from].routed_measured -= measured;
     rec->dest = to;
-    c->outstanding[to]++;
+    own[to]++;
     c->res->dest[to].routed++;
     c->res->dest[to].routed_measured += measured;
     engine_submit(c->eng[to], &cr->er, now);
@@ -143,6 +167,52 @@ static void pull_next(cluster *c, sim_event *ev)
     }
 }
 
+/* Record every engine's metrics into `s` at time `t`. */
+static void take_snapshot(cluster *c, snapshot *s, double t)
+{
+    const double pool = (double)c->res->pool_blocks;
+    s->t = t;
+    for (uint32_t d = 0; d < c->p->n_dest; d++) {
+        const engine *e = c->eng[d];
+        s->queued[d] = engine_queued_tokens(e);
+        s->waiting[d] = engine_n_waiting(e);
+        s->running[d] = engine_n_running(e);
+        s->kv_util[d] = (double)engine_kv_used_blocks(e) / pool;
+    }
+}
+
+/* A scrape at `now`: the next snapshot of the ring.  Snapshots whose delay
+ * is over are published first, so the slot written is never the visible
+ * one (the ring holds every snapshot of the last `delay` seconds plus the
+ * visible one, see n_ring in cluster_run). */
+static void on_scrape(cluster *c, double now)
+{
+    const double delay = c->p->gateway.scrape_delay_s;
+    while (c->seq_vis < c->seq_new && c->ring[(c->seq_vis + 1) % c->n_ring].t + delay <= now)
+        c->seq_vis++;
+    SIM_ALWAYS(c->seq_new + 1 - c->seq_vis < c->n_ring);
+    c->seq_new++;
+    take_snapshot(c, &c->ring[c->seq_new % c->n_ring], now);
+    c->res->scrapes++;
+}
+
+/* The engine metrics a router sees at `now` (models/cluster.h). */
+static const snapshot *visible(cluster *c, double now)
+{
+    snapshot *s = &c->ring[0];
+    if (c->exact) {
+        take_snapshot(c, s, now); /* age_s stays 0 */
+        return s;
+    }
+    const double delay = c->p->gateway.scrape_delay_s;
+    while (c->seq_vis < c->seq_new && c->ring[(c->seq_vis + 1) % c->n_ring].t + delay <= now)
+        c->seq_vis++;
+    s = &c->ring[c->seq_vis % c->n_ring];
+    for (uint32_t d = 0; d < c->p->n_dest; d++)
+        c->age[d] = now - s->t;
+    return s;
+}
+
 static void on_arrival(cluster *c, double now)
 {
     cluster_result *res = c->res;
@@ -160,11 +230,18 @@ static void on_arrival(cluster *c, double now)
         res->first_arrival_s = now;
     res->last_arrival_s = now;
 
-    for (uint32_t d = 0; d < c->p->n_dest; d++)
-        c->queued[d] = engine_queued_tokens(c->eng[d]);
-    route_view v = {.n_dest = c->p->n_dest, .outstanding = c->outstanding,
-                    .queued_tokens = c->queued, .now_s = now, .ops = &c->ops};
-    uint32_t d = c->rt->route(c->rstate, &cr->r, &v);
+    uint32_t i = 0;
+    if (c->n_rep > 1)
+        i = c->p->gateway.assign == CLUSTER_ASSIGN_RANDOM
+                ? sim_pcg32_bounded(&c->assign_rng, c->n_rep)
+                : (uint32_t)((res->n_arrived - 1) % c->n_rep);
+    cr->replica = i;
+    uint32_t *own = c->outstanding + (size_t)i * c->p->n_dest;
+    const snapshot *s = visible(c, now);
+    route_view v = {.n_dest = c->p->n_dest, .outstanding = own, .queued_tokens = s->queued,
+                    .now_s = now, .ops = &c->ops, .waiting = s->waiting,
+                    .running = s->running, .kv_util = s->kv_util, .age_s = c->age};
+    uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
     SIM_ALWAYS(d < c->p->n_dest);
     bool measured = now >= c->p->warmup_s;
     res->rec[cr->r.id] = (cluster_rec){
@@ -172,7 +249,7 @@ static void on_arrival(cluster *c, double now)
         .prompt_tokens = cr->r.prompt_tokens, .output_tokens = cr->r.output_tokens};
     res->dest[d].routed++;
     res->dest[d].routed_measured += measured;
-    c->outstanding[d]++;
+    own[d]++;
     c->inflight++;
     engine_submit(c->eng[d], &cr->er, now);
     start_step(c, d, now);
@@ -181,9 +258,10 @@ static void on_arrival(cluster *c, double now)
 static void count_unfinished(void *ctx, engine_req *er)
 {
     cluster *c = ctx;
+    creq *cr = (creq *)er;
     c->res->n_unfinished++;
-    c->outstanding[c->res->rec[er->r->id].dest]--;
-    free_creq((creq *)er);
+    c->outstanding[(size_t)cr->replica * c->p->n_dest + c->res->rec[er->r->id].dest]--;
+    free_creq(cr);
 }
 
 static double max_over_mean(const double *x, uint32_t n)
@@ -295,23 +373,83 @@ static void timeline(const cluster_params *p, cluster_result *res)
     free(start);
 }
 
+/* Check the gateway parameters (exp.c checks the config keys first, with
+ * their locations; this guards direct callers). */
+static int check_gateway(const cluster_gateway *g)
+{
+    if (!(isfinite(g->scrape_interval_s) && g->scrape_interval_s >= 0))
+        return SIM_ERROR(SIM_EINVAL, "gateway scrape interval %g s; expected a finite value "
+                         ">= 0 (0 = exact view)", g->scrape_interval_s);
+    if (!(isfinite(g->scrape_delay_s) && g->scrape_delay_s >= 0))
+        return SIM_ERROR(SIM_EINVAL, "gateway scrape delay %g s; expected a finite value >= 0",
+                         g->scrape_delay_s);
+    if (g->scrape_interval_s == 0 && g->scrape_delay_s > 0)
+        return SIM_ERROR(SIM_EINVAL, "gateway scrape delay %g s with the exact view (scrape "
+                         "interval 0); expected delay 0 or a scrape interval > 0",
+                         g->scrape_delay_s);
+    if (g->scrape_interval_s > 0 && g->scrape_delay_s / g->scrape_interval_s > 1e6)
+        return SIM_ERROR(SIM_EINVAL, "gateway scrape delay %g s is over 10^6 scrape intervals "
+                         "of %g s; expected a shorter delay or a longer interval",
+                         g->scrape_delay_s, g->scrape_interval_s);
+    if (g->replicas > CLUSTER_MAX_REPLICAS)
+        return SIM_ERROR(SIM_EINVAL, "%u gateway replicas; expected 1 to %d", g->replicas,
+                         CLUSTER_MAX_REPLICAS);
+    if (g->assign != CLUSTER_ASSIGN_ROUND_ROBIN && g->assign != CLUSTER_ASSIGN_RANDOM)
+        return SIM_ERROR(SIM_EINVAL, "gateway replica assignment %d; expected round_robin or "
+                         "random", g->assign);
+    return SIM_OK;
+}
+
+/* The seed of replica i's router: the run seed for replica 0 (so one
+ * replica is today's run), else 64 bits drawn from PCG stream
+ * (seed, sim_rng_substream(SIM_STREAM_GATEWAY, i)). */
+static uint64_t replica_seed(uint64_t seed, uint32_t i)
+{
+    if (i == 0)
+        return seed;
+    sim_pcg32 g;
+    sim_pcg32_seed(&g, seed, sim_rng_substream(SIM_STREAM_GATEWAY, i));
+    uint64_t hi = sim_pcg32_next(&g);
+    return hi << 32 | sim_pcg32_next(&g);
+}
+
 int cluster_run(const cluster_params *p, const route_type *rt, const route_env *env,
                 const route_config *rcfg, wl_source src, cluster_result *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = spec_kv_pool(&p->deploy, &out->pool_tokens, &out->pool_blocks);
+    int rc = check_gateway(&p->gateway);
     if (rc)
         return rc;
+    rc = spec_kv_pool(&p->deploy, &out->pool_tokens, &out->pool_blocks);
+    if (rc)
+        return rc;
+    const cluster_gateway *gw = &p->gateway;
     cluster c = {.p = p, .rt = rt, .src = src, .res = out};
     c.ops = (route_ops){.ctx = &c, .waiting = ops_waiting, .migrate = ops_migrate};
+    c.n_rep = gw->replicas ? gw->replicas : 1;
+    c.exact = !(gw->scrape_interval_s > 0);
+    /* Unpublished snapshots are those of the last `delay` seconds: at most
+     * floor(delay / interval) + 1, plus the visible one; one more slot
+     * absorbs rounding of k * interval. */
+    c.n_ring = c.exact ? 1 : (uint32_t)floor(gw->scrape_delay_s / gw->scrape_interval_s) + 3;
     out->n_dest = p->n_dest;
     out->dest = sim_xcalloc(p->n_dest, sizeof *out->dest);
     c.q = sim_evq_create();
     c.eng = sim_xcalloc(p->n_dest, sizeof *c.eng);
     c.step_ev = sim_xcalloc(p->n_dest, sizeof *c.step_ev);
-    c.outstanding = sim_xcalloc(p->n_dest, sizeof *c.outstanding);
-    c.queued = sim_xcalloc(p->n_dest, sizeof *c.queued);
-    c.rstate = sim_xcalloc(1, rt->state_size ? rt->state_size : 1);
+    c.outstanding = sim_xcalloc((size_t)c.n_rep * p->n_dest, sizeof *c.outstanding);
+    c.ring = sim_xcalloc(c.n_ring, sizeof *c.ring);
+    for (uint32_t k = 0; k < c.n_ring; k++) {
+        c.ring[k].queued = sim_xcalloc(p->n_dest, sizeof *c.ring[k].queued);
+        c.ring[k].waiting = sim_xcalloc(p->n_dest, sizeof *c.ring[k].waiting);
+        c.ring[k].running = sim_xcalloc(p->n_dest, sizeof *c.ring[k].running);
+        c.ring[k].kv_util = sim_xcalloc(p->n_dest, sizeof *c.ring[k].kv_util);
+    }
+    c.age = sim_xcalloc(p->n_dest, sizeof *c.age);
+    c.rstate = sim_xcalloc(c.n_rep, sizeof *c.rstate);
+    for (uint32_t i = 0; i < c.n_rep; i++)
+        c.rstate[i] = sim_xcalloc(1, rt->state_size ? rt->state_size : 1);
+    sim_pcg32_seed(&c.assign_rng, env->seed, SIM_STREAM_GATEWAY);
     if (!c.q)
         sim_panic(__FILE__, __LINE__, "out of memory");
     engine_hooks hooks = {.ctx = &c, .first_token = on_first_token, .finish = on_finish};
@@ -324,19 +462,33 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         c.step_ev[d]->kind = EV_STEP;
         c.step_ev[d]->target = d;
     }
-    bool router_ok = false;
+    uint32_t n_created = 0;
     const void *args[ROUTE_MAX_READS];
     route_config_args(rcfg, rt, args);
     const double interval_s = route_interval_s(rt, rcfg);
-    rc = rt->create(c.rstate, env, args);
-    if (rc)
-        goto done;
-    router_ok = true;
+    for (; n_created < c.n_rep; n_created++) {
+        route_env e = *env;
+        e.seed = replica_seed(env->seed, n_created);
+        rc = rt->create(c.rstate[n_created], &e, args);
+        if (rc)
+            goto done;
+    }
+    if (rt->attach)
+        for (uint32_t i = 1; i < c.n_rep; i++)
+            rt->attach(c.rstate[i], c.rstate[0]);
+    /* Replicas that share a plan are ticked through the primary only. */
+    const uint32_t n_tick = rt->attach ? 1 : c.n_rep;
 
     if (rt->on_interval && interval_s > 0) {
         sim_event *tick = sim_evq_alloc(c.q);
         tick->kind = EV_INTERVAL;
         sim_evq_schedule(c.q, tick, interval_s);
+    }
+    uint64_t n_scrape = 0; /* scrape k is at k * interval (no drift) */
+    if (!c.exact) {
+        sim_event *scrape = sim_evq_alloc(c.q);
+        scrape->kind = EV_SCRAPE;
+        sim_evq_schedule(c.q, scrape, gw->scrape_interval_s);
     }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
@@ -353,9 +505,15 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
             engine_step_done(c.eng[ev->target], now);
             start_step(&c, ev->target, now);
         } else if (ev->kind == EV_INTERVAL) {
-            rt->on_interval(c.rstate, now);
+            for (uint32_t i = 0; i < n_tick; i++)
+                rt->on_interval(c.rstate[i], now);
             if (!c.arrivals_done)
                 sim_evq_schedule(c.q, ev, now + interval_s);
+        } else if (ev->kind == EV_SCRAPE) {
+            on_scrape(&c, now);
+            n_scrape++;
+            if (!c.arrivals_done) /* only arrivals read snapshots */
+                sim_evq_schedule(c.q, ev, (double)(n_scrape + 1) * gw->scrape_interval_s);
         } else { /* EV_END: drain time is over */
             break;
         }
@@ -380,11 +538,15 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         summarize(&c);
         timeline(p, out);
         if (rt->telemetry)
-            rt->telemetry(c.rstate, &out->tel);
+            rt->telemetry(c.rstate[0], &out->tel);
     }
 done:
-    if (router_ok && rt->destroy)
-        rt->destroy(c.rstate);
+    /* Replicas before the primary, whose state they may share. */
+    for (uint32_t i = n_created; i-- > 0;)
+        if (rt->destroy)
+            rt->destroy(c.rstate[i]);
+    for (uint32_t i = 0; i < c.n_rep; i++)
+        free(c.rstate[i]);
     free(c.rstate);
     for (uint32_t d = 0; d < p->n_dest; d++)
         engine_destroy(c.eng[d]);
@@ -392,7 +554,14 @@ done:
     free(c.eng);
     free(c.step_ev);
     free(c.outstanding);
-    free(c.queued);
+    for (uint32_t k = 0; k < c.n_ring; k++) {
+        free(c.ring[k].queued);
+        free(c.ring[k].waiting);
+        free(c.ring[k].running);
+        free(c.ring[k].kv_util);
+    }
+    free(c.ring);
+    free(c.age);
     return rc;
 }
 

@@ -21,6 +21,50 @@
 #include "models/route.h"
 #include "models/spec.h"
 
+/* How requests are spread over gateway replicas. */
+enum cluster_assign {
+    CLUSTER_ASSIGN_ROUND_ROBIN = 0, /* request i goes to replica i mod N */
+    CLUSTER_ASSIGN_RANDOM = 1       /* uniform, from PCG stream
+                                       (seed, SIM_STREAM_GATEWAY) */
+};
+
+/*
+ * The gateway in front of the destinations: what its routers know
+ * (docs/information-model.md).  A zeroed struct is the idealised gateway
+ * of earlier versions: one router that reads exact engine state at every
+ * decision.
+ *
+ * Scraped engine metrics (route_view: queued_tokens, waiting, running,
+ * kv_util, age_s): with scrape_interval_s = 0 ("exact") they are re-read
+ * from the engines at each routing decision.  With scrape_interval_s > 0
+ * the cluster records a snapshot of every engine at t = k * interval
+ * (k = 1, 2, ...; a snapshot of the empty cluster stands for t = 0) and a
+ * router deciding at time t sees the latest snapshot taken at or before
+ * t - scrape_delay_s.  Snapshots waiting out their delay are kept in a
+ * ring of floor(delay / interval) + 3 slots, so any delay, also one
+ * longer than the interval, is exact.
+ *
+ * Replicas: `replicas` independent router states (each made by the
+ * router's create(), then attach() for replicas >= 1, models/route.h);
+ * each request is routed by one replica, chosen by `assign`, which alone
+ * counts it in its route_view.outstanding and receives its completion.
+ * Replica 0 uses the run seed, so replicas = 1 reproduces a one-router
+ * run bit for bit.
+ */
+typedef struct cluster_gateway {
+    double scrape_interval_s; /* snapshot period, s; 0 = exact view; finite,
+                                 >= 0 */
+    double scrape_delay_s;    /* extra delay before a snapshot is visible,
+                                 s; finite, >= 0; must be 0 when
+                                 scrape_interval_s is 0 */
+    uint32_t replicas;        /* gateway replicas N, [1, CLUSTER_MAX_REPLICAS]
+                                 (0 is read as 1) */
+    int assign;               /* enum cluster_assign */
+} cluster_gateway;
+
+/* Most gateway replicas a run accepts. */
+#define CLUSTER_MAX_REPLICAS 4096
+
 typedef struct cluster_params {
     uint32_t n_dest;        /* destinations R, >= 1 */
     spec_deploy deploy;     /* what each destination runs on */
@@ -30,6 +74,7 @@ typedef struct cluster_params {
     double drain_s;         /* simulate at most this long after the last
                                arrival, s */
     double timeline_s;      /* window of the per-window timeline, s (0 = none) */
+    cluster_gateway gateway; /* information model (zeroed = exact, one router) */
     const volatile sig_atomic_t *stop; /* optional: non-zero interrupts the run */
 } cluster_params;
 
@@ -73,7 +118,9 @@ typedef struct cluster_result {
     cluster_dest *dest;         /* n_dest entries, owned */
     cluster_rec *rec;           /* n_arrived entries by request id, owned */
     int interrupted;            /* 1 if stopped by *stop */
-    route_telemetry tel;        /* the router's report (planned routers) */
+    route_telemetry tel;        /* the router's report (planned routers;
+                                   replica 0's with several replicas) */
+    uint64_t scrapes;           /* engine snapshots taken (0 when exact) */
     /* Timeline: per window of cluster_params.timeline_s of arrival time. */
     size_t n_win;
     double *win_t0;             /* window start, s */
@@ -86,11 +133,12 @@ typedef struct cluster_result {
  * Run one simulation.  `src` yields requests (the run takes ownership of
  * each produced request's blocks); `rt` is the router, created from the
  * gateway's `env` and its sections' parameters in `rcfg` (which passed
- * route_check), and ticked every route_interval_s(rt, rcfg) seconds.  Fills
- * *out (free with cluster_result_fini, also after an error).  Returns
- * SIM_OK, SIM_EINVAL (a deployment with no KV pool, a bad router
- * parameter), SIM_ENOMEM, or SIM_EINTR when *stop was set (out->interrupted
- * = 1, partial results).
+ * route_check), once per gateway replica (p->gateway), and ticked every
+ * route_interval_s(rt, rcfg) seconds.  Fills *out (free with
+ * cluster_result_fini, also after an error).  Returns SIM_OK, SIM_EINVAL
+ * (a deployment with no KV pool, a bad router or gateway parameter),
+ * SIM_ENOMEM, or SIM_EINTR when *stop was set (out->interrupted = 1,
+ * partial results).
  */
 int cluster_run(const cluster_params *p, const route_type *rt, const route_env *env,
                 const route_config *rcfg, wl_source src, cluster_result *out);

@@ -676,6 +676,12 @@ uint32_t engine_inflight(const engine *e) { return e->n_wait + e->n_run; }
 
 uint64_t engine_queued_tokens(const engine *e) { return e->queued; }
 
+uint32_t engine_n_waiting(const engine *e) { return e->n_wait; }
+
+uint32_t engine_n_running(const engine *e) { return e->n_run; }
+
+uint32_t engine_kv_used_blocks(const engine *e) { return pcache_pinned(e->cache); }
+
 const pcache *engine_cache(const engine *e) { return e->cache; }
 
 void engine_foreach(engine *e, void (*fn)(void *ctx, engine_req *er), void *ctx)

@@ -135,6 +135,19 @@ uint32_t engine_inflight(const engine *e);
  * (what a gateway scraping the engine's queue would see). */
 uint64_t engine_queued_tokens(const engine *e);
 
+/* Requests in the waiting queue: never admitted plus preempted ones (what
+ * vLLM exports as num_requests_waiting).  Cannot fail. */
+uint32_t engine_n_waiting(const engine *e);
+
+/* Requests in the running set (vLLM num_requests_running).  Cannot fail. */
+uint32_t engine_n_running(const engine *e);
+
+/* KV blocks held by running requests (pcache_pinned): the used part of
+ * the pool, as vLLM's kv_cache_usage counts it (cached blocks that no
+ * request holds are free, i.e. evictable).  Divide by
+ * pcache_capacity(engine_cache(e)) for the utilisation.  Cannot fail. */
+uint32_t engine_kv_used_blocks(const engine *e);
+
 /* The engine's prefix cache (read-only, for tests and telemetry). */
 const pcache *engine_cache(const engine *e);
 

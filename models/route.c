@@ -33,7 +33,8 @@
     X(chwbl)              \
     X(cacheroute)         \
     X(dualmap)            \
-    X(preble)
+    X(preble)             \
+    X(flat_lb)
 
 #define X_DECL_TYPE(n) extern const route_type route_##n;
 #define X_REF_TYPE(n) &route_##n,

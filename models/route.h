@@ -36,15 +36,48 @@ typedef struct route_ops {
     int (*migrate)(void *ctx, const wl_request *r, uint32_t to);
 } route_ops;
 
-/* What a router can observe at a routing decision. */
+/*
+ * What a router can observe at a routing decision (docs/information-model.md).
+ *
+ * Two kinds of per-destination signal, each an array of n_dest entries
+ * owned by the cluster and valid only during the call:
+ *  - the router's own count, `outstanding`: exact, kept by this gateway
+ *    replica (incremented when it dispatches, decremented when it sees the
+ *    completion; other replicas' requests are not in it);
+ *  - engine metrics "as scraped": the values of the cluster's last engine
+ *    snapshot visible at now_s, i.e. taken at the latest scrape time
+ *    t <= now_s - gateway.scrape_delay_s; with gateway.scrape_interval_s 0
+ *    ("exact") they are re-read from the live engines at each decision and
+ *    age_s is 0.  All destinations are scraped at the same instants.
+ * Views built by hand (tests) may leave the scraped arrays other than
+ * queued_tokens NULL; cluster_run always fills every field.
+ */
 typedef struct route_view {
     uint32_t n_dest;
     const uint32_t *outstanding;   /* per destination: requests this router
-                                      dispatched that have not completed */
-    const uint64_t *queued_tokens; /* per destination: prompt tokens waiting
-                                      for prefill, as scraped from the engine */
+                                      (replica) dispatched that it has not
+                                      seen complete */
+    const uint64_t *queued_tokens; /* per destination: prompt tokens still to
+                                      prefill over the requests inside the
+                                      engine (waiting and running; chunked
+                                      prefill), tokens, as scraped */
     double now_s;                  /* current simulated time, s */
     const route_ops *ops;          /* queued-request operations (see above) */
+    const uint32_t *waiting;       /* per destination: requests in the
+                                      engine's waiting queue, never admitted
+                                      plus preempted (vLLM
+                                      num_requests_waiting), as scraped */
+    const uint32_t *running;       /* per destination: requests in the
+                                      engine's running set (vLLM
+                                      num_requests_running), as scraped */
+    const double *kv_util;         /* per destination: KV blocks held by
+                                      running requests / pool blocks, in
+                                      [0, 1] (vLLM kv_cache_usage), as
+                                      scraped */
+    const double *age_s;           /* per destination: now_s minus the time
+                                      of the scrape the values above come
+                                      from, s (>= 0; 0 in the exact view), for
+                                      a staleness limit (llm-d: 2 s) */
 } route_view;
 
 struct cost_model; /* models/cost.h */
@@ -57,7 +90,10 @@ struct plan_key;   /* models/plan.h */
 typedef struct route_env {
     uint32_t n_dest;         /* number of destinations, >= 1 */
     uint64_t seed;           /* run seed; randomised routers draw from PCG
-                                stream (seed, SIM_STREAM_ROUTER) */
+                                stream (seed, SIM_STREAM_ROUTER).  Replica
+                                0 gets the run seed; replica i >= 1 a seed
+                                derived from (run seed, SIM_STREAM_GATEWAY,
+                                i) (models/cluster.h) */
     uint32_t block_size;     /* tokens per KV block, the unit of
                                 wl_request.blocks (= engine.block_size) */
     uint32_t batch_tokens;   /* the engines' max_num_batched_tokens, the
@@ -217,8 +253,21 @@ typedef struct route_type {
      * telemetry; the caller owns the arrays.  Called once, before
      * destroy(). */
     void (*telemetry)(void *state, route_telemetry *out);
-    /* Optional: free what create() allocated (not `state` itself). */
+    /* Optional: free what create() allocated (not `state` itself).
+     * Called on every replica, replicas N-1 .. 1 first, the primary last. */
     void (*destroy)(void *state);
+    /* Optional: router replicas (gateway.replicas = N > 1).  Every replica
+     * is a separate state made by create(); then, for replicas 1 .. N-1
+     * in order, attach(state, primary) is called with replica 0's state.
+     * A router whose state is partly global (a planned router's table,
+     * built from the telemetry aggregated over all replicas) makes `state`
+     * use the primary's global part here, keeping its own in-flight view
+     * (route_view.outstanding is always the routing replica's) and its own
+     * RNG.  When attach is set, on_interval and telemetry are called on
+     * the primary only; without it replicas share nothing and every
+     * replica gets on_interval (telemetry still comes from the primary).
+     * Cannot fail. */
+    void (*attach)(void *state, void *primary);
 } route_type;
 
 /* Registry of routers: NULL-terminated, in `crsim help policies` order. */

@@ -103,6 +103,9 @@ typedef struct cacheroute {
     uint32_t n_plans;
     route_interval *iv;
     size_t n_iv, cap_iv;
+    /* Gateway replica (cr_attach): the primary whose counts and plan this
+     * state uses; NULL for the primary (or a single router). */
+    struct cacheroute *primary;
 } cacheroute;
 
 static int counts_init(cacheroute *s, uint64_t slots)
@@ -432,7 +435,8 @@ static int cr_affinity_create(void *state, const route_env *env, const void *con
 
 static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
 {
-    cacheroute *s = state;
+    cacheroute *own = state; /* its RNG; the view is its own in-flight count */
+    cacheroute *s = own->primary ? own->primary : own; /* global counts, plan */
     count_key(s, r->key);
     note_request(s, r);
     if (s->have_plan) {
@@ -447,7 +451,26 @@ static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
             return best;
         }
     }
-    return route__p2c(&s->rng, v);
+    return route__p2c(&own->rng, v);
+}
+
+/* A gateway replica (route_type.attach): its per-key counts feed the
+ * primary's table (the aggregated telemetry the plan is built from) and
+ * it dispatches with the primary's plan, but by its own in-flight counts
+ * and with its own fallback RNG.  Its own tables are freed; the harness
+ * ticks and asks telemetry of the primary only. */
+static void cr_attach(void *state, void *primary)
+{
+    cacheroute *s = state;
+    plan_fini(&s->pl);
+    free(s->ck);
+    free(s->cc);
+    free(s->iv);
+    s->ck = NULL;
+    s->cc = NULL;
+    s->iv = NULL;
+    s->have_plan = 0;
+    s->primary = primary;
 }
 
 /* Destinations of admitted entry ia of plan a that are not in entry ib of
@@ -687,6 +710,7 @@ const route_type route_cacheroute = {
     .on_interval = cr_interval,
     .telemetry = cr_telemetry,
     .destroy = cr_destroy,
+    .attach = cr_attach,
 };
 
 const route_type route_cr_replicate = {
@@ -702,6 +726,7 @@ const route_type route_cr_replicate = {
     .on_interval = cr_interval,
     .telemetry = cr_telemetry,
     .destroy = cr_destroy,
+    .attach = cr_attach,
 };
 
 const route_type route_cr_affinity = {
@@ -717,4 +742,5 @@ const route_type route_cr_affinity = {
     .on_interval = cr_interval,
     .telemetry = cr_telemetry,
     .destroy = cr_destroy,
+    .attach = cr_attach,
 };

@@ -46,6 +46,13 @@ expect_error 2 "bad_key.yaml:5: unknown key 'cluster.destinatons'" -- "$CRSIM" r
 expect_error 2 "bad_policy.yaml:4: key 'experiment.policies\[1\]' is 'stickyy'" -- "$CRSIM" run "$T/configs/bad_policy.yaml"
 expect_error 2 "bad_range.yaml:3: key 'experiment.rates\[1\]' is -3" -- "$CRSIM" run "$T/configs/bad_range.yaml"
 expect_error 2 "--set cluster.destinations: key 'cluster.destinations' is 'many'" -- "$CRSIM" run "$SMALL" --set cluster.destinations=many
+# The gateway's information model (docs/information-model.md): bad values name the key.
+expect_error 2 "key 'gateway.scrape_interval_s' is -1" -- "$CRSIM" run "$SMALL" --set gateway.scrape_interval_s=-1
+expect_error 2 "key 'gateway.replicas' is 0" -- "$CRSIM" run "$SMALL" --set gateway.replicas=0
+expect_error 2 "key 'gateway.scrape_delay_s' is 'nan'" -- "$CRSIM" run "$SMALL" --set gateway.scrape_delay_s=nan
+expect_error 2 "key 'gateway.scrape_delay_s' is 0.5 with gateway.scrape_interval_s 0" -- "$CRSIM" run "$SMALL" --set gateway.scrape_interval_s=0 --set gateway.scrape_delay_s=0.5
+expect_error 2 "key 'gateway.replica_assignment' is 'rand'" -- "$CRSIM" run "$SMALL" --set gateway.replica_assignment=rand
+expect_error 2 "key 'router.flat_lb.signal' is 'kv'" -- "$CRSIM" run "$SMALL" --set router.flat_lb.signal=kv
 expect_error 2 "no-such.yaml: cannot open" -- "$CRSIM" run "$TMP/no-such.yaml"
 expect_error 2 "leave no KV pool" -- "$CRSIM" run "$SMALL" --set "workload.trace=$TRACE" --set cluster.tp=1 --set cluster.weight_dtype=fp16 --set "experiment.db=$DB"
 expect_error 2 "unknown option '--bogus'" -- "$CRSIM" run "$SMALL" --bogus

@@ -25,6 +25,6 @@ check() {
 check mooncake "$trace" 20 flat_lb
 check mooncake "$trace" 30 sticky 4000
 check flagship "$root/workloads/specs/paper-main.yaml" 300 100 cacheroute
-check experiment "$root/experiments/flagship.yaml" 60 chwbl
-check experiment "$root/experiments/flagship.yaml" 40 flat_lb 2
+check experiment "$root/experiments/flagship.yaml" 60 chwbl 1 --set gateway.scrape_interval_s=0
+check experiment "$root/experiments/flagship.yaml" 40 flat_lb 2 --set gateway.scrape_interval_s=0
 exit $fail

@@ -57,7 +57,11 @@ enum sim_rng_stream {
     SIM_STREAM_LENGTHS = 3,  /* workload prompt/output lengths */
     SIM_STREAM_ROUTER = 4,   /* randomised routing policies */
     SIM_STREAM_DRIFT = 5,    /* workload drift over time */
-    SIM_STREAM_ENGINE = 6    /* per-engine service-time noise */
+    SIM_STREAM_ENGINE = 6,   /* per-engine service-time noise */
+    SIM_STREAM_GATEWAY = 7   /* gateway replicas: the bare id draws the
+                                replica of each request (random
+                                assignment); substream i >= 1 seeds
+                                replica i's router (models/cluster.c) */
 };
 
 /*

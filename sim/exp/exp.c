@@ -33,6 +33,8 @@
 const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
 #undef SLO_NAME
 const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SIM_XENUM_NAME) NULL};
+/* gateway.replica_assignment, in enum cluster_assign order. */
+static const char *const assign_names[] = {"round_robin", "random", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
@@ -106,6 +108,21 @@ const sim_cfg_key exp_config_schema[] = {
      .max = 1e6, .def = "256", .help = "running requests per engine at most"},
     {.path = "engine.prefix_caching", .type = SIM_CFG_BOOL, .offset = OFF(prefix_caching),
      .def = "true", .help = "reuse cached prompt prefixes"},
+    /* gateway: what the routers know (docs/information-model.md) */
+    {.path = "gateway.scrape_interval_s", .type = SIM_CFG_DOUBLE,
+     .offset = OFF(scrape_interval_s), .min = 0, .max = 1e6, .def = "0.05", .unit = "s",
+     .help = "engine-metrics snapshot period; 0 = exact (re-read at every decision, the "
+             "idealised view); default 50 ms as the Gateway API inference extension / llm-d "
+             "endpoint picker (--refresh-metrics-interval) and AIBrix"},
+    {.path = "gateway.scrape_delay_s", .type = SIM_CFG_DOUBLE, .offset = OFF(scrape_delay_s),
+     .min = 0, .max = 1e6, .def = "0", .unit = "s",
+     .help = "extra delay before a snapshot reaches the routers (0 with the exact view)"},
+    {.path = "gateway.replicas", .type = SIM_CFG_INT, .offset = OFF(replicas), .min = 1,
+     .max = CLUSTER_MAX_REPLICAS, .def = "1",
+     .help = "gateway (router) replicas; each has its own router state and in-flight counts"},
+    {.path = "gateway.replica_assignment", .type = SIM_CFG_ENUM, .offset = OFF(replica_assign),
+     .choices = assign_names, .def = "round_robin",
+     .help = "how requests are spread over the replicas: round_robin or random (uniform)"},
     /* cost */
     {.path = "cost.model", .type = SIM_CFG_ENUM, .offset = OFF(cost_model),
      .choices = cost_kind_names, .def = "roofline",
@@ -207,6 +224,14 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
     free(sections);
     if (rc == SIM_OK)
         rc = wl_config_bind(d, &cfg->wl);
+    if (rc == SIM_OK && cfg->scrape_interval_s == 0 && cfg->scrape_delay_s > 0) {
+        char at[512];
+        if (!sim_cfgdoc_locate(d, "gateway.scrape_delay_s", NULL, at, sizeof at))
+            snprintf(at, sizeof at, "%s", path);
+        rc = SIM_ERROR(SIM_EINVAL, "%s: key 'gateway.scrape_delay_s' is %g with "
+                       "gateway.scrape_interval_s 0 (the exact view); expected 0, or a scrape "
+                       "interval > 0", at, cfg->scrape_delay_s);
+    }
     if (rc == SIM_OK && strcmp(cfg->wl.type, "mooncake") == 0 &&
         cfg->wl.trace_block_tokens % cfg->block_size != 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: engine.block_size %lld does not divide "

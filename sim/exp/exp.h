@@ -67,6 +67,11 @@ typedef struct exp_config {
     int64_t max_num_batched_tokens;
     int64_t max_num_seqs;
     bool prefix_caching;
+    /* gateway (models/cluster.h cluster_gateway) */
+    double scrape_interval_s; /* s; 0 = exact view */
+    double scrape_delay_s;    /* s */
+    int64_t replicas;
+    int replica_assign;       /* enum cluster_assign */
     /* cost */
     int cost_model;           /* enum cost_kind */
     char *cost_profile;       /* "" = the deployment's default profile */

@@ -77,6 +77,10 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
         .timeline_s = cfg->timeline_s,
+        .gateway = {.scrape_interval_s = cfg->scrape_interval_s,
+                    .scrape_delay_s = cfg->scrape_delay_s,
+                    .replicas = (uint32_t)cfg->replicas,
+                    .assign = cfg->replica_assign},
     };
     return SIM_OK;
 fail:
@@ -208,6 +212,16 @@ void exp_setup_print(const exp_setup *s, FILE *out)
             cfg->weight_dtype, cfg->kv_dtype);
     fprintf(out, "cost model: %s, calibration profile %s\n",
             cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+    if (cfg->scrape_interval_s > 0)
+        fprintf(out, "gateway: %lld replica%s (%s), engine metrics scraped every %g s, visible "
+                "%g s later (docs/information-model.md)\n", (long long)cfg->replicas,
+                cfg->replicas == 1 ? "" : "s",
+                cfg->replica_assign == CLUSTER_ASSIGN_RANDOM ? "random" : "round robin",
+                cfg->scrape_interval_s, cfg->scrape_delay_s);
+    else
+        fprintf(out, "gateway: %lld replica%s (%s), exact engine metrics (read at every "
+                "decision)\n", (long long)cfg->replicas, cfg->replicas == 1 ? "" : "s",
+                cfg->replica_assign == CLUSTER_ASSIGN_RANDOM ? "random" : "round robin");
     if (s->nominal)
         fprintf(out, "%s warm start: ON (first plan from the workload's nominal rates of "
                 "%zu keys, not from measured counts)\n", s->nominal_for, s->n_nominal);

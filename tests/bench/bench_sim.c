@@ -17,11 +17,13 @@
  *       RATE requests/s (default 20), router POLICY (default flat_lb).
  *   bench_sim experiment CONFIG.yaml RATE POLICY [SEED] [--set KEY=VALUE]...
  *       One run of an experiment config exactly as `crsim run` sets it up
- *       (cluster, engine, router parameters, warm-up, drain and workload of
- *       the file, then the --set overrides as crsim run applies them; seed
- *       default 1), without the result store: e.g.
+ *       (cluster, engine, gateway, router parameters, warm-up, drain and
+ *       workload of the file, then the --set overrides as `crsim run
+ *       --set`; seed default 1), without the result store: e.g.
  *       experiments/flagship.yaml 100 cacheroute is the flagship
- *       experiment's run at 100 requests/s.
+ *       experiment's run at 100 requests/s, and --set
+ *       gateway.scrape_interval_s=0 gives it the exact information model
+ *       of the recorded fingerprints.
  *
  * The generation cost of the request stream is measured separately (the
  * same stream, generated and freed without simulating) and reported both
@@ -136,40 +138,38 @@ static void report(const char *name, const char *policy, double rate, uint64_t g
            (unsigned long long)res->preemptions, res->ttft_p99, res->e2e_p99, res->sim_end_s);
 }
 
-/* bench_sim experiment CONFIG RATE POLICY [SEED [KEY=VALUE ...]]: one run
- * as crsim run, with the KEY=VALUE arguments applied as its --set
- * overrides (e.g. the plan policy the fingerprints were taken with). */
+/* bench_sim experiment CONFIG RATE POLICY [SEED] [--set KEY=VALUE]...: one
+ * run as crsim run. */
 static int bench_experiment(int argc, char **argv)
 {
+    static const char usage[] =
+        "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED] [--set KEY=VALUE]...\n";
     if (argc < 5) {
-        fprintf(stderr, "usage: bench_sim experiment CONFIG.yaml RATE POLICY [SEED] "
-                        "[--set KEY=VALUE]...\n");
+        fputs(usage, stderr);
         return 2;
     }
-    /* Trailing --set KEY=VALUE pairs (e.g. a router's legacy settings). */
-    int nargs = argc;
-    const char *sets[64];
+    int a = 5;
+    uint64_t seed = 1;
+    if (a < argc && strcmp(argv[a], "--set") != 0)
+        seed = strtoull(argv[a++], NULL, 10);
+    const char **sets = calloc((size_t)argc, sizeof *sets);
     size_t n_set = 0;
-    for (int i = 5; i < argc; i++)
-        if (!strcmp(argv[i], "--set")) {
-            if (nargs == argc)
-                nargs = i;
-            if (i + 1 >= argc || n_set == sizeof sets / sizeof *sets) {
-                fprintf(stderr, "bench_sim: --set needs KEY=VALUE (at most 64)\n");
-                return 2;
-            }
-            sets[n_set++] = argv[++i];
+    for (; a < argc; a += 2) {
+        if (strcmp(argv[a], "--set") != 0 || a + 1 >= argc) {
+            fputs(usage, stderr);
+            return 2;
         }
-    argc = nargs;
+        sets[n_set++] = argv[a + 1];
+    }
     exp_config cfg;
     exp_setup su;
     if (exp_config_load(argv[2], sets, n_set, &cfg))
         die(argv[2]);
+    free(sets);
     if (exp_setup_init(&cfg, &su))
         die(argv[2]);
     const double rate = atof(argv[3]);
     const char *policy = argv[4];
-    const uint64_t seed = argc > 5 ? strtoull(argv[5], NULL, 10) : 1;
     const route_type *rt = route_find(policy);
     if (!rt || !(rate > 0)) {
         fprintf(stderr, "bench_sim: bad policy or rate\n");
@@ -214,7 +214,8 @@ int main(int argc, char **argv)
     if (argc < 3 || (strcmp(argv[1], "flagship") && strcmp(argv[1], "mooncake"))) {
         fprintf(stderr, "usage: bench_sim flagship PRESET.yaml [DURATION_S] [RATE] [POLICY]\n"
                         "       bench_sim mooncake TRACE [RATE] [POLICY] [MAX_REQUESTS]\n"
-                        "       bench_sim experiment CONFIG.yaml RATE POLICY [SEED]\n");
+                        "       bench_sim experiment CONFIG.yaml RATE POLICY [SEED] "
+                        "[--set KEY=VALUE]...\n");
         return 2;
     }
     scenario s = {.name = argv[1]};
