@@ -186,6 +186,114 @@ static void locate_key(void *ctx, const char *key, char *buf, size_t n)
     snprintf(buf, n, "%s", sim_cfgdoc_path(c->d));
 }
 
+/* ---- harness checks at load (docs/harness.md "Bad input") ---- */
+
+/* Where `key` was written ("FILE:LINE" or "--set KEY"), else the file. */
+static const char *where_key(const sim_cfgdoc *d, const char *key, char *buf, size_t n)
+{
+    if (!sim_cfgdoc_locate(d, key, NULL, buf, n))
+        snprintf(buf, n, "%s", sim_cfgdoc_path(d));
+    return buf;
+}
+
+/* experiment.name names files (results/<name>.db, results/<name>/): a
+ * safe file name of 1..EXP_NAME_MAX characters from [A-Za-z0-9._-], not
+ * starting with '.' (no hidden files, no "..", no path separators). */
+static int check_name(const sim_cfgdoc *d, const char *name)
+{
+    size_t n = strlen(name);
+    bool ok = n >= 1 && n <= EXP_NAME_MAX && name[0] != '.';
+    for (size_t i = 0; ok && i < n; i++) {
+        const char ch = name[i];
+        ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+             ch == '.' || ch == '_' || ch == '-';
+    }
+    if (ok)
+        return SIM_OK;
+    char at[512];
+    /* The name is not echoed raw: it may hold control characters. */
+    char shown[64];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < sizeof shown; i++) {
+        const unsigned char ch = (unsigned char)name[i];
+        if (ch >= 0x20 && ch < 0x7f)
+            shown[k++] = (char)ch;
+        else
+            k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", ch);
+    }
+    shown[k] = '\0';
+    return SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.name' is '%s%s'; expected 1 to %d "
+                     "characters from A-Z a-z 0-9 . _ - not starting with '.' (it names "
+                     "results/<name>.db)", where_key(d, "experiment.name", at, sizeof at),
+                     shown, k < n ? "..." : "", EXP_NAME_MAX);
+}
+
+/* Duplicate loads or seeds would run every run twice and then fail the
+ * capacity step (a load tested twice); reject them now, like duplicate
+ * policies. */
+static int check_unique(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    char at[512];
+    for (size_t i = 0; i < cfg->n_rates; i++)
+        for (size_t j = 0; j < i; j++)
+            if (cfg->rates[i] == cfg->rates[j])
+                return SIM_ERROR(SIM_EINVAL, "%s: experiment.rates lists %g twice (items %zu "
+                                 "and %zu); expected each load once",
+                                 where_key(d, "experiment.rates", at, sizeof at), cfg->rates[i],
+                                 j, i);
+    for (size_t i = 0; i < cfg->n_seeds; i++)
+        for (size_t j = 0; j < i; j++)
+            if (cfg->seeds[i] == cfg->seeds[j])
+                return SIM_ERROR(SIM_EINVAL, "%s: experiment.seeds lists %lld twice (items %zu "
+                                 "and %zu); expected each seed once",
+                                 where_key(d, "experiment.seeds", at, sizeof at),
+                                 (long long)cfg->seeds[i], j, i);
+    return SIM_OK;
+}
+
+/* Lower bounds on the windows that write one stored row each: the
+ * timeline (EXP_TIMELINE_MIN_S) and every selected router's control
+ * interval (EXP_INTERVAL_MIN_S).  A window of 1e-6 s wrote millions of
+ * rows per run (issue 17); these minimums keep a run's rows near its
+ * simulated seconds. */
+static int check_windows(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    char at[512];
+    if (cfg->timeline_s > 0 && cfg->timeline_s < EXP_TIMELINE_MIN_S)
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.timeline_s' is %g; expected 0 (no "
+                         "timeline) or a window >= %g s (one stored row per window and run)",
+                         where_key(d, "experiment.timeline_s", at, sizeof at), cfg->timeline_s,
+                         EXP_TIMELINE_MIN_S);
+    for (size_t i = 0; i < cfg->n_policies; i++) {
+        const route_type *rt = route_find(cfg->policies[i]);
+        const double iv = rt ? route_interval_s(rt, cfg->router) : 0;
+        if (!(iv > 0) || iv >= EXP_INTERVAL_MIN_S)
+            continue;
+        /* The key is the interval_s of one of the router's sections. */
+        char key[256];
+        snprintf(key, sizeof key, "the control interval of %s", cfg->policies[i]);
+        for (size_t j = 0; rt->sections && rt->sections[j]; j++)
+            for (const sim_cfg_key *k = rt->sections[j]->schema; k->path; k++)
+                if (strcmp(k->path, "interval_s") == 0)
+                    snprintf(key, sizeof key, "%s.interval_s", rt->sections[j]->prefix);
+        return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is %g (router %s); expected a control "
+                         "interval >= %g s (one stored row per interval and run)",
+                         where_key(d, key, at, sizeof at), key, iv, cfg->policies[i],
+                         EXP_INTERVAL_MIN_S);
+    }
+    return SIM_OK;
+}
+
+static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    int rc = check_name(d, cfg->name);
+    if (rc == SIM_OK)
+        rc = check_unique(d, cfg);
+    if (rc == SIM_OK)
+        rc = check_windows(d, cfg);
+    return rc;
+}
+
 static int config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg,
                        bool check_routers)
 {
@@ -219,6 +327,8 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
                                "each policy once", path, cfg->policies[i]);
                 break;
             }
+    if (rc == SIM_OK)
+        rc = check_experiment(d, cfg);
     /* Every selected router checks its parameters now, before any run. */
     if (rc == SIM_OK && check_routers) {
         const route_env env = exp_config_route_env(cfg);
@@ -370,6 +480,41 @@ static void axes_free(axis *ax, size_t n)
     free(ax);
 }
 
+/* Keys no sweep may vary: where results go (experiment.db, and
+ * experiment.name, which names the default database) is not an input of a
+ * run, and experiment.sweep / sweep_mode define the points themselves.
+ * Varying one would scatter one experiment over several databases or
+ * nest sweeps. */
+static int check_axis_key(const char *path, size_t i, const char *key)
+{
+    static const char *const fixed[] = {"experiment.db", "experiment.name", "experiment.sweep",
+                                        "experiment.sweep_mode", NULL};
+    for (size_t j = 0; fixed[j]; j++)
+        if (strcmp(key, fixed[j]) == 0)
+            return SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] varies '%s'; expected a key "
+                             "of a run (experiment.db, experiment.name, experiment.sweep and "
+                             "experiment.sweep_mode are one per experiment)", path, i, key);
+    return SIM_OK;
+}
+
+/* The binder names the axis values 'v[J]' (the internal key of
+ * axis_schema); say experiment.sweep[I] and its key instead. */
+static int axis_bind_error(int rc, const char *path, size_t i, const char *key)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sim_errmsg());
+    const char *k = strstr(msg, "key 'v");
+    if (!k)
+        return SIM_ERROR(rc, "%s: experiment.sweep[%zu] (%s): %s", path, i, key, msg);
+    const char *rest = strchr(k + 6, '\'');
+    const char *what = rest ? rest + 1 : "";
+    long j = k[6] == '[' ? strtol(k + 7, NULL, 10) : -1;
+    if (j >= 0)
+        return SIM_ERROR(rc, "%s: experiment.sweep[%zu] (%s): value %ld%s", path, i, key, j + 1,
+                         what);
+    return SIM_ERROR(rc, "%s: experiment.sweep[%zu] (%s): values%s", path, i, key, what);
+}
+
 /* Parse experiment.sweep entries "KEY=[v1, v2]" (a scalar counts as a
  * one-value axis). */
 static int parse_axes(const exp_config *cfg, const char *path, axis **out)
@@ -398,7 +543,9 @@ static int parse_axes(const exp_config *cfg, const char *path, axis **out)
         rc = sim_cfgdoc_parse_string(text, name, &d);
         free(text);
         if (rc == SIM_OK)
-            rc = sim_cfg_bind(d, axis_schema, &ax[i]);
+            rc = check_axis_key(path, i, ax[i].key);
+        if (rc == SIM_OK && (rc = sim_cfg_bind(d, axis_schema, &ax[i])))
+            rc = axis_bind_error(rc, path, i, ax[i].key);
         sim_cfgdoc_destroy(d);
         if (rc == SIM_OK && cfg->sweep_mode == EXP_SWEEP_ZIP && ax[i].n != ax[0].n)
             rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] has %zu values but the first "

@@ -17,6 +17,17 @@
 #include "sim/core/config.h"
 #include "sim/core/xenum.h"
 
+/* Bounds the harness checks at config load (docs/harness.md, "Bad input").
+ * EXP_NAME_MAX: most characters of experiment.name (a file name, so far
+ * below NAME_MAX = 255 of Linux with room for ".db").  EXP_TIMELINE_MIN_S:
+ * shortest experiment.timeline_s other than 0, s.  EXP_INTERVAL_MIN_S:
+ * shortest router control interval (e.g. router.cacheroute.interval_s),
+ * s.  Both windows write one row per window and run; the minimums keep a
+ * run at most 10 (timeline) or 1 (interval) rows per simulated second. */
+#define EXP_NAME_MAX 128
+#define EXP_TIMELINE_MIN_S 0.1
+#define EXP_INTERVAL_MIN_S 1.0
+
 /* Where a config comes from: a config file and its ordered "KEY=VALUE"
  * overrides (not owned). */
 typedef struct exp_config_src {
