@@ -95,7 +95,9 @@ static int cmd_run(const exp_cli_args *a)
     o.jobs = (unsigned)exp_cli_int(a, "jobs", all_cores());
     o.sets = exp_cli_list(a, "set", &o.n_set);
     o.quiet = exp_cli_has(a, "quiet");
-    o.resume = exp_cli_has(a, "resume");
+    o.resume = exp_cli_has(a, "resume") || exp_cli_has(a, "resume-any-build");
+    o.resume_any_build = exp_cli_has(a, "resume-any-build");
+    o.force = exp_cli_has(a, "force");
     o.dry_run = exp_cli_has(a, "dry-run");
     const char *shard = exp_cli_str(a, "shard", NULL);
     int rc = shard ? parse_shard(shard, &o.shard_i, &o.shard_n) : SIM_OK;
@@ -167,7 +169,14 @@ static const exp_cli_opt run_opts[] = {
      .help = "run only the runs with index % N == I (0 <= I < N), for job arrays; "
              "combine the shards with crsim merge"},
     {.name = "resume", .kind = EXP_CLI_FLAG,
-     .help = "reuse the runs stored (in the same database) with the same run config hash"},
+     .help = "reuse the runs stored (in the same database) with the same run config hash "
+             "by this build (crsim version)"},
+    {.name = "resume-any-build", .kind = EXP_CLI_FLAG,
+     .help = "as --resume, also reusing runs stored by other builds (their numbers may "
+             "differ from this build's)"},
+    {.name = "force", .kind = EXP_CLI_FLAG,
+     .help = "run even when the estimated memory of the runs exceeds the available memory "
+             "(MemAvailable)"},
     {.name = "dry-run", .kind = EXP_CLI_FLAG,
      .help = "check everything, print the experiment's and every run's config hash and run "
              "nothing (no database is opened)"},

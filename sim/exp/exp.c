@@ -784,6 +784,48 @@ static void progress(bool tty, size_t done, size_t total, double elapsed, const 
                 (unsigned long long)t->res.n_arrived, t->wall_s, eta);
 }
 
+/* The builds (runs.build_version) of the runs --resume reuses, for the
+ * run header: distinct values with their counts, the first few kept. */
+typedef struct resume_builds {
+    char name[4][128];
+    size_t count[4];
+    size_t n, other; /* distinct builds kept; runs of further builds */
+} resume_builds;
+
+static void note_build(resume_builds *rb, const char *build)
+{
+    for (size_t i = 0; i < rb->n; i++)
+        if (strcmp(rb->name[i], build) == 0) {
+            rb->count[i]++;
+            return;
+        }
+    if (rb->n == 4) {
+        rb->other++;
+        return;
+    }
+    snprintf(rb->name[rb->n], sizeof rb->name[0], "%s", build);
+    rb->count[rb->n++] = 1;
+}
+
+/* "resume: N of M runs reused from stored runs of build B (K), ...; the
+ * others run now" (docs/harness.md, "Resume"). */
+static void print_resumed(FILE *out, const resume_builds *rb, size_t n, size_t of, bool any)
+{
+    fprintf(out, "resume: %zu of %zu runs reused", n, of);
+    for (size_t i = 0; i < rb->n; i++)
+        fprintf(out, "%s%zu of build %s%s", i ? ", " : " (", rb->count[i], rb->name[i],
+                strcmp(rb->name[i], CRSIM_VERSION) == 0 ? " (this build)" : "");
+    if (rb->other)
+        fprintf(out, ", %zu of other builds", rb->other);
+    if (rb->n)
+        fputc(')', out);
+    if (any)
+        fprintf(out, "; stored runs of any build match (--resume-any-build)\n");
+    else
+        fprintf(out, "; only runs stored by this build %s match (--resume-any-build reuses "
+                "other builds' runs)\n", CRSIM_VERSION);
+}
+
 static char *default_db(const exp_config *cfg)
 {
     if (cfg->db && cfg->db[0])
@@ -900,13 +942,18 @@ int exp_run(const exp_run_opts *o, FILE *out)
     if ((rc = exp_store_open(db_path, &store)))
         goto done;
     size_t n_selected = 0, n_resumed = 0;
+    resume_builds rb = {0};
     for (size_t i = 0; i < n_tasks; i++) {
         if (!tasks[i].selected)
             continue;
         n_selected++;
-        if (o->resume && exp_store_find_run(store, tasks[i].hash, &tasks[i].resume_from) == SIM_OK &&
+        char from_build[128];
+        if (o->resume &&
+            exp_store_find_run(store, tasks[i].hash, o->resume_any_build ? NULL : CRSIM_VERSION,
+                               &tasks[i].resume_from, from_build, sizeof from_build) == SIM_OK &&
             tasks[i].resume_from > 0) {
             n_resumed++;
+            note_build(&rb, from_build);
             double m = NAN;
             exp_store_run_metric(store, tasks[i].resume_from,
                                  exp_slo_metric_names[base.slo_metric], &m);
@@ -941,9 +988,9 @@ int exp_run(const exp_run_opts *o, FILE *out)
             base.name, (long long)exp_id, np, np == 1 ? "" : "s", n_tasks);
     if (shard[0])
         fprintf(out, ", shard %s: %zu runs", shard, n_selected);
-    if (n_resumed)
-        fprintf(out, ", %zu resumed from stored runs", n_resumed);
     fprintf(out, ", %u job%s -> %s\n", o->jobs, o->jobs == 1 ? "" : "s", db_path);
+    if (o->resume)
+        print_resumed(out, &rb, n_resumed, n_selected, o->resume_any_build);
     for (size_t p = 0; p < np; p++) {
         if (sweep)
             fprintf(out, "point %zu: %s\n", p, pts[p].label);

@@ -189,7 +189,11 @@ typedef struct exp_run_opts {
     size_t n_set;
     unsigned jobs;            /* parallel runs (>= 1) */
     unsigned shard_i, shard_n; /* run only runs with run_index % shard_n == shard_i */
-    bool resume;              /* reuse runs stored with the same config hash */
+    bool resume;              /* reuse runs stored with the same config hash
+                                 by the same build (CRSIM_VERSION) */
+    bool resume_any_build;    /* with resume: reuse runs of any build */
+    bool force;               /* run even when the estimated memory exceeds
+                                 the machine's available memory */
     bool quiet;               /* no progress output */
     bool dry_run;             /* check the config and every sweep point, print
                                  "experiment HASH LENGTH" and one line "run
