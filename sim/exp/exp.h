@@ -200,6 +200,12 @@ typedef struct exp_run_opts {
                                  INDEX POLICY HASH" per run, run nothing and
                                  open no database */
     const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
+    volatile sig_atomic_t *setup_phase; /* or NULL: nonzero while setting up
+                                           (nothing stored yet; the CLI's
+                                           signal handler then exits at
+                                           once, status 130); exp_run sets
+                                           it to 0 just before it writes
+                                           the experiment row */
 } exp_run_opts;
 
 /*
