@@ -40,7 +40,8 @@ const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SIM_XENUM_NAME) NULL
 const sim_cfg_key exp_config_schema[] = {
     /* experiment */
     {.path = "experiment.name", .type = SIM_CFG_STRING, .offset = OFF(name),
-     .help = "experiment name (names the default database)"},
+     .help = "experiment name (names the default database): 1-128 of A-Z a-z 0-9 . _ -, "
+             "not starting with '.'"},
     {.path = "experiment.db", .type = SIM_CFG_STRING, .offset = OFF(db), .def = "\"\"",
      .help = "result database; empty = results/<name>.db (relative to the current directory)"},
     {.path = "experiment.policies", .type = SIM_CFG_STRING_LIST, .offset = OFF(policies),
@@ -73,7 +74,8 @@ const sim_cfg_key exp_config_schema[] = {
              "(capacity is unchanged; the report rate always runs)"},
     {.path = "experiment.timeline_s", .type = SIM_CFG_DOUBLE, .offset = OFF(timeline_s),
      .min = 0, .max = 1e9, .def = "60", .unit = "s",
-     .help = "window of the per-run timeline (hit rate, p99 TTFT by arrival time); 0 = none"},
+     .help = "window of the per-run timeline (hit rate, p99 TTFT by arrival time); 0 = none, "
+             "else >= 0.1 s (one stored row per window)"},
     {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
      .count_offset = CNT(n_sweep), .def = "[]",
      .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
