@@ -213,18 +213,31 @@ static const snapshot *visible(cluster *c, double now)
     return s;
 }
 
-static void on_arrival(cluster *c, double now)
+/* The two allocations that grow with a run's requests use the try
+ * variants: a run too large for memory ends with SIM_ENOMEM (its
+ * experiment marked incomplete) instead of aborting the process. */
+static int on_arrival(cluster *c, double now)
 {
     cluster_result *res = c->res;
-    creq *cr = sim_xcalloc(1, sizeof *cr);
+    SIM_ALWAYS(c->pending.id == res->n_arrived); /* ids are dense, in order */
+    if (res->n_arrived == c->cap_rec) {
+        uint64_t cap = c->cap_rec ? 2 * c->cap_rec : 4096;
+        cluster_rec *grown = realloc(res->rec, cap * sizeof *res->rec);
+        if (!grown)
+            return SIM_ERROR(SIM_ENOMEM, "out of memory for the records of %llu requests; "
+                             "expected a smaller run (docs/harness.md, \"Size estimate\")",
+                             (unsigned long long)cap);
+        res->rec = grown;
+        c->cap_rec = cap;
+    }
+    creq *cr = calloc(1, sizeof *cr);
+    if (!cr)
+        return SIM_ERROR(SIM_ENOMEM, "out of memory for request %llu in flight; expected a "
+                         "smaller run (docs/harness.md, \"Size estimate\")",
+                         (unsigned long long)res->n_arrived);
     cr->r = c->pending;
     cr->er.r = &cr->r;
     c->have_pending = false;
-    SIM_ALWAYS(cr->r.id == res->n_arrived); /* ids are dense, in order */
-    if (res->n_arrived == c->cap_rec) {
-        c->cap_rec = c->cap_rec ? 2 * c->cap_rec : 4096;
-        res->rec = sim_xrealloc(res->rec, c->cap_rec * sizeof *res->rec);
-    }
     res->n_arrived++;
     if (res->n_arrived == 1)
         res->first_arrival_s = now;
@@ -253,6 +266,7 @@ static void on_arrival(cluster *c, double now)
     c->inflight++;
     engine_submit(c->eng[d], &cr->er, now);
     start_step(c, d, now);
+    return SIM_OK;
 }
 
 static void count_unfinished(void *ctx, engine_req *er)
@@ -499,7 +513,8 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         double now = ev->time;
         nev++;
         if (ev->kind == EV_ARRIVAL) {
-            on_arrival(&c, now);
+            if ((rc = on_arrival(&c, now)))
+                break;
             pull_next(&c, ev);
         } else if (ev->kind == EV_STEP) {
             engine_step_done(c.eng[ev->target], now);

@@ -57,10 +57,22 @@ int exp_cli_fail(int rc)
 /* The one piece of mutable global state of the tool: set by SIGINT/SIGTERM
  * (a signal handler can reach nothing else), polled by the sweep. */
 static volatile sig_atomic_t stop_flag;
+/* Nonzero while `crsim run` sets up (specs, traces, key populations,
+ * stream checks): nothing is stored yet, and the loops of set-up do not
+ * poll stop_flag (a large key population takes minutes), so a signal
+ * then ends the process at once, from the handler (write and _exit are
+ * async-signal-safe). */
+static volatile sig_atomic_t setup_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
+    if (setup_flag) {
+        static const char msg[] = "crsim: interrupted during set-up; nothing was stored\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(130);
+    }
     stop_flag = 1;
 }
 
@@ -91,11 +103,14 @@ bad:
 
 static int cmd_run(const exp_cli_args *a)
 {
-    exp_run_opts o = {.stop = &stop_flag, .config_path = a->pos[0]};
+    exp_run_opts o = {.stop = &stop_flag, .setup_phase = &setup_flag,
+                      .config_path = a->pos[0]};
     o.jobs = (unsigned)exp_cli_int(a, "jobs", all_cores());
     o.sets = exp_cli_list(a, "set", &o.n_set);
     o.quiet = exp_cli_has(a, "quiet");
-    o.resume = exp_cli_has(a, "resume");
+    o.resume = exp_cli_has(a, "resume") || exp_cli_has(a, "resume-any-build");
+    o.resume_any_build = exp_cli_has(a, "resume-any-build");
+    o.force = exp_cli_has(a, "force");
     o.dry_run = exp_cli_has(a, "dry-run");
     const char *shard = exp_cli_str(a, "shard", NULL);
     int rc = shard ? parse_shard(shard, &o.shard_i, &o.shard_n) : SIM_OK;
@@ -105,7 +120,10 @@ static int cmd_run(const exp_cli_args *a)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    return exp_cli_fail(exp_run(&o, stdout));
+    setup_flag = 1;
+    rc = exp_run(&o, stdout);
+    setup_flag = 0;
+    return exp_cli_fail(rc);
 }
 
 static int cmd_workload_describe(const exp_cli_args *a)
@@ -167,7 +185,14 @@ static const exp_cli_opt run_opts[] = {
      .help = "run only the runs with index % N == I (0 <= I < N), for job arrays; "
              "combine the shards with crsim merge"},
     {.name = "resume", .kind = EXP_CLI_FLAG,
-     .help = "reuse the runs stored (in the same database) with the same run config hash"},
+     .help = "reuse the runs stored (in the same database) with the same run config hash "
+             "by this build (crsim version)"},
+    {.name = "resume-any-build", .kind = EXP_CLI_FLAG,
+     .help = "as --resume, also reusing runs stored by other builds (their numbers may "
+             "differ from this build's)"},
+    {.name = "force", .kind = EXP_CLI_FLAG,
+     .help = "run even when the estimated memory of the runs exceeds the available memory "
+             "(MemAvailable)"},
     {.name = "dry-run", .kind = EXP_CLI_FLAG,
      .help = "check everything, print the experiment's and every run's config hash and run "
              "nothing (no database is opened)"},

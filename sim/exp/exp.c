@@ -42,7 +42,8 @@ static const char *const assign_names[] = {"round_robin", "random", NULL};
 const sim_cfg_key exp_config_schema[] = {
     /* experiment */
     {.path = "experiment.name", .type = SIM_CFG_STRING, .offset = OFF(name),
-     .help = "experiment name (names the default database)"},
+     .help = "experiment name (names the default database): 1-128 of A-Z a-z 0-9 . _ -, "
+             "not starting with '.'"},
     {.path = "experiment.db", .type = SIM_CFG_STRING, .offset = OFF(db), .def = "\"\"",
      .help = "result database; empty = results/<name>.db (relative to the current directory)"},
     {.path = "experiment.policies", .type = SIM_CFG_STRING_LIST, .offset = OFF(policies),
@@ -75,7 +76,8 @@ const sim_cfg_key exp_config_schema[] = {
              "(capacity is unchanged; the report rate always runs)"},
     {.path = "experiment.timeline_s", .type = SIM_CFG_DOUBLE, .offset = OFF(timeline_s),
      .min = 0, .max = 1e9, .def = "60", .unit = "s",
-     .help = "window of the per-run timeline (hit rate, p99 TTFT by arrival time); 0 = none"},
+     .help = "window of the per-run timeline (hit rate, p99 TTFT by arrival time); 0 = none, "
+             "else >= 0.1 s (one stored row per window)"},
     {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
      .count_offset = CNT(n_sweep), .def = "[]",
      .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
@@ -203,6 +205,114 @@ static void locate_key(void *ctx, const char *key, char *buf, size_t n)
     snprintf(buf, n, "%s", sim_cfgdoc_path(c->d));
 }
 
+/* ---- harness checks at load (docs/harness.md "Bad input") ---- */
+
+/* Where `key` was written ("FILE:LINE" or "--set KEY"), else the file. */
+static const char *where_key(const sim_cfgdoc *d, const char *key, char *buf, size_t n)
+{
+    if (!sim_cfgdoc_locate(d, key, NULL, buf, n))
+        snprintf(buf, n, "%s", sim_cfgdoc_path(d));
+    return buf;
+}
+
+/* experiment.name names files (results/<name>.db, results/<name>/): a
+ * safe file name of 1..EXP_NAME_MAX characters from [A-Za-z0-9._-], not
+ * starting with '.' (no hidden files, no "..", no path separators). */
+static int check_name(const sim_cfgdoc *d, const char *name)
+{
+    size_t n = strlen(name);
+    bool ok = n >= 1 && n <= EXP_NAME_MAX && name[0] != '.';
+    for (size_t i = 0; ok && i < n; i++) {
+        const char ch = name[i];
+        ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+             ch == '.' || ch == '_' || ch == '-';
+    }
+    if (ok)
+        return SIM_OK;
+    char at[512];
+    /* The name is not echoed raw: it may hold control characters. */
+    char shown[64];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < sizeof shown; i++) {
+        const unsigned char ch = (unsigned char)name[i];
+        if (ch >= 0x20 && ch < 0x7f)
+            shown[k++] = (char)ch;
+        else
+            k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", ch);
+    }
+    shown[k] = '\0';
+    return SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.name' is '%s%s'; expected 1 to %d "
+                     "characters from A-Z a-z 0-9 . _ - not starting with '.' (it names "
+                     "results/<name>.db)", where_key(d, "experiment.name", at, sizeof at),
+                     shown, k < n ? "..." : "", EXP_NAME_MAX);
+}
+
+/* Duplicate loads or seeds would run every run twice and then fail the
+ * capacity step (a load tested twice); reject them now, like duplicate
+ * policies. */
+static int check_unique(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    char at[512];
+    for (size_t i = 0; i < cfg->n_rates; i++)
+        for (size_t j = 0; j < i; j++)
+            if (cfg->rates[i] == cfg->rates[j])
+                return SIM_ERROR(SIM_EINVAL, "%s: experiment.rates lists %g twice (items %zu "
+                                 "and %zu); expected each load once",
+                                 where_key(d, "experiment.rates", at, sizeof at), cfg->rates[i],
+                                 j, i);
+    for (size_t i = 0; i < cfg->n_seeds; i++)
+        for (size_t j = 0; j < i; j++)
+            if (cfg->seeds[i] == cfg->seeds[j])
+                return SIM_ERROR(SIM_EINVAL, "%s: experiment.seeds lists %lld twice (items %zu "
+                                 "and %zu); expected each seed once",
+                                 where_key(d, "experiment.seeds", at, sizeof at),
+                                 (long long)cfg->seeds[i], j, i);
+    return SIM_OK;
+}
+
+/* Lower bounds on the windows that write one stored row each: the
+ * timeline (EXP_TIMELINE_MIN_S) and every selected router's control
+ * interval (EXP_INTERVAL_MIN_S).  A window of 1e-6 s wrote millions of
+ * rows per run (issue 17); these minimums keep a run's rows near its
+ * simulated seconds. */
+static int check_windows(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    char at[512];
+    if (cfg->timeline_s > 0 && cfg->timeline_s < EXP_TIMELINE_MIN_S)
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.timeline_s' is %g; expected 0 (no "
+                         "timeline) or a window >= %g s (one stored row per window and run)",
+                         where_key(d, "experiment.timeline_s", at, sizeof at), cfg->timeline_s,
+                         EXP_TIMELINE_MIN_S);
+    for (size_t i = 0; i < cfg->n_policies; i++) {
+        const route_type *rt = route_find(cfg->policies[i]);
+        const double iv = rt ? route_interval_s(rt, cfg->router) : 0;
+        if (!(iv > 0) || iv >= EXP_INTERVAL_MIN_S)
+            continue;
+        /* The key is the interval_s of one of the router's sections. */
+        char key[256];
+        snprintf(key, sizeof key, "the control interval of %s", cfg->policies[i]);
+        for (size_t j = 0; rt->sections && rt->sections[j]; j++)
+            for (const sim_cfg_key *k = rt->sections[j]->schema; k->path; k++)
+                if (strcmp(k->path, "interval_s") == 0)
+                    snprintf(key, sizeof key, "%s.interval_s", rt->sections[j]->prefix);
+        return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is %g (router %s); expected a control "
+                         "interval >= %g s (one stored row per interval and run)",
+                         where_key(d, key, at, sizeof at), key, iv, cfg->policies[i],
+                         EXP_INTERVAL_MIN_S);
+    }
+    return SIM_OK;
+}
+
+static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    int rc = check_name(d, cfg->name);
+    if (rc == SIM_OK)
+        rc = check_unique(d, cfg);
+    if (rc == SIM_OK)
+        rc = check_windows(d, cfg);
+    return rc;
+}
+
 static int config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg,
                        bool check_routers)
 {
@@ -244,6 +354,8 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
                                "each policy once", path, cfg->policies[i]);
                 break;
             }
+    if (rc == SIM_OK)
+        rc = check_experiment(d, cfg);
     /* Every selected router checks its parameters now, before any run. */
     if (rc == SIM_OK && check_routers) {
         const route_env env = exp_config_route_env(cfg);
@@ -395,6 +507,41 @@ static void axes_free(axis *ax, size_t n)
     free(ax);
 }
 
+/* Keys no sweep may vary: where results go (experiment.db, and
+ * experiment.name, which names the default database) is not an input of a
+ * run, and experiment.sweep / sweep_mode define the points themselves.
+ * Varying one would scatter one experiment over several databases or
+ * nest sweeps. */
+static int check_axis_key(const char *path, size_t i, const char *key)
+{
+    static const char *const fixed[] = {"experiment.db", "experiment.name", "experiment.sweep",
+                                        "experiment.sweep_mode", NULL};
+    for (size_t j = 0; fixed[j]; j++)
+        if (strcmp(key, fixed[j]) == 0)
+            return SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] varies '%s'; expected a key "
+                             "of a run (experiment.db, experiment.name, experiment.sweep and "
+                             "experiment.sweep_mode are one per experiment)", path, i, key);
+    return SIM_OK;
+}
+
+/* The binder names the axis values 'v[J]' (the internal key of
+ * axis_schema); say experiment.sweep[I] and its key instead. */
+static int axis_bind_error(int rc, const char *path, size_t i, const char *key)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sim_errmsg());
+    const char *k = strstr(msg, "key 'v");
+    if (!k)
+        return SIM_ERROR(rc, "%s: experiment.sweep[%zu] (%s): %s", path, i, key, msg);
+    const char *rest = strchr(k + 6, '\'');
+    const char *what = rest ? rest + 1 : "";
+    long j = k[6] == '[' ? strtol(k + 7, NULL, 10) : -1;
+    if (j >= 0)
+        return SIM_ERROR(rc, "%s: experiment.sweep[%zu] (%s): value %ld%s", path, i, key, j + 1,
+                         what);
+    return SIM_ERROR(rc, "%s: experiment.sweep[%zu] (%s): values%s", path, i, key, what);
+}
+
 /* Parse experiment.sweep entries "KEY=[v1, v2]" (a scalar counts as a
  * one-value axis). */
 static int parse_axes(const exp_config *cfg, const char *path, axis **out)
@@ -423,7 +570,9 @@ static int parse_axes(const exp_config *cfg, const char *path, axis **out)
         rc = sim_cfgdoc_parse_string(text, name, &d);
         free(text);
         if (rc == SIM_OK)
-            rc = sim_cfg_bind(d, axis_schema, &ax[i]);
+            rc = check_axis_key(path, i, ax[i].key);
+        if (rc == SIM_OK && (rc = sim_cfg_bind(d, axis_schema, &ax[i])))
+            rc = axis_bind_error(rc, path, i, ax[i].key);
         sim_cfgdoc_destroy(d);
         if (rc == SIM_OK && cfg->sweep_mode == EXP_SWEEP_ZIP && ax[i].n != ax[0].n)
             rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] has %zu values but the first "
@@ -626,11 +775,19 @@ static void task_done(void *ctx, void *arg)
 
 static const exp_pool_ops sweep_ops = {.take = take_task, .run = run_one, .done = task_done};
 
+/* A run with arrivals none of which completed because every one was
+ * rejected (its prompt can never fit a destination's KV pool): no
+ * latency exists, so it must not read as a normal result. */
+static bool served_nothing(const cluster_result *r)
+{
+    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected > 0;
+}
+
 static void print_header(FILE *out, bool sweep)
 {
-    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s\n", sweep ? "point " : "",
+    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s\n", sweep ? "point " : "",
             "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99", "E2Ep99", "imbal", "done",
-            "unfin", "preempt");
+            "unfin", "rej", "preempt");
 }
 
 static void print_row(FILE *out, bool sweep, size_t point, const char *policy, double rate,
@@ -642,10 +799,11 @@ static void print_row(FILE *out, bool sweep, size_t point, const char *policy, d
     fmt_s(e99, sizeof e99, r->e2e_p99);
     if (sweep)
         fprintf(out, "%5zu ", point);
-    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu\n", policy, rate,
-            (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
-            (unsigned long long)r->n_completed, (unsigned long long)(r->n_unfinished + r->n_rejected),
-            (unsigned long long)r->preemptions);
+    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu%s\n", policy,
+            rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
+            (unsigned long long)r->n_completed, (unsigned long long)r->n_unfinished,
+            (unsigned long long)r->n_rejected, (unsigned long long)r->preemptions,
+            served_nothing(r) ? "  SERVED NOTHING" : "");
 }
 
 static void progress(bool tty, size_t done, size_t total, double elapsed, const task *t,
@@ -660,6 +818,242 @@ static void progress(bool tty, size_t done, size_t total, double elapsed, const 
                 "(ETA %.0f s)\n", done, total, pt->label, pt->label[0] ? " " : "",
                 pt->cfg.policies[t->ip], pt->cfg.rates[t->ir], (long long)pt->cfg.seeds[t->is],
                 (unsigned long long)t->res.n_arrived, t->wall_s, eta);
+}
+
+/* The builds (runs.build_version) of the runs --resume reuses, for the
+ * run header: distinct values with their counts, the first few kept. */
+typedef struct resume_builds {
+    char name[4][128];
+    size_t count[4];
+    size_t n, other; /* distinct builds kept; runs of further builds */
+} resume_builds;
+
+static void note_build(resume_builds *rb, const char *build)
+{
+    for (size_t i = 0; i < rb->n; i++)
+        if (strcmp(rb->name[i], build) == 0) {
+            rb->count[i]++;
+            return;
+        }
+    if (rb->n == 4) {
+        rb->other++;
+        return;
+    }
+    snprintf(rb->name[rb->n], sizeof rb->name[0], "%s", build);
+    rb->count[rb->n++] = 1;
+}
+
+/* "resume: N of M runs reused from stored runs of build B (K), ...; the
+ * others run now" (docs/harness.md, "Resume"). */
+static void print_resumed(FILE *out, const resume_builds *rb, size_t n, size_t of, bool any)
+{
+    fprintf(out, "resume: %zu of %zu runs reused", n, of);
+    for (size_t i = 0; i < rb->n; i++)
+        fprintf(out, "%s%zu of build %s%s", i ? ", " : " (", rb->count[i], rb->name[i],
+                strcmp(rb->name[i], CRSIM_VERSION) == 0 ? " (this build)" : "");
+    if (rb->other)
+        fprintf(out, ", %zu of other builds", rb->other);
+    if (rb->n)
+        fputc(')', out);
+    if (any)
+        fprintf(out, "; stored runs of any build match (--resume-any-build)\n");
+    else
+        fprintf(out, "; only runs stored by this build %s match (--resume-any-build reuses "
+                "other builds' runs)\n", CRSIM_VERSION);
+}
+
+/* ---- size estimate before a sweep (docs/harness.md, "Size estimate") ---- */
+
+/* Memory a run holds per request, measured on this build (x86-64, glibc;
+ * commands in docs/harness.md): a request inside the cluster costs about
+ * EXP_EST_REQ_BYTES plus EXP_EST_BLOCK_BYTES per block hash of its
+ * sequence (a 200 s paper-main overload, 150 k requests in flight, gave
+ * 1.82 KB/request at 101 blocks; the Mooncake trace 5.86 KB at 752), and
+ * every arrived request keeps a result record and its share of the
+ * summaries (EXP_EST_REC_BYTES, with the record array's doubling).  A
+ * synthetic key population costs EXP_EST_KEY_BYTES per key while built
+ * (maxrss of `crsim workload describe` at workload.keys.n = 4e6: 238 MB).
+ * The time figure is a rough EXP_EST_REQ_US microseconds per simulated
+ * request and core (the same overload: 0.51 s for 150 k requests). */
+#define EXP_EST_REQ_BYTES 1200.0
+#define EXP_EST_BLOCK_BYTES 8.0
+#define EXP_EST_REC_BYTES 200.0
+#define EXP_EST_KEY_BYTES 60.0
+#define EXP_EST_REQ_US 3.0
+/* Requests probed per point for the block count of the estimate. */
+#define EXP_EST_PROBE 2000
+
+/* MemAvailable of /proc/meminfo in bytes, or NAN when unknown (then no
+ * limit is applied).  CRSIM_MEM_AVAILABLE_GB overrides it (tests; a batch
+ * job's own limit). */
+static double mem_available(void)
+{
+    const char *e = getenv("CRSIM_MEM_AVAILABLE_GB");
+    if (e && *e) {
+        char *end = NULL;
+        double v = strtod(e, &end);
+        if (end != e && !*end && v > 0)
+            return v * 1e9;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return NAN;
+    char line[256];
+    double kb = NAN;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024.0;
+}
+
+/* Requests one run of `c` at `rate` will arrive: the trace's (or
+ * workload.max_requests of them), or rate x workload.duration_s capped by
+ * workload.max_requests.  `n_trace` is the trace's length (0 for a
+ * synthetic workload). */
+static double run_requests(const exp_config *c, double rate, size_t n_trace)
+{
+    const double mr = c->wl.max_requests > 0 ? (double)c->wl.max_requests : INFINITY;
+    if (n_trace)
+        return fmin((double)n_trace, mr);
+    const double d = c->wl.duration_s > 0 ? rate * c->wl.duration_s : INFINITY;
+    return fmin(d, mr);
+}
+
+/* Prefix an error of sweep point `p` with its index and label. */
+static int point_error(int rc, size_t p, const char *label)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", sim_errmsg());
+    return SIM_ERROR(rc, "sweep point %zu (%s): %s", p, label, msg);
+}
+
+/* Before set-up: the bytes the key population of `c` needs while built
+ * (a synthetic workload with a generated population, lognormal or zipf:
+ * workload.keys.n x EXP_EST_KEY_BYTES; a file's population is bounded
+ * by its file), 0 otherwise. */
+static double keys_bytes(const exp_config *c)
+{
+    const wl_config *wl = &c->wl;
+    if (strcmp(wl->type, "synthetic") != 0 || (strcmp(wl->keys.distribution, "lognormal") != 0 &&
+                                               strcmp(wl->keys.distribution, "zipf") != 0))
+        return 0;
+    return (double)wl->keys.n * EXP_EST_KEY_BYTES;
+}
+
+/* Every point's population stays alive during the sweep: refuse (unless
+ * --force) when those of points 0..p (`bytes` in all, `c` the latest)
+ * exceed MemAvailable, before building the next.  Returns SIM_OK or
+ * SIM_EINVAL. */
+static int check_keys_memory(double bytes, const exp_config *c, size_t p, const exp_run_opts *o)
+{
+    const double avail = mem_available();
+    if (o->force || !(bytes > avail))
+        return SIM_OK;
+    return SIM_ERROR(SIM_EINVAL, "%s: the key population%s need%s about %.3g GB (workload.keys.n "
+                     "%lld keys x about %.0f B) but only %.3g GB of memory is available "
+                     "(MemAvailable); expected fewer keys (workload.keys.n), or --force to run "
+                     "anyway", o->config_path, p ? "s of the sweep points" : "", p ? "" : "s",
+                     bytes / 1e9, (long long)c->wl.keys.n, EXP_EST_KEY_BYTES, avail / 1e9);
+}
+
+/* After set-up, before any database is opened: open every point's
+ * stream at every load of its first seed (a workload error shows at one
+ * seed like at another, but the rate scales the stream), so bad input
+ * fails before the experiment row exists, and measure the mean blocks
+ * per request of its first EXP_EST_PROBE requests into mean_blocks[p].
+ * Returns SIM_OK or the stream errors (prefixed with the sweep point). */
+static int probe_points(const sweep_point *pts, size_t np, double *mean_blocks)
+{
+    int rc = SIM_OK;
+    for (size_t p = 0; p < np && rc == SIM_OK; p++) {
+        const exp_config *c = &pts[p].cfg;
+        for (size_t ir = 0; ir < c->n_rates && rc == SIM_OK; ir++) {
+            exp_probe pr;
+            rc = exp_setup_probe(&pts[p].setup, (uint64_t)c->seeds[0], c->rates[ir],
+                                 ir == 0 ? EXP_EST_PROBE : 1, &pr);
+            if (rc == SIM_OK && ir == 0)
+                mean_blocks[p] = pr.mean_blocks;
+        }
+        if (rc && np > 1)
+            rc = point_error(rc, p, pts[p].label);
+    }
+    return rc;
+}
+
+/* Estimate each run still to simulate (selected, not resumed): its
+ * requests and peak memory; print the estimate, and refuse (unless
+ * --force) when the `jobs` largest runs at once exceed MemAvailable.
+ * Returns SIM_OK or SIM_EINVAL (too large). */
+static int estimate(const sweep_point *pts, const double *mean_blocks, const task *tasks,
+                    size_t n_tasks, const exp_run_opts *o, FILE *out)
+{
+    int rc = SIM_OK;
+    /* Per selected run: requests, bytes; the jobs largest at once. */
+    const unsigned jobs = o->jobs ? o->jobs : 1;
+    double *top = sim_xcalloc(jobs, sizeof *top);
+    double total_req = 0, max_req = 0, max_rate = 0, max_kb = 0;
+    size_t n_run = 0, max_point = 0;
+    for (size_t i = 0; i < n_tasks; i++) {
+        const task *t = &tasks[i];
+        if (!t->selected || t->resume_from > 0)
+            continue;
+        const sweep_point *pt = &pts[t->point];
+        const double rate = pt->cfg.rates[t->ir];
+        const double req = run_requests(&pt->cfg, rate, pt->setup.trace ? pt->setup.trace->n : 0);
+        const double bytes = req * (EXP_EST_REC_BYTES + EXP_EST_REQ_BYTES +
+                                    EXP_EST_BLOCK_BYTES * mean_blocks[t->point]);
+        n_run++;
+        total_req += req;
+        if (req > max_req) {
+            max_req = req;
+            max_rate = rate;
+            max_point = t->point;
+            max_kb = bytes / req / 1e3;
+        }
+        /* keep the `jobs` largest (insertion into a short sorted array) */
+        for (unsigned j = 0; j < jobs; j++)
+            if (bytes > top[j]) {
+                for (unsigned m = jobs - 1; m > j; m--)
+                    top[m] = top[m - 1];
+                top[j] = bytes;
+                break;
+            }
+    }
+    double peak = 0;
+    for (unsigned j = 0; j < jobs; j++)
+        peak += top[j];
+    free(top);
+    const double avail = mem_available();
+    const double cpu_s = total_req * EXP_EST_REQ_US * 1e-6;
+    const unsigned cores = jobs < n_run ? jobs : (unsigned)(n_run ? n_run : 1);
+    if (!o->quiet && n_run) {
+        char av[64] = "MemAvailable unknown";
+        if (!isnan(avail))
+            snprintf(av, sizeof av, "%.3g GB available", avail / 1e9);
+        fprintf(out, "estimate: %zu run%s to simulate, %.3g requests (at most %.3g per run), "
+                "peak memory about %.2g GB with %u run%s at once (%s), time about %.2g s "
+                "(%.0f us per request per core, rough)\n", n_run, n_run == 1 ? "" : "s",
+                total_req, max_req, peak / 1e9, cores, cores == 1 ? "" : "s", av, cpu_s / cores,
+                EXP_EST_REQ_US);
+    }
+    if (o->force || !(peak > avail) || n_run == 0)
+        return rc;
+    const exp_config *c = &pts[max_point].cfg;
+    char why[256];
+    if (pts[max_point].setup.trace)
+        snprintf(why, sizeof why, "the trace's %.0f requests (workload.trace, "
+                 "workload.max_requests)", max_req);
+    else if (c->wl.max_requests > 0 && max_req == (double)c->wl.max_requests)
+        snprintf(why, sizeof why, "workload.max_requests %.0f", max_req);
+    else
+        snprintf(why, sizeof why, "experiment.rates %g x workload.duration_s %g = %.3g requests",
+                 max_rate, c->wl.duration_s, max_req);
+    return SIM_ERROR(SIM_EINVAL, "%s: the runs may need about %.3g GB of memory (largest run: %s; "
+                     "about %.1f KB per request in flight, %u at once with --jobs %u) but only "
+                     "%.3g GB is available (MemAvailable); expected smaller runs (experiment.rates, "
+                     "workload.duration_s, workload.max_requests), fewer --jobs, or --force to run "
+                     "anyway", o->config_path, peak / 1e9, why, max_kb, cores, jobs, avail / 1e9);
 }
 
 static char *default_db(const exp_config *cfg)
@@ -692,6 +1086,10 @@ int exp_run(const exp_run_opts *o, FILE *out)
     const exp_config_src src = {.path = o->config_path, .sets = o->sets, .n_set = o->n_set};
     char **psets = sim_xcalloc(base.n_sweep + 1, sizeof *psets);
     size_t n_tasks = 0;
+    double key_bytes = 0;
+    /* Set-up (specs, traces, key populations) may take long: until the
+     * database is opened a SIGINT ends the process at once (nothing is
+     * stored yet; sim/exp/cli.c). */
     for (size_t p = 0; p < np && rc == SIM_OK; p++) {
         point_sets(&base, ax, p, psets, pts[p].label, sizeof pts[p].label);
         rc = exp_config_derive(&src, (const char *const *)psets, base.n_sweep, &pts[p].cfg);
@@ -699,8 +1097,11 @@ int exp_run(const exp_run_opts *o, FILE *out)
             free(psets[i]);
         if (rc)
             break;
-        rc = exp_setup_init(&pts[p].cfg, &pts[p].setup);
-        if (rc) {
+        key_bytes += keys_bytes(&pts[p].cfg);
+        if ((rc = check_keys_memory(key_bytes, &pts[p].cfg, p, o)) ||
+            (rc = exp_setup_init(&pts[p].cfg, &pts[p].setup))) {
+            if (np > 1)
+                rc = point_error(rc, p, pts[p].label);
             exp_config_fini(&pts[p].cfg);
             break;
         }
@@ -716,6 +1117,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
     task *tasks = NULL;
     int64_t exp_id = 0;
     bool begun = false;
+    double *mean_blocks = NULL;
     if (rc)
         goto done;
 
@@ -762,6 +1164,10 @@ int exp_run(const exp_run_opts *o, FILE *out)
         free(lower);
     }
 
+    /* Every point's stream opens, before any database is touched. */
+    mean_blocks = sim_xcalloc(np, sizeof *mean_blocks);
+    if ((rc = probe_points(pts, np, mean_blocks)))
+        goto done;
     if (o->dry_run) {
         /* The config hashes are what --resume matches and what old
          * databases hold: tests/config_hashes.sh pins them. */
@@ -775,16 +1181,23 @@ int exp_run(const exp_run_opts *o, FILE *out)
                     pts[tasks[i].point].cfg.policies[tasks[i].ip], tasks[i].hash);
         goto done;
     }
+    if (!o->resume && (rc = estimate(pts, mean_blocks, tasks, n_tasks, o, out)))
+        goto done;
     if ((rc = exp_store_open(db_path, &store)))
         goto done;
     size_t n_selected = 0, n_resumed = 0;
+    resume_builds rb = {0};
     for (size_t i = 0; i < n_tasks; i++) {
         if (!tasks[i].selected)
             continue;
         n_selected++;
-        if (o->resume && exp_store_find_run(store, tasks[i].hash, &tasks[i].resume_from) == SIM_OK &&
+        char from_build[128];
+        if (o->resume &&
+            exp_store_find_run(store, tasks[i].hash, o->resume_any_build ? NULL : CRSIM_VERSION,
+                               &tasks[i].resume_from, from_build, sizeof from_build) == SIM_OK &&
             tasks[i].resume_from > 0) {
             n_resumed++;
+            note_build(&rb, from_build);
             double m = NAN;
             exp_store_run_metric(store, tasks[i].resume_from,
                                  exp_slo_metric_names[base.slo_metric], &m);
@@ -794,6 +1207,12 @@ int exp_run(const exp_run_opts *o, FILE *out)
             tasks[i].fails = !(m <= mx);
         }
     }
+    /* With --resume only the runs not found need memory: estimate after
+     * the look-ups; else before the database is opened. */
+    if (o->resume && (rc = estimate(pts, mean_blocks, tasks, n_tasks, o, out)))
+        goto done;
+    if (o->setup_phase)
+        *o->setup_phase = 0; /* from here a SIGINT stops the runs cooperatively */
     cfg_text = exp_config_dump(&base);
     char hash[17];
     hash_hex(cfg_text, hash);
@@ -819,9 +1238,9 @@ int exp_run(const exp_run_opts *o, FILE *out)
             base.name, (long long)exp_id, np, np == 1 ? "" : "s", n_tasks);
     if (shard[0])
         fprintf(out, ", shard %s: %zu runs", shard, n_selected);
-    if (n_resumed)
-        fprintf(out, ", %zu resumed from stored runs", n_resumed);
     fprintf(out, ", %u job%s -> %s\n", o->jobs, o->jobs == 1 ? "" : "s", db_path);
+    if (o->resume)
+        print_resumed(out, &rb, n_resumed, n_selected, o->resume_any_build);
     for (size_t p = 0; p < np; p++) {
         if (sweep)
             fprintf(out, "point %zu: %s\n", p, pts[p].label);
@@ -841,7 +1260,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
         exp_pool_work(&pl.wp); /* no thread could start: simulate everything here first */
     const bool tty = !o->quiet && isatty(2);
     const double t_start = sim_wall_s();
-    size_t stored = 0;
+    size_t stored = 0, n_nothing = 0;
     for (size_t i = 0; i < n_tasks; i++) {
         task *t = &tasks[i];
         if (!t->selected)
@@ -887,6 +1306,15 @@ int exp_run(const exp_run_opts *o, FILE *out)
                     fputc('\r', stderr);
                 print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
                 fflush(out);
+                if (served_nothing(&t->res)) {
+                    n_nothing++;
+                    fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served nothing: "
+                            "all %llu requests were rejected (prompts longer than a "
+                            "destination's KV pool of %llu tokens)\n", pt->label,
+                            pt->label[0] ? " " : "", row.policy, row.rate_rps,
+                            (long long)row.seed, (unsigned long long)t->res.n_rejected,
+                            (unsigned long long)t->res.pool_tokens);
+                }
                 if (!o->quiet)
                     progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
             } else {
@@ -906,12 +1334,17 @@ int exp_run(const exp_run_opts *o, FILE *out)
         fputc('\n', stderr);
     if (rc == SIM_OK && !shard[0])
         rc = exp_store_capacities(store, exp_id);
-    if (rc == SIM_OK)
+    if (rc == SIM_OK) {
         fprintf(out, "\nhit%% = served token-weighted KV prefix-hit rate; times in seconds; "
                 "imbal = max/mean served tokens per destination;\nunfin = unfinished at the end "
-                "of the drain window (counted as SLO violations).\nstored %zu runs in %s "
-                "(experiment %lld); capacities: crsim report %s\n", stored, db_path,
-                (long long)exp_id, db_path);
+                "of the drain window; rej = rejected (prompt longer than the KV pool); both "
+                "count as SLO violations.\n");
+        if (n_nothing)
+            fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
+                    "rejected); their latencies are undefined.\n", n_nothing);
+        fprintf(out, "stored %zu runs in %s (experiment %lld); capacities: crsim report %s\n",
+                stored, db_path, (long long)exp_id, db_path);
+    }
 
 done:
     if (begun) {
@@ -928,6 +1361,7 @@ done:
         exp_config_fini(&pts[p].cfg);
     }
     free(pts);
+    free(mean_blocks);
     free(cfg_text);
     free(db_path);
     exp_config_fini(&base);

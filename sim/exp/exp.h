@@ -17,6 +17,17 @@
 #include "sim/core/config.h"
 #include "sim/core/xenum.h"
 
+/* Bounds the harness checks at config load (docs/harness.md, "Bad input").
+ * EXP_NAME_MAX: most characters of experiment.name (a file name, so far
+ * below NAME_MAX = 255 of Linux with room for ".db").  EXP_TIMELINE_MIN_S:
+ * shortest experiment.timeline_s other than 0, s.  EXP_INTERVAL_MIN_S:
+ * shortest router control interval (e.g. router.cacheroute.interval_s),
+ * s.  Both windows write one row per window and run; the minimums keep a
+ * run at most 10 (timeline) or 1 (interval) rows per simulated second. */
+#define EXP_NAME_MAX 128
+#define EXP_TIMELINE_MIN_S 0.1
+#define EXP_INTERVAL_MIN_S 1.0
+
 /* Where a config comes from: a config file and its ordered "KEY=VALUE"
  * overrides (not owned). */
 typedef struct exp_config_src {
@@ -183,13 +194,23 @@ typedef struct exp_run_opts {
     size_t n_set;
     unsigned jobs;            /* parallel runs (>= 1) */
     unsigned shard_i, shard_n; /* run only runs with run_index % shard_n == shard_i */
-    bool resume;              /* reuse runs stored with the same config hash */
+    bool resume;              /* reuse runs stored with the same config hash
+                                 by the same build (CRSIM_VERSION) */
+    bool resume_any_build;    /* with resume: reuse runs of any build */
+    bool force;               /* run even when the estimated memory exceeds
+                                 the machine's available memory */
     bool quiet;               /* no progress output */
     bool dry_run;             /* check the config and every sweep point, print
                                  "experiment HASH LENGTH" and one line "run
                                  INDEX POLICY HASH" per run, run nothing and
                                  open no database */
     const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
+    volatile sig_atomic_t *setup_phase; /* or NULL: nonzero while setting up
+                                           (nothing stored yet; the CLI's
+                                           signal handler then exits at
+                                           once, status 130); exp_run sets
+                                           it to 0 just before it writes
+                                           the experiment row */
 } exp_run_opts;
 
 /*

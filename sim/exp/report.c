@@ -251,8 +251,9 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
     if (rc)
         goto done;
 
-    const char *cols[] = {"hit_rate", r->p99_metric, r->slo_metric, "imbalance_work"};
-    if ((rc = exp_store_read_runs(db, r->id, cols, 4, &stored, &n_stored)))
+    const char *cols[] = {"hit_rate", r->p99_metric, r->slo_metric, "imbalance_work",
+                          "n_completed", "n_rejected"};
+    if ((rc = exp_store_read_runs(db, r->id, cols, 6, &stored, &n_stored)))
         goto done;
     for (size_t i = 0; i < n_stored; i++) {
         const exp_store_run *sr = &stored[i];
@@ -263,6 +264,11 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
         if (n_runs == cap_runs)
             runs = sim_xrealloc(runs, (cap_runs = cap_runs ? 2 * cap_runs : 64) * sizeof *runs);
         bool has_m = sr->has_metrics;
+        /* A run that served nothing (every request rejected: prompts
+         * longer than a destination's KV pool) has no latencies to
+         * report: counted and named, not shown as a normal result. */
+        if (has_m && sr->v[4] == 0 && sr->v[5] > 0)
+            r->n_served_nothing++;
         runs[n_runs++] = (run_rec){
             .point = sr->point, .seed = sr->seed,
             .label = intern(&pool, sr->point_label), .policy = intern(&pool, sr->policy),
@@ -414,6 +420,9 @@ void exp__report_warn(const exp__report *r)
                 "this shard's runs)\n", (long long)r->id, r->shard);
     if (r->n_interrupted)
         fprintf(stderr, "crsim: warning: %zu interrupted run(s) ignored\n", r->n_interrupted);
+    if (r->n_served_nothing)
+        fprintf(stderr, "crsim: warning: %zu run(s) served nothing: every request was rejected "
+                "(prompts longer than a destination's KV pool)\n", r->n_served_nothing);
     if (r->rate_fallback)
         fprintf(stderr, "crsim: warning: report rate %g requests/s was not tested; using the "
                 "nearest tested load %g\n", r->stored_rate_rps, r->rate_rps);
@@ -559,6 +568,10 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
     if (r->n_interrupted)
         fprintf(out, " (%zu interrupted, ignored)", r->n_interrupted);
     fprintf(out, "; %zu point(s)\n", r->n_points);
+    if (r->n_served_nothing)
+        fprintf(out, "%sWARNING: %zu run(s) served nothing: every request was rejected "
+                "(prompts longer than a destination's KV pool); their latencies are undefined "
+                "and they fail every SLO\n", b, r->n_served_nothing);
     fprintf(out, "%sseeds: ", b);
     for (size_t i = 0; i < r->n_seeds; i++)
         fprintf(out, "%s%lld", i ? ", " : "", (long long)r->seeds[i]);

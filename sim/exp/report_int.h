@@ -64,6 +64,8 @@ typedef struct exp__report {
     size_t n_seeds;
     int64_t n_runs_planned, n_points_planned;
     size_t n_runs, n_interrupted;
+    size_t n_served_nothing; /* runs with no completed request and some
+                                rejected (every request rejected) */
     int caps_source;          /* 0 computed (no rows), 1 table, 2 recomputed (stale table) */
     exp__rep_point *points;   /* ascending point */
     size_t n_points;

@@ -5,6 +5,7 @@
  */
 #include "sim/exp/setup.h"
 
+#include <dirent.h>
 #include <gsl/gsl_sort.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,96 @@
 #include "workloads/synth.h"
 #include "sim/core/error.h"
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of the *.yaml files of folder `dir` (without ".yaml"),
+ * ", "-joined and sorted, into buf (n bytes; "(none)" if none).  Cannot
+ * fail (an unreadable folder lists nothing). */
+static void list_yaml(const char *dir, char *buf, size_t n)
+{
+    char *names[64];
+    size_t k = 0;
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    while (dp && k < 64 && (e = readdir(dp))) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && e->d_name[0] != '.' && strcmp(e->d_name + len - 5, ".yaml") == 0) {
+            names[k] = sim_xstrdup(e->d_name);
+            names[k++][len - 5] = '\0';
+        }
+    }
+    if (dp)
+        closedir(dp);
+    qsort(names, k, sizeof *names, cmp_str);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < k; i++) {
+        if (used + 1 < n)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", names[i]);
+        free(names[i]);
+    }
+    if (k == 0)
+        snprintf(buf, n, "(none)");
+}
+
+/* A spec or profile named by config key `key` (value `value`) that cannot
+ * be opened: say which key, the folder it was looked up in and what
+ * exists there.  Other errors (a bad spec file) already name their file
+ * and line and pass unchanged. */
+static int missing_file(int rc, const exp_config *cfg, const char *key, const char *value,
+                        const char *dir, const char *what)
+{
+    if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
+        return rc;
+    char msg[512], have[512];
+    snprintf(msg, sizeof msg, "%s", sim_errmsg());
+    list_yaml(dir, have, sizeof have);
+    return SIM_ERROR(rc, "%s: key '%s' is '%s': no such %s (%s); expected a name in %s/ (one "
+                     "of: %s) or a path to a %s file", cfg->src.path ? cfg->src.path : "config",
+                     key, value, what, msg, dir, have, what);
+}
+
+/* A calibration profile that does not exist: named by cost.profile, or
+ * derived from the deployment keys when cost.profile is empty
+ * (cost_profile_default_name: model, hardware, tp, dtypes).  Say which,
+ * and list the profiles there are. */
+static int missing_profile(int rc, const exp_config *cfg, const char *pname)
+{
+    if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
+        return rc;
+    char dir[512], have[1024];
+    snprintf(dir, sizeof dir, "%s/cost", spec_dir());
+    list_yaml(dir, have, sizeof have);
+    const char *src = cfg->src.path ? cfg->src.path : "config";
+    if (cfg->cost_profile[0])
+        return SIM_ERROR(rc, "%s: key 'cost.profile' is '%s': no such calibration profile; "
+                         "expected a name in %s/ (one of: %s) or a path to a profile file",
+                         src, cfg->cost_profile, dir, have);
+    return SIM_ERROR(rc, "%s: no calibration profile '%s' for the deployment of keys "
+                     "cluster.model (%s), cluster.hardware (%s), cluster.tp (%lld), "
+                     "cluster.weight_dtype (%s) and cluster.kv_dtype (%s); expected a deployment "
+                     "with a profile in %s/ (one of: %s), or set cost.profile to one of them or "
+                     "to a profile file (docs/calibration.md)", src, pname, cfg->model,
+                     cfg->hardware, (long long)cfg->tp, cfg->weight_dtype, cfg->kv_dtype, dir,
+                     have);
+}
+
 int exp_setup_init(const exp_config *cfg, exp_setup *s)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     int rc;
-    if ((rc = spec_hw_load(cfg->hardware, &s->hw)) || (rc = spec_model_load(cfg->model, &s->model)))
+    if ((rc = spec_hw_load(cfg->hardware, &s->hw))) {
+        rc = missing_file(rc, cfg, "cluster.hardware", cfg->hardware, spec_dir(), "GPU spec");
         goto fail;
+    }
+    if ((rc = spec_model_load(cfg->model, &s->model))) {
+        rc = missing_file(rc, cfg, "cluster.model", cfg->model, spec_dir(), "model spec");
+        goto fail;
+    }
     s->dep = (spec_deploy){.hw = &s->hw, .model = &s->model, .tp = cfg->tp,
                            .mem_util = cfg->mem_util, .block_size = cfg->block_size};
     spec_dtype_parse(cfg->weight_dtype, &s->dep.weight_dtype);
@@ -35,6 +119,8 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
     snprintf(s->cost_profile, sizeof s->cost_profile, "%s", pname);
     cost_profile prof;
     rc = cost_profile_load(pname, &prof);
+    if (rc)
+        rc = missing_profile(rc, cfg, pname);
     free(pname);
     if (rc)
         goto fail;
@@ -188,6 +274,53 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
     return SIM_OK;
 }
 
+/* A workload error that names no file although a file of the workload
+ * caused it (an arrival-time CSV whose gaps are all 0, an all-idle
+ * ServeGen folder): prefix the key and file. */
+static int name_input(int rc, const exp_config *cfg)
+{
+    const wl_config *wl = &cfg->wl;
+    const char *key = NULL, *file = NULL;
+    const char *msg = sim_errmsg();
+    if (wl->arrival.iat_file && wl->arrival.iat_file[0] && strstr(msg, "inter-arrival")) {
+        key = "workload.arrival.iat_file";
+        file = wl->arrival.iat_file;
+    } else if (wl->keys.file && wl->keys.file[0] && strstr(msg, "ServeGen")) {
+        key = "workload.keys.file";
+        file = wl->keys.file;
+    }
+    if (!file || strstr(msg, file))
+        return rc;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", msg);
+    return SIM_ERROR(rc, "%s (%s): %s", file, key, copy);
+}
+
+int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max,
+                    exp_probe *out)
+{
+    *out = (exp_probe){0};
+    exp_stream *st = NULL;
+    int rc = exp_stream_open(s, seed, rate, &st);
+    if (rc)
+        return name_input(rc, s->cfg);
+    wl_source src = exp_stream_source(st);
+    wl_request r;
+    double blocks = 0, prompt = 0;
+    while (out->n < max && src.next(src.state, &r)) {
+        blocks += r.n_blocks;
+        prompt += r.prompt_tokens;
+        out->n++;
+        wl_request_fini(&r);
+    }
+    exp_stream_close(st);
+    if (out->n) {
+        out->mean_blocks = blocks / (double)out->n;
+        out->mean_prompt = prompt / (double)out->n;
+    }
+    return SIM_OK;
+}
+
 wl_source exp_stream_source(exp_stream *st)
 {
     if (st->replay)
@@ -236,7 +369,11 @@ void exp_setup_print(const exp_setup *s, FILE *out)
     }
     wl_keyrates kr = {0};
     wl_keystats ks = {0};
-    if (wl_synth_keys(&cfg->wl, &kr, NULL) == SIM_OK && wl_keyrates_describe(&kr, &ks) == SIM_OK)
+    /* The population built at set-up, else built again (a large one
+     * takes seconds to build: not twice when it can be avoided). */
+    if ((s->has_keys ? wl_keyrates_copy(&s->keys, &kr) : wl_synth_keys(&cfg->wl, &kr, NULL)) ==
+            SIM_OK &&
+        wl_keyrates_describe(&kr, &ks) == SIM_OK)
         fprintf(out, "workload: synthetic%s%s, %zu keys, Gini %.3f, top 4%% of keys %.1f%% of "
                 "requests, max key share %.3f%%\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
                 ks.n, ks.gini, 100 * ks.top4, 100 * ks.max_share);

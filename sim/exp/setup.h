@@ -73,6 +73,22 @@ typedef struct exp_stream exp_stream;
  * SIM_OK or the errors of the workload constructors. */
 int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream **out);
 
+/* What the first requests of a stream look like (exp_setup_probe). */
+typedef struct exp_probe {
+    uint64_t n;         /* requests read (< max when the stream is shorter) */
+    double mean_blocks; /* mean wl_request.n_blocks (engine-size blocks) */
+    double mean_prompt; /* mean prompt length, tokens */
+} exp_probe;
+
+/* Open the stream of (seed, rate requests/s), read its first `max`
+ * requests and close it: a check, before any run is stored, that the
+ * workload can be generated at all (a trace whose requests share one
+ * timestamp, an all-idle ServeGen folder, an arrival CSV with zero gaps
+ * fail here, naming their file and key), and the request size the memory
+ * estimate uses.  Returns SIM_OK or the errors of exp_stream_open. */
+int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max,
+                    exp_probe *out);
+
 /* The stream as a wl_source for cluster_run. */
 wl_source exp_stream_source(exp_stream *st);
 

@@ -6,6 +6,7 @@
 #include "sim/exp/store_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +114,62 @@ static const char schema_sql[] =
     "CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash, status);\n"
     "CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id, run_index);\n";
 
+/* Who holds a lock on the SQLite database file `path`: SQLite's unix VFS
+ * locks bytes [PENDING_BYTE, PENDING_BYTE + 512) of the file with POSIX
+ * advisory locks (PENDING_BYTE = 0x40000000; sqlite.org/lockingv3.html and
+ * os_unix.c), so F_GETLK over that range returns one conflicting holder.
+ * POSIX locks of this process are never reported (they do not conflict
+ * with ourselves).  Writes " (pid N, NAME)" or "" to buf.  Cannot fail. */
+static void lock_holder(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000000,
+                       .l_len = 512};
+    if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0) {
+        char comm[64] = "", proc[64];
+        snprintf(proc, sizeof proc, "/proc/%ld/comm", (long)fl.l_pid);
+        FILE *f = fopen(proc, "r");
+        if (f) {
+            if (fgets(comm, sizeof comm, f))
+                comm[strcspn(comm, "\n")] = '\0';
+            fclose(f);
+        }
+        snprintf(buf, n, " (pid %ld%s%s)", (long)fl.l_pid, comm[0] ? ", " : "", comm);
+    }
+    close(fd);
+}
+
+/* The busy timeout of a connection, ms: CRSIM_DB_BUSY_TIMEOUT_S seconds
+ * when set to a number in [0, 86400], else EXP_STORE_BUSY_TIMEOUT_S. */
+enum { EXP_STORE_END_WAIT = 3, EXP_STORE_END_MIN_S = 30 };
+
+static int busy_timeout_ms(void)
+{
+    const char *e = getenv("CRSIM_DB_BUSY_TIMEOUT_S");
+    char *end = NULL;
+    double v = e ? strtod(e, &end) : NAN;
+    if (!e || end == e || *end || !(v >= 0 && v <= 86400))
+        v = EXP_STORE_BUSY_TIMEOUT_S;
+    return (int)(v * 1000);
+}
+
 int exp__store_fail(const exp_store *s, int code, const char *file, const char *what)
 {
+    const int ec = s->db ? sqlite3_errcode(s->db) : SQLITE_NOMEM;
+    if (ec == SQLITE_BUSY || ec == SQLITE_LOCKED) {
+        /* Another connection holds the database longer than the busy
+         * timeout: not a broken file but an unusable one right now
+         * (docs/harness.md, "Exit status": 2). */
+        char who[128];
+        lock_holder(file ? file : s->path, who, sizeof who);
+        return SIM_ERROR(SIM_EIO, "%s: %s: database is locked by another process%s for longer "
+                         "than the busy timeout of %g s; expected no other writer (wait for it "
+                         "to finish, or write to another experiment.db)", file ? file : s->path,
+                         what, who[0] ? who : " (unknown pid)", busy_timeout_ms() / 1000.0);
+    }
     return SIM_ERROR(code, "%s: %s: %s", file ? file : s->path, what,
                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
 }
@@ -162,6 +217,49 @@ static int make_parent(const char *path)
     return rc;
 }
 
+/* A database crsim may write: a new (empty) file, or one whose meta table
+ * carries a schema_version (crsim's stamp).  A non-empty SQLite file
+ * without it belongs to someone else and is refused, never adopted
+ * (creating crsim's tables in it would change another program's file).
+ * Returns SIM_OK, SIM_EINVAL (foreign database) or the store errors. */
+static int check_ours(exp_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                           "ORDER BY name", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_fail(s, SIM_EDB, NULL, "cannot read its tables (expected a crsim "
+                               "result database or a new file)");
+    char names[256] = "";
+    size_t n = 0, used = 0;
+    bool has_meta = false;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *t = exp__store_col_str(st, 0);
+        has_meta |= strcmp(t, "meta") == 0;
+        if (n++ < 4 && used + 1 < sizeof names)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", n > 1 ? ", " : "",
+                                     t);
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return exp__store_fail(s, SIM_EDB, NULL, "cannot read its tables (expected a crsim "
+                               "result database or a new file)");
+    if (n == 0)
+        return SIM_OK; /* a new file */
+    bool stamped = false;
+    if (has_meta && sqlite3_prepare_v2(s->db, "SELECT 1 FROM meta WHERE key = 'schema_version'",
+                                       -1, &st, NULL) == SQLITE_OK) {
+        stamped = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    if (stamped)
+        return SIM_OK;
+    return SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (it holds %zu table%s: %s%s "
+                     "and no crsim schema_version); expected a crsim result database or a new "
+                     "file (crsim never adds its tables to another program's database)", s->path,
+                     n, n == 1 ? "" : "s", names, n > 4 ? ", ..." : "");
+}
+
 int exp_store_open(const char *path, exp_store **out)
 {
     int rc = make_parent(path);
@@ -175,7 +273,11 @@ int exp_store_open(const char *path, exp_store **out)
         exp_store_close(s);
         return rc;
     }
-    sqlite3_busy_timeout(s->db, 10000);
+    sqlite3_busy_timeout(s->db, busy_timeout_ms());
+    if ((rc = check_ours(s))) {
+        exp_store_close(s);
+        return rc;
+    }
     if (sqlite3_exec(s->db, "PRAGMA foreign_keys=ON;", NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(s->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot create the schema (expected a crsim result database "
@@ -507,24 +609,45 @@ int exp_store_end(exp_store *s, int64_t exp_id, const char *status)
     sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, status, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, exp_id);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot finish the experiment");
+    /* The status matters more than the wait: a run that failed on a lock
+     * should not leave its experiment 'running', so this last write waits
+     * longer, EXP_STORE_END_WAIT busy timeouts and at least
+     * EXP_STORE_END_MIN_S. */
+    const int t_ms = busy_timeout_ms();
+    sqlite3_busy_timeout(s->db, t_ms * EXP_STORE_END_WAIT > EXP_STORE_END_MIN_S * 1000
+                                    ? t_ms * EXP_STORE_END_WAIT
+                                    : EXP_STORE_END_MIN_S * 1000);
+    int r = sqlite3_step(st);
+    int rc = r == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot finish the experiment");
     sqlite3_finalize(st);
+    sqlite3_busy_timeout(s->db, t_ms);
     return rc;
 }
 
-int exp_store_find_run(exp_store *s, const char *hash, int64_t *run_id)
+int exp_store_find_run(exp_store *s, const char *hash, const char *build, int64_t *run_id,
+                       char *found_build, size_t n)
 {
     sqlite3_stmt *st = NULL;
     *run_id = 0;
+    if (found_build && n)
+        found_build[0] = '\0';
     if (sqlite3_prepare_v2(s->db,
-                           "SELECT id FROM runs WHERE config_hash = ? AND status = 'complete'"
+                           "SELECT id, build_version FROM runs WHERE config_hash = ?1"
+                           " AND status = 'complete' AND (?2 IS NULL OR build_version = ?2)"
                            " ORDER BY id DESC LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return exp__store_dberr(s, "cannot look up stored runs");
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    if (build)
+        sqlite3_bind_text(st, 2, build, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 2);
     int r = sqlite3_step(st);
-    if (r == SQLITE_ROW)
+    if (r == SQLITE_ROW) {
         *run_id = sqlite3_column_int64(st, 0);
+        if (found_build && n)
+            snprintf(found_build, n, "%s", exp__store_col_str(st, 1));
+    }
     sqlite3_finalize(st);
     return r == SQLITE_ROW || r == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot look up stored runs");
 }

@@ -28,6 +28,13 @@
 /* Version of the schema written by this build (meta.schema_version). */
 #define EXP_STORE_SCHEMA_VERSION 4
 
+/* Default busy timeout of a connection, s: how long a write waits for
+ * another process's lock on the database before failing with SIM_EIO
+ * "database is locked by another process (pid N, NAME)".  The
+ * environment variable CRSIM_DB_BUSY_TIMEOUT_S overrides it
+ * (docs/harness.md). */
+#define EXP_STORE_BUSY_TIMEOUT_S 10
+
 typedef struct exp_store exp_store;
 
 /* An experiment's identity (one `crsim run` invocation). */
@@ -62,7 +69,11 @@ typedef struct exp_run_row {
 /* Open (creating if needed, with its parent folder) the database at `path`
  * and create the schema if missing.  Returns SIM_OK, SIM_EIO (folder) or
  * SIM_EDB (not a database, schema of another version, locked).  *out is
- * set only on success; close with exp_store_close. */
+ * set only on success; close with exp_store_close.  A non-empty SQLite
+ * file that is not a crsim database (no meta.schema_version) is refused
+ * with SIM_EINVAL and left unchanged; a database locked by another
+ * process past the busy timeout gives SIM_EIO naming the process when
+ * it can be found. */
 int exp_store_open(const char *path, exp_store **out);
 
 /* Close the database.  Accepts NULL. */
@@ -73,9 +84,13 @@ void exp_store_close(exp_store *s);
 int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id);
 
 /* The most recent complete run stored with config hash `hash` (any
- * experiment) into *run_id, or 0 if there is none.  Returns SIM_OK or
- * SIM_EDB. */
-int exp_store_find_run(exp_store *s, const char *hash, int64_t *run_id);
+ * experiment) by build `build` (a CRSIM_VERSION; NULL = any build) into
+ * *run_id, or 0 if there is none; its build_version into found_build (n
+ * bytes, NUL-terminated; "" if none; found_build may be NULL).  Resume
+ * matches the build because the same config run by other code may give
+ * other numbers.  Returns SIM_OK or SIM_EDB. */
+int exp_store_find_run(exp_store *s, const char *hash, const char *build, int64_t *run_id,
+                       char *found_build, size_t n);
 
 /* Store run `from` (its metrics and destination rows) again as a run of
  * experiment `exp_id` with the identity in `row` (resumed_from = from), in
