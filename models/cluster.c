@@ -154,9 +154,15 @@ static void start_step(cluster *c, uint32_t d, double now)
         sim_evq_schedule(c->q, c->step_ev[d], now + dur);
 }
 
-static void pull_next(cluster *c, sim_event *ev)
+/* Pull the next request of the stream and schedule its arrival (or END).
+ * Returns SIM_OK or the stream's error (a negative next(): e.g. no memory
+ * for the request's blocks), which ends the run as incomplete. */
+static int pull_next(cluster *c, sim_event *ev)
 {
-    if (c->src.next(c->src.state, &c->pending)) {
+    const int got = c->src.next(c->src.state, &c->pending);
+    if (got < 0)
+        return -got;
+    if (got) {
         c->have_pending = true;
         sim_evq_schedule(c->q, ev, c->pending.arrival_s);
     } else {
@@ -165,6 +171,7 @@ static void pull_next(cluster *c, sim_event *ev)
         ev->kind = EV_END;
         sim_evq_schedule(c->q, ev, sim_evq_now(c->q) + c->p->drain_s);
     }
+    return SIM_OK;
 }
 
 /* Record every engine's metrics into `s` at time `t`. */
@@ -506,16 +513,15 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
-    pull_next(&c, arr);
+    rc = pull_next(&c, arr);
     sim_event *ev;
     uint64_t nev = 0;
-    while ((ev = sim_evq_pop(c.q))) {
+    while (rc == SIM_OK && (ev = sim_evq_pop(c.q))) {
         double now = ev->time;
         nev++;
         if (ev->kind == EV_ARRIVAL) {
-            if ((rc = on_arrival(&c, now)))
+            if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev)))
                 break;
-            pull_next(&c, ev);
         } else if (ev->kind == EV_STEP) {
             engine_step_done(c.eng[ev->target], now);
             start_step(&c, ev->target, now);

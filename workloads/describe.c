@@ -36,7 +36,8 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
     }
     double first = 0, prev = 0, so = 0;
     wl_request r;
-    while ((!max || out->requests < max) && src.next(src.state, &r)) {
+    int got = 0;
+    while ((!max || out->requests < max) && (got = src.next(src.state, &r)) > 0) {
         if (out->requests == 0)
             first = r.arrival_s;
         else {
@@ -68,6 +69,9 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
         if (rc)
             break;
     }
+    /* A stream error (e.g. no memory for a request's blocks). */
+    if (got < 0 && rc == SIM_OK)
+        rc = -got;
     out->keys = keys.n;
     sim_u64map_fini(&blocks);
     sim_u64map_fini(&keys);

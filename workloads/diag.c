@@ -256,7 +256,8 @@ int wl_diag_stream_opts(wl_source src, const wl_diag_opts *o, wl_diag *out)
     uint64_t spread_salt = mix(o->salt ^ 0x737072656164ULL);
     wl_request r;
     wl_diag d = {.n_dest = R, .pool_tokens = o->pool_tokens};
-    while ((!o->max || d.requests < o->max) && src.next(src.state, &r)) {
+    int got = 0;
+    while ((!o->max || d.requests < o->max) && (got = src.next(src.state, &r)) > 0) {
         if (d.requests == 0)
             first = r.arrival_s;
         else if (r.arrival_s < prev) {
@@ -304,6 +305,9 @@ int wl_diag_stream_opts(wl_source src, const wl_diag_opts *o, wl_diag *out)
         }
         wl_request_fini(&r);
     }
+    /* A stream error (e.g. no memory for a request's blocks). */
+    if (got < 0 && rc == SIM_OK)
+        rc = -got;
     double age[2] = {0, 0};
     uint64_t ev[2] = {0, 0};
     for (uint32_t v = 0; v < 2 * R; v++) {

@@ -104,7 +104,12 @@ int wl_replay_next(wl_replay *rp, wl_request *out)
     /* Never more blocks than the trace ids cover. */
     if ((uint64_t)nb > (uint64_t)tr->n_ids * per)
         nb = tr->n_ids * per;
-    uint64_t *h = sim_xmalloc((nb ? nb : 1) * sizeof *h);
+    /* The one allocation per request: a run too large for memory ends
+     * with SIM_ENOMEM (the experiment marked incomplete), not an abort. */
+    uint64_t *h = malloc((nb ? nb : 1) * sizeof *h);
+    if (!h)
+        return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; expected "
+                          "a smaller run (docs/harness.md, \"Size estimate\")", nb);
     uint64_t parent = 0;
     for (uint32_t j = 0; j < nb; j++) {
         uint64_t content = (ids[j / per] << 16) | (uint64_t)(j % per);

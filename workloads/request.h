@@ -40,8 +40,11 @@ void wl_request_fini(wl_request *r);
 #ifndef CRSIM_WL_SOURCE_DEFINED
 #define CRSIM_WL_SOURCE_DEFINED
 /* A request stream in arrival order (non-decreasing arrival_s): next()
- * writes the next request to *out and returns 1, or returns 0 at the end.
- * The consumer owns each produced request's block list. */
+ * writes the next request to *out and returns 1, returns 0 at the end, or
+ * returns a negated status code (-SIM_ENOMEM when the request's block list
+ * cannot be allocated) with the message set (sim_errmsg) and *out
+ * untouched; after an error the stream may only be closed.  The consumer
+ * owns each produced request's block list. */
 typedef struct wl_source {
     void *state;
     int (*next)(void *state, wl_request *out);

@@ -392,7 +392,12 @@ int wl_synth_next(wl_synth *s, wl_request *out)
      * and hashing resumes after them (identical values, less work). */
     const uint32_t B = s->block;
     const uint32_t nb = (uint32_t)((prompt + outl) / B); /* prompt and output */
-    uint64_t *h = sim_xmalloc((nb ? nb : 1) * sizeof *h);
+    /* The one allocation per request: a run too large for memory ends
+     * with SIM_ENOMEM (the experiment marked incomplete), not an abort. */
+    uint64_t *h = malloc((nb ? nb : 1) * sizeof *h);
+    if (!h)
+        return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; expected "
+                          "a smaller run (docs/harness.md, \"Size estimate\")", nb);
     uint32_t reuse = sl->hn;
     if (sl->turn == 0 && reuse > fixed / B)
         reuse = (uint32_t)(fixed / B);

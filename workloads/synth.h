@@ -78,7 +78,8 @@ void wl_synth_destroy(wl_synth *s);
  * hashes of the prompt's full blocks (freshly allocated, owned by the
  * caller: free with wl_request_fini).  Returns 1, or 0 once max_requests
  * requests were produced or the next arrival would fall after duration_s.
- * Cannot fail otherwise (aborts on out of memory).
+ * Returns -SIM_ENOMEM (message set) when the request's block list cannot
+ * be allocated; the generator may then only be destroyed.
  */
 int wl_synth_next(wl_synth *s, wl_request *out);
 

@@ -69,6 +69,24 @@ void sim_panic(const char *src_file, int src_line, const char *what)
 #define SIM_ALWAYS(cond) \
     ((cond) ? (void)0 : sim_panic(__FILE__, __LINE__, #cond))
 
+/*
+ * What an aborting allocator (sim_xmalloc, sim_xcalloc, sim_xrealloc,
+ * sim_xstrdup) does when memory runs out.  Without a hook it aborts
+ * (sim_panic).  A harness that must leave its outputs consistent installs
+ * one hook: the first allocation failure in any thread then prints
+ * "crsim: out of memory" to stderr, calls fn(ctx) once (e.g. to mark the
+ * experiment incomplete in the result store) and ends the process with
+ * exit status 1 (_exit: no atexit handlers run while other threads may be
+ * working).  Installing a hook sets 16 MiB of address space aside (never
+ * touched) and frees it just before fn runs, so fn finds some memory;
+ * fn must not need more.  NULL removes the hook and the reserve.
+ * This is the one piece of process-wide mutable state in sim/core, in the
+ * manner of Redis's zmalloc_set_oom_handler: an allocation failure deep in
+ * the simulator cannot be unwound to the harness.  Cannot fail.
+ */
+typedef void (*sim_oom_fn)(void *ctx);
+void sim_set_oom_hook(sim_oom_fn fn, void *ctx);
+
 /* Allocators that abort on exhaustion (for small, bounded allocations on
  * which recovery is pointless, like Redis' zmalloc).  Never return NULL. */
 void *sim_xmalloc(size_t n);

@@ -180,7 +180,8 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
     exp_calib_footprint f = {0};
     double t0 = NAN, t1 = NAN, prompt_sum = 0, reuse_sum = 0;
     wl_request r;
-    while ((max == 0 || f.requests < max) && src.next(src.state, &r)) {
+    int got = 0;
+    while ((max == 0 || f.requests < max) && (got = src.next(src.state, &r)) > 0) {
         if (f.requests > 0 && r.arrival_s < t1) {
             wl_request_fini(&r);
             rc = SIM_ERROR(SIM_EINVAL, "footprint: request %" PRIu64 " arrives at %.9g s, "
@@ -220,6 +221,9 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
         reuse_sum += (double)reuse * block_size;
         wl_request_fini(&r);
     }
+    /* A stream error (e.g. no memory for a request's blocks). */
+    if (got < 0 && rc == SIM_OK)
+        rc = -got;
     f.keys = kt.n;
     if (f.requests < 2 || !(t1 > t0)) {
         rc = SIM_ERROR(SIM_EINVAL, "footprint: %" PRIu64 " requests spanning %g s; expected "

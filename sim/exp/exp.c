@@ -1066,6 +1066,23 @@ static char *default_db(const exp_config *cfg)
     return p;
 }
 
+/* The out-of-memory hook of a running experiment: the runs stored so far
+ * stay; the experiment row says it is incomplete. */
+typedef struct oom_ctx {
+    exp_store *store;
+    int64_t exp_id;
+} oom_ctx;
+
+static void on_oom(void *ctx)
+{
+    const oom_ctx *oc = ctx;
+    if (exp_store_end(oc->store, oc->exp_id, "incomplete") == SIM_OK)
+        fputs("crsim: the experiment is marked incomplete; the runs stored so far are kept\n",
+              stderr);
+    else
+        fprintf(stderr, "crsim: %s\n", sim_errmsg());
+}
+
 int exp_run(const exp_run_opts *o, FILE *out)
 {
     /* The base config is the sweep's template: its router inputs may come
@@ -1232,6 +1249,11 @@ int exp_run(const exp_run_opts *o, FILE *out)
     if ((rc = exp_store_begin(store, &meta, &exp_id)))
         goto done;
     begun = true;
+    /* From here an allocation failure anywhere (an aborting allocator deep
+     * in a run) marks the experiment incomplete and exits 1, never an
+     * abort that leaves it 'running' (sim_set_oom_hook). */
+    oom_ctx oc = {store, exp_id};
+    sim_set_oom_hook(on_oom, &oc);
 
     const bool sweep = np > 1;
     fprintf(out, "crsim %s: experiment '%s' (id %lld): %zu point%s, %zu runs", CRSIM_VERSION,
@@ -1347,6 +1369,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
     }
 
 done:
+    sim_set_oom_hook(NULL, NULL);
     if (begun) {
         int rc2 = exp_store_end(store, exp_id, rc == SIM_OK ? "complete" : "incomplete");
         if (rc == SIM_OK)

@@ -307,11 +307,16 @@ int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max
     wl_source src = exp_stream_source(st);
     wl_request r;
     double blocks = 0, prompt = 0;
-    while (out->n < max && src.next(src.state, &r)) {
+    int got = 0;
+    while (out->n < max && (got = src.next(src.state, &r)) > 0) {
         blocks += r.n_blocks;
         prompt += r.prompt_tokens;
         out->n++;
         wl_request_fini(&r);
+    }
+    if (got < 0) { /* a stream error: no memory for a request's blocks */
+        exp_stream_close(st);
+        return -got;
     }
     exp_stream_close(st);
     if (out->n) {

@@ -183,7 +183,7 @@ static int bench_experiment(int argc, char **argv)
     double t0 = sim_wall_s();
     wl_request r;
     uint64_t gen = 0, blocks = 0;
-    while (src.next(src.state, &r)) {
+    while (src.next(src.state, &r) > 0) {
         gen++;
         blocks += r.n_blocks;
         wl_request_fini(&r);
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
     double t0 = sim_wall_s();
     wl_request r;
     uint64_t gen = 0, blocks = 0;
-    while (src.next(src.state, &r)) {
+    while (src.next(src.state, &r) > 0) {
         gen++;
         blocks += r.n_blocks;
         wl_request_fini(&r);
