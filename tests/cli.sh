@@ -77,7 +77,7 @@ expect_error 2 "key 'workload.arrival.cv' is 0" -- "$CRSIM" workload describe "$
 expect_error 2 "key 'workload.arrival.cv' is -1" -- "$CRSIM" run "$SMALL" --set workload.type=synthetic --set workload.duration_s=10 --set workload.arrival.cv=-1
 
 # Real per-tenant rates: one ServeGen model's clients as the key population.
-SG_TAR="$(dirname "$TRACE")/../servegen/servegen_client_traces.tar.xz"
+SG_TAR="$T/../data/servegen/servegen_m-small_deepseek-r1.tar.xz"
 if mkdir "$TMP/sg" && tar -xJf "$SG_TAR" -C "$TMP/sg" 2>/dev/null; then
     SGDIR="$TMP/sg/data/language/m-small"
     if "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set "workload.keys.file=$SGDIR" --set workload.keys.cap=0 --requests 2000 >"$TMP/desc" 2>"$TMP/err"; then

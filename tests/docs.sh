@@ -1,26 +1,29 @@
 #!/bin/sh
-# The docs stand on their own (issue 12): README.md and docs/*.md cite no
-# file outside the repository — no DESIGN.md, nothing under ../shared/ —
-# and every repository path they name (sim/exp/store.c, models/route.h,
-# tests/layers.sh, scripts/bench, experiments/*.yaml, docs/engine.md, ...)
-# exists in the tree.  Paths are recognised only under the tree's top-level
-# folders and only where they start a word, so prose ("requests/s") and
-# other projects' paths ("docs/source/...", "build/tests/calibrate") are not
-# taken for ours; `*` and `<name>` are globs.  docs/config.md is generated
-# from the config schemas (crsim help config), so it is not read here;
-# instead the code it is generated from (and every code comment) must not
-# cite DESIGN.md or the reference notes outside the tree either.
+# The docs stand on their own (issue 12): README.md, docs/*.md and
+# data/README.md cite no file outside the repository — no DESIGN.md,
+# nothing under ../shared/ — and every repository path they name
+# (sim/exp/store.c, models/route.h, tests/layers.sh, scripts/bench,
+# experiments/*.yaml, docs/engine.md, data/mooncake/*.xz, ...) exists in
+# the tree.  Paths are recognised only under the tree's top-level folders
+# and only where they start a word, so prose ("requests/s") and other
+# projects' paths ("docs/source/...", "build/tests/calibrate",
+# "data/perf_model.csv": only data/{README.md,mooncake,azure,servegen} are
+# ours) are not taken for ours; `*` and `<name>` are globs.
+# docs/config.md is generated from the config schemas (crsim help config),
+# so it is not read here; instead the code it is generated from (and every
+# code comment) must not cite DESIGN.md or the reference notes outside the
+# tree either.
 # usage: docs.sh SOURCE_ROOT
 set -u
 cd "$1" || exit 99
 bad=0
 report() { echo "docs: $*"; bad=1; }
 
-docs=$(ls README.md docs/*.md | grep -v '^docs/config\.md$')
+docs=$(ls README.md data/README.md docs/*.md | grep -v '^docs/config\.md$')
 
 # 1. No citation of files outside the repository.
 hits=$(grep -n 'DESIGN\.md\|\.\./shared/' $docs)
-[ -n "$hits" ] && report "cites a file outside the repository (expected docs/design.md §N, or the data folder beside the clone, meson option shared_data):
+[ -n "$hits" ] && report "cites a file outside the repository (expected docs/design.md §N, or the public traces shipped in data/, data/README.md):
 $hits"
 hits=$(grep -rn --include='*.[ch]' --include='*.cpp' --include='*.yaml' --include='*.sh' \
         --include='*.gp' --include='meson.build' 'DESIGN\.md\|shared/reference' \
@@ -31,7 +34,7 @@ $hits$hits2"
 
 # 2. Every repository path a doc names exists.
 for f in $docs; do
-    grep -noE '(^|[^A-Za-z0-9_./$-])((sim|models|workloads|tests|scripts|experiments|bench)/[A-Za-z0-9_.*/<>-]*|docs/[A-Za-z0-9_-]+\.md)' "$f" |
+    grep -noE '(^|[^A-Za-z0-9_./$-])((sim|models|workloads|tests|scripts|experiments|bench)/[A-Za-z0-9_.*/<>-]*|data/(README\.md|mooncake|azure|servegen)[A-Za-z0-9_.*/<>-]*|docs/[A-Za-z0-9_-]+\.md)' "$f" |
     while IFS= read -r hit; do
         line=${hit%%:*}
         path=$(printf '%s\n' "${hit#*:}" | sed -e 's/^[^a-z]//' -e 's/<[^>]*>/*/g' -e 's/[.,:;<>-]*$//')

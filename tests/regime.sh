@@ -41,7 +41,7 @@ expect2 "needs a base config" "$CRSIM" regime --rates "$TMP/zero.csv"
 expect2 "--tie '1.5'" "$CRSIM" regime "$BASE" --tie 1.5
 
 # A real estimate in fast mode on real per-tenant rates (ServeGen m-small).
-if mkdir "$TMP/sg" && tar -xJf "$SRC/../shared/data/servegen/servegen_client_traces.tar.xz" -C "$TMP/sg" 2>/dev/null; then
+if mkdir "$TMP/sg" && tar -xJf "$SRC/data/servegen/servegen_m-small_deepseek-r1.tar.xz" -C "$TMP/sg" 2>/dev/null; then
     if "$CRSIM" regime "$BASE" --servegen "$TMP/sg/data/language/m-small" --fast $SMALL >"$TMP/out" 2>"$TMP/err"; then
         grep -q "diagnostic at" "$TMP/out" && grep -q "^verdict:" "$TMP/out" && grep -q "^reason:" "$TMP/out" &&
             echo "ok: servegen fast estimate" || fail "servegen output: $(cat "$TMP/out")"

@@ -350,8 +350,8 @@ static void test_broken(void)
     CHECK(t == SENTINEL);
     CHECK_STR_CONTAINS(sim_errmsg(), "block size is 0");
 
-    /* I/O errors: a missing file, and a directory (fopen succeeds on
-     * Linux, the first read fails). */
+    /* I/O errors: a missing file, and a directory (refused at open,
+     * workloads/infile.c). */
     const char *missing = "/nonexistent-crsim-dir/trace.jsonl";
     CHECK_INT_EQ(wl_mooncake_load(missing, 512, &t), SIM_EIO);
     printf("  %-24s -> %s\n", "missing file", sim_errmsg());
@@ -361,6 +361,7 @@ static void test_broken(void)
     int rc = wl_mooncake_load("/", 512, &t);
     printf("  %-24s -> %s: %s\n", "directory", sim_strstatus(rc), sim_errmsg());
     CHECK_INT_EQ(rc, SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "it is a directory, not a regular file");
     CHECK(t == SENTINEL);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "workloads/infile.h"
 #include "workloads/internal.h"
 
 struct wl_csv {
@@ -56,9 +57,10 @@ static wl_csv *reader_new(const char *name, int flags)
 int wl_csv_open(const char *path, const char *what, int flags, wl_csv **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open %s: %s", path, what, strerror(errno));
+    FILE *f;
+    int rc = wl_infile_open(path, what, &f, NULL); /* plain, .gz or .xz; regular files only */
+    if (rc)
+        return rc;
     wl_csv *r = reader_new(path, flags);
     r->f = f;
     r->own = 1;

@@ -39,13 +39,17 @@ enum wl_csv_flags {
 typedef struct wl_csv wl_csv;
 
 /*
- * Open file `path` for reading rows.  `what` names the file's kind in the
- * open error ("key-rate file" gives "PATH: cannot open key-rate file:
- * <strerror>").  `path` is used as the source name in messages and must
- * outlive the reader.  `flags` is 0 or WL_CSV_COMMENTS.  On success *out
- * is a reader the caller closes with wl_csv_close (which closes the file).
- * Returns SIM_OK or SIM_EIO (*out NULL).  Aborts on exhaustion of memory
- * (the reader's buffers are bounded by WL_CSV_LINE_MAX).
+ * Open file `path` for reading rows, through wl_infile_open
+ * (workloads/infile.h): a regular file, plain or gzip/xz-compressed (read
+ * decompressed).  `what` names the file's kind in the open error
+ * ("key-rate file" gives "PATH: cannot open key-rate file: <strerror>").
+ * `path` is used as the source name in messages and must outlive the
+ * reader.  `flags` is 0 or WL_CSV_COMMENTS.  On success *out is a reader
+ * the caller closes with wl_csv_close (which closes the file).  Returns
+ * SIM_OK, or wl_infile_open's SIM_EIO (missing, unreadable, not a regular
+ * file), SIM_EINVAL (a compression crsim does not read, a .gz/.xz name
+ * over other bytes) or SIM_ENOMEM (*out NULL).  Aborts on exhaustion of
+ * memory otherwise (the reader's buffers are bounded by WL_CSV_LINE_MAX).
  */
 int wl_csv_open(const char *path, const char *what, int flags, wl_csv **out);
 

@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "workloads/infile.h"
 
 /* The "expected" halves of messages, one per field, so every site that
  * rejects a field describes it the same way. */
@@ -277,10 +278,10 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
         return SIM_ERROR(SIM_EINVAL, "%s: block size is 0 tokens; expected a positive "
                          "number of tokens per hash id (512 for Mooncake)", path);
 
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open: %s; expected a readable Mooncake "
-                         "JSONL trace", path, strerror(errno));
+    FILE *f;
+    int orc = wl_infile_open(path, "Mooncake JSONL trace", &f, NULL); /* plain, .gz or .xz */
+    if (orc)
+        return orc;
 
     struct loader ld = {.path = path, .block_tokens = block_tokens};
     wl_trace *t = NULL;
@@ -291,8 +292,8 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
 
     for (;;) {
         errno = 0;
-        if ((got = getline(&buf, &bufcap, f)) == -1)
-            break;
+        if ((got = getline(&buf, &bufcap, f)) == -1 || ferror(f))
+            break; /* a read error (e.g. a cut .xz) is reported below, not parsed */
         ld.line++;
         if (is_blank(buf, (size_t)got))
             continue;
