@@ -21,7 +21,9 @@
     X(preble)          \
     X(cacheroute)      \
     X(cr_replicate)    \
-    X(cr_affinity)
+    X(cr_affinity)     \
+    X(sglang_cache_aware) \
+    X(aibrix_prefix)
 
 /* The config sections, one line each, in canonical dump order (the order
  * of their keys in every stored config text: do not reorder).  X(NAME)
@@ -34,7 +36,9 @@
     X(cacheroute)         \
     X(dualmap)            \
     X(preble)             \
-    X(flat_lb)
+    X(flat_lb)            \
+    X(sglang_cache_aware) \
+    X(aibrix_prefix)
 
 #define X_DECL_TYPE(n) extern const route_type route_##n;
 #define X_REF_TYPE(n) &route_##n,
@@ -69,7 +73,7 @@ const route_type *route_find(const char *name)
 void route_list(FILE *f)
 {
     for (size_t i = 0; route_registry[i]; i++)
-        fprintf(f, "  %-12s %s\n", route_registry[i]->name, route_registry[i]->help);
+        fprintf(f, "  %-18s %s\n", route_registry[i]->name, route_registry[i]->help);
 }
 
 const char *route_where(const route_locate *loc, const char *key, char *buf, size_t n)

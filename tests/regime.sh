@@ -1,6 +1,7 @@
 #!/bin/sh
 # crsim regime: the verdict rule on hand-made capacities (through a fast
-# run), bad inputs (one destination, rates summing to zero, missing base
+# run), --baseline (sticky instead of flat_lb; unknown or cacheroute
+# rejected), bad inputs (one destination, rates summing to zero, missing base
 # config) and a trace with no reuse, which must say "nothing to recover"
 # instead of failing.
 # usage: regime.sh CRSIM SOURCE_DIR
@@ -49,6 +50,20 @@ if mkdir "$TMP/sg" && tar -xJf "$SRC/data/servegen/servegen_m-small_deepseek-r1.
         fail "servegen regime failed: $(cat "$TMP/err")"
     fi
 fi
+
+# --baseline: any registered router is the comparison (here sticky); the
+# paired sweep runs it instead of flat_lb and the table and ratio name it.
+if "$CRSIM" regime "$BASE" --baseline sticky --prefix-tokens 2048 --input-tokens 128 \
+    --output-tokens 32 $SMALL --set workload.duration_s=120 --set experiment.warmup_s=20 \
+    --jobs 2 >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^  sticky " "$TMP/out" && grep -q "^  cacheroute " "$TMP/out" &&
+        grep -q "capacity ratio cacheroute/sticky" "$TMP/out" && ! grep -q "flat_lb" "$TMP/out" &&
+        echo "ok: --baseline sticky" || fail "--baseline sticky output: $(cat "$TMP/out")"
+else
+    fail "--baseline sticky failed: $(cat "$TMP/err")"
+fi
+expect2 "--baseline 'nope': unknown router" "$CRSIM" regime "$BASE" --baseline nope --fast
+expect2 "--baseline 'cacheroute'" "$CRSIM" regime "$BASE" --baseline cacheroute --fast
 
 if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "regime: ok"

@@ -12,7 +12,18 @@
 #    of them hold T;
 #  - dualmap leaves at most R / 4 = 2 idle: a destination that never
 #    received the shared prefix loses every affinity comparison below the
-#    1e6-token switch (its lock-out, docs/policies.md).
+#    1e6-token switch (its lock-out, docs/policies.md);
+#  - sglang_cache_aware sends the most to destination 0, at least 1.5/R of
+#    all (measured 1.86/R), and something to every destination: every new
+#    request matches the shared prompt (2000/2200 > cache_threshold 0.3)
+#    and goes to the node's "first tenant" (the lowest index) until the
+#    balance gate (in flight 65 apart and 1.5x) sends it to the least
+#    loaded — the hot-spot reported for a shared system prompt;
+#  - aibrix_prefix leaves 1 to R/2 destinations idle (measured 3): the
+#    holders of the prompt stay within mean + 1 std of the request counts,
+#    so a matched holder always wins, and the gate's test
+#    max > 2 (mean + 1) cannot fire while at least half the pods share
+#    the load evenly (with k <= R/2 idle, 2 (mean + 1) > max).
 # 900 s of arrivals, because reference-faithful preble replicates the hot
 # prefix one destination per half window (90 s).
 # usage: scenario_shared_prompt.sh CRSIM SOURCE_ROOT
@@ -31,14 +42,22 @@ awk 'BEGIN { bad = 0; n = 0 }
 {
     n++; pol = $1; mx = $2; mn = $3; tot = $4; R = $5
     if (!(mx <= 2 * tot / R)) { print "FAIL: " pol " sends " mx "/" tot " > 2/R to one destination"; bad = 1 }
-    if (pol != "dualmap" && pol != "chwbl" && !(mn > 0)) {
+    if (pol != "dualmap" && pol != "chwbl" && pol != "aibrix_prefix" && !(mn > 0)) {
         print "FAIL: " pol " leaves a destination without requests"; bad = 1 }
 }
-END { if (n != 5) { print "FAIL: expected 5 policies, got " n; bad = 1 }; exit bad }' "$TMP/q" || exit 1
+END { if (n != 7) { print "FAIL: expected 7 policies, got " n; bad = 1 }; exit bad }' "$TMP/q" || exit 1
 idle() { sqlite3 "$TMP/s.db" "SELECT COUNT(*) FROM runs r JOIN dest_metrics d ON d.run_id = r.id
     WHERE r.policy = '$1' AND d.routed = 0"; }
 ic=$(idle chwbl); id=$(idle dualmap)
 echo "idle destinations: chwbl $ic (bound 1), dualmap $id (bound 2)"
 [ "$ic" -le 1 ] || { echo "FAIL: chwbl leaves $ic destinations idle (> R - ceil(R/c) = 1)"; exit 1; }
 [ "$id" -le 2 ] || { echo "FAIL: dualmap leaves $id destinations idle (> R/4)"; exit 1; }
+ia=$(idle aibrix_prefix)
+echo "idle destinations: aibrix_prefix $ia (expected 1 .. R/2 = 4)"
+[ "$ia" -ge 1 ] && [ "$ia" -le 4 ] || { echo "FAIL: aibrix_prefix leaves $ia destinations idle (expected 1 .. 4)"; exit 1; }
+sg=$(sqlite3 -separator ' ' "$TMP/s.db" "SELECT d.dest, d.routed, (SELECT SUM(e.routed) FROM dest_metrics e
+    WHERE e.run_id = r.id), (SELECT MAX(e.routed) FROM dest_metrics e WHERE e.run_id = r.id)
+    FROM runs r JOIN dest_metrics d ON d.run_id = r.id WHERE r.policy = 'sglang_cache_aware' AND d.dest = 0")
+echo "sglang_cache_aware destination 0: $sg (routed, total, max)"
+echo "$sg" | awk '{ if (!($2 == $4 && $2 >= 1.5 * $3 / 8)) { print "FAIL: sglang_cache_aware: destination 0 is not the hot spot (>= 1.5/R)"; exit 1 } }' || exit 1
 echo "scenario_shared_prompt: ok"

@@ -261,6 +261,9 @@ static const exp_cli_opt regime_opts[] = {
      .help = "a verdict map over two config axes, with a figure"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "DIR",
      .help = "folder of the map (default: results/regime-map)"},
+    {.name = "baseline", .kind = EXP_CLI_STR, .metavar = "POLICY",
+     .help = "the router cacheroute is compared with: any registered policy but cacheroute "
+             "(default flat_lb)"},
     {0},
 };
 

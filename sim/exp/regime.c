@@ -1,8 +1,9 @@
 /*
  * The regime estimator.  One evaluation = calibration (q_cap, W) +
  * the fast diagnostic (affinity vs spreading hit rates within the eviction
- * window) + paired flat_lb/cacheroute simulations over a load grid scaled
- * to R·q_cap, run through the ordinary harness (exp_run) into a database,
+ * window) + paired baseline/cacheroute simulations (the baseline is
+ * --baseline, any registered router but cacheroute, default flat_lb) over a
+ * load grid scaled to R·q_cap, run through the ordinary harness (exp_run) into a database,
  * whose SLO capacities give the verdict.  The region map repeats the
  * evaluation over two workload axes with one calibration at the base.
  */
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "models/plan.h"
+#include "models/route.h"
 #include "workloads/diag.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
@@ -84,6 +86,7 @@ typedef struct regime_opts {
     const char *db;
     const char *map[2];
     const char *outdir;
+    const char *baseline; /* router cacheroute is compared against (--baseline) */
 } regime_opts;
 
 /* Everything one evaluation measured. */
@@ -147,7 +150,7 @@ static int load_cfg(const regime_opts *o, const char *const *extra, size_t n_ext
 }
 
 
-/* Run the paired flat_lb/cacheroute sweep on ev->loads into `db` and read
+/* Run the paired baseline/cacheroute sweep on ev->loads into `db` and read
  * back per-seed capacities and mid-load hit rates into *ev. */
 static int simulate(const regime_opts *o, const char *const *all, size_t n_all, const char *db,
                     FILE *log, regime_eval *ev)
@@ -169,7 +172,9 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
                                  i + 1);
     snprintf(seeds + used, sizeof seeds - used, "]");
     snprintf(name, sizeof name, "experiment.name=regime");
-    const char *more[] = {"experiment.policies=[flat_lb, cacheroute]", rates, qcap, slots,
+    char pols[160];
+    snprintf(pols, sizeof pols, "experiment.policies=[%s, cacheroute]", o->baseline);
+    const char *more[] = {pols, rates, qcap, slots,
                           dbset, slos, seeds, name, "experiment.sweep=[]"};
     const size_t nm = sizeof more / sizeof *more;
     const char **runsets = sim_xcalloc(n_all + nm, sizeof *runsets);
@@ -477,7 +482,7 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
         fprintf(out, " requests/s) [%.1f s]:\n", ev->sim_wall_s);
         fprintf(out, "  %-10s %10s  capacity per seed (requests/s)\n", "policy", "hit@mid");
         const exp_cap_interval *caps[2] = {ev->cap_fl, ev->cap_cr};
-        const char *names[2] = {"flat_lb", "cacheroute"};
+        const char *names[2] = {o->baseline, "cacheroute"};
         const double hits[2] = {ev->hit_fl, ev->hit_cr};
         for (int p = 0; p < 2; p++) {
             fprintf(out, "  %-10s %9.1f%% ", names[p], 100 * hits[p]);
@@ -488,8 +493,8 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
             }
             fputc('\n', out);
         }
-        fprintf(out, "  capacity ratio cacheroute/flat_lb %.2f (per-seed range %.2f .. %.2f); "
-                "tie band +-%.0f %%\n", ev->ratio, ev->ratio_lo, ev->ratio_hi, 100 * o->tie);
+        fprintf(out, "  capacity ratio cacheroute/%s %.2f (per-seed range %.2f .. %.2f); "
+                "tie band +-%.0f %%\n", o->baseline, ev->ratio, ev->ratio_lo, ev->ratio_hi, 100 * o->tie);
     }
     fprintf(out, "\nverdict: %s%s\nreason: %s\n",
             ev->simulated ? exp_verdict_name(ev->verdict) : "tie/lose",
@@ -614,6 +619,20 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
     o.fast = exp_cli_has(a, "fast");
     o.db = exp_cli_str(a, "db", NULL);
     o.outdir = exp_cli_str(a, "out", NULL);
+    o.baseline = exp_cli_str(a, "baseline", "flat_lb");
+    if (!route_find(o.baseline) || strcmp(o.baseline, "cacheroute") == 0) {
+        char names[1024];
+        size_t u = 0;
+        names[0] = 0;
+        for (size_t i = 0; route_names[i] && u + 40 < sizeof names; i++)
+            if (strcmp(route_names[i], "cacheroute") != 0)
+                u += (size_t)snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "",
+                                      route_names[i]);
+        return SIM_ERROR(SIM_EINVAL, "--baseline '%s': %s; expected a registered router other "
+                         "than cacheroute (one of: %s)", o.baseline,
+                         route_find(o.baseline) ? "cacheroute is what it is compared with"
+                                                : "unknown router", names);
+    }
     const exp_cli_val *map = exp_cli_get(a, "map");
     if (map->count) {
         o.map[0] = map->str;
