@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -594,7 +595,73 @@ static void test_file(void)
     CHECK_STR_CONTAINS(sim_errmsg(), "cannot open config");
     CHECK_INT_EQ(sim_cfgdoc_load(dir, &d), SIM_EIO); /* a directory */
     CHECK_STR_CONTAINS(sim_errmsg(), dir);
+    CHECK_STR_CONTAINS(sim_errmsg(), "config is a directory, not a regular file");
+
+    /* Issue 17 items 10 and 15: a FIFO is refused at once (before: the
+     * open blocked until a writer came), so is /dev/zero (before: read
+     * until memory ran out); a UTF-8 byte order mark is accepted. */
+    snprintf(path, sizeof path, "%s/fifo.yaml", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK_INT_EQ(sim_cfgdoc_load(path, &d), SIM_EIO);
+    CHECK(d == NULL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "fifo.yaml: config is a FIFO (named pipe), not a regular "
+                                     "file; expected a readable YAML config file");
+    remove(path);
+    CHECK_INT_EQ(sim_cfgdoc_load("/dev/zero", &d), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "/dev/zero: config is a character device");
+    snprintf(path, sizeof path, "%s/bom.yaml", dir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("\xef\xbb\xbf" "workload:\n  trace: t.jsonl\n  arrival: {rate: 5}\n", f);
+    fclose(f);
+    CHECK_INT_EQ(sim_cfgdoc_load(path, &d), SIM_OK);
+    CHECK_INT_EQ(sim_cfg_bind(d, schema, &c), SIM_OK);
+    CHECK(c.rate == 5);
+    sim_cfg_free(schema, &c);
+    sim_cfgdoc_destroy(d);
+    remove(path);
     rmdir(dir);
+}
+
+/* Issue 17 item 13: a key or value holding control characters is echoed
+ * escaped, so every message is one line; other messages are unchanged. */
+static void test_control_chars(void)
+{
+    expect_error("workload:\n  \"tra\\nce\": 1\n", "exp.yaml:2: unknown key "
+                 "'workload.tra\\nce'", NULL);
+    CHECK(strchr(sim_errmsg(), '\n') == NULL);
+    expect_error("workload:\n  \"a\\tb\\u0001\\x7f\": 1\n", "'workload.a\\tb\\x01\\x7f'",
+                 NULL);
+    sim_cfgdoc *d;
+    CHECK_INT_EQ(sim_cfgdoc_parse_string(good_yaml, "exp.yaml", &d), SIM_OK);
+    CHECK_INT_EQ(sim_cfgdoc_set(d, "cluster.dest\ninations\r=3"), SIM_OK);
+    struct cfg c = {0};
+    CHECK_INT_EQ(sim_cfg_bind(d, schema, &c), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "--set cluster.dest\\ninations\\r: unknown key "
+                                     "'cluster.dest\\ninations\\r'");
+    for (const char *m = sim_errmsg(); *m; m++)
+        CHECK((unsigned char)*m >= 0x20 && *m != 0x7f);
+    CHECK_INT_EQ(sim_cfgdoc_set(d, "a\nb"), SIM_EINVAL); /* no '=' */
+    CHECK_STR_CONTAINS(sim_errmsg(), "--set a\\nb: expected KEY=VALUE");
+    sim_cfgdoc_destroy(d);
+    /* Unchanged: a message without control characters, backslashes and
+     * UTF-8 included, is stored byte for byte; escaping is idempotent. */
+    const char *plain = "f.yaml:3: key 'a\\nb' is '\xc3\xa9'; expected x \\ y";
+    SIM_ERROR(SIM_EINVAL, "%s", plain);
+    CHECK(strcmp(sim_errmsg(), plain) == 0);
+    char copy[1100];
+    SIM_ERROR(SIM_EINVAL, "x\001y\n");
+    snprintf(copy, sizeof copy, "%s", sim_errmsg());
+    CHECK(strcmp(copy, "x\\x01y\\n") == 0);
+    SIM_ERROR(SIM_EINVAL, "%s", copy);
+    CHECK(strcmp(sim_errmsg(), copy) == 0);
+    /* A long message of newlines is cut at a whole escape, never inside. */
+    char nl[2000];
+    memset(nl, '\n', sizeof nl - 1);
+    nl[sizeof nl - 1] = '\0';
+    SIM_ERROR(SIM_EINVAL, "%s", nl);
+    size_t len = strlen(sim_errmsg());
+    CHECK(len >= 1020 && len <= 1023 && len % 2 == 0);
 }
 
 static void test_schema_and_help(void)
@@ -651,6 +718,7 @@ int main(void)
     test_dump();
     test_sections();
     test_file();
+    test_control_chars();
     test_schema_and_help();
     printf("test_config: all passed\n");
     return 0;
