@@ -219,6 +219,40 @@ static void test_file(void)
     expect_bad("word.csv", "a,1\nb,lots\n", ":2:", "not a number");
     expect_bad("three.csv", "a,1,2\n", ":1:", "more than two fields");
     expect_bad("nokey.csv", "a,1\n ,2\n", ":2:", "empty key");
+    /* Issue 17 items 3, 15, 16: a sum that overflows (before: "complete"
+     * runs and `plan` printing "total inf"), hexadecimal rates (strtod
+     * read 0x10 as 16, or took the row for a header), duplicate keys
+     * (before: two keys of one name), binary data and a one-field row
+     * (before: "one field, no comma, fields"). */
+    expect_bad("overflow.csv", "a,1e308\nb,1e308\n", ": the 2 key rates sum to inf",
+               "expected rates whose sum is finite");
+    expect_bad("hex.csv", "key,rate\na,0x10\n", ":2:", "rate '0x10' is hexadecimal");
+    expect_bad("hex1.csv", "a,0X1p4\n", ":1:", "rate '0X1p4' is hexadecimal");
+    expect_bad("dup.csv", "key,rate\na,1\nb,2\n# c\na,3\n", ":5:",
+               "key 'a' again (first on line 2); expected each key once");
+    expect_bad("onefield.csv", "a,1\nb\n", ":2:", "one field (no comma); expected key,rate");
+    expect_bad("binary.csv", "\x7f" "ELF\x02\x01\x01\n", ":1:", "control character 0x7f");
+    p = write_tmp("bom.csv", "\xef\xbb\xbf" "key,rate\na,1\nb,3\n");
+    CHECK_INT_EQ(wl_keyrates_load_csv(p, &kr), SIM_OK); /* a byte order mark is accepted */
+    CHECK_INT_EQ(kr.n, 2);
+    CHECK_NEAR(kr.rate[0], 3, 0);
+    wl_keyrates_fini(&kr);
+    p = write_tmp("bom1.csv", "\xef\xbb\xbf" "a,1\nb,3\n"); /* and is not part of key 'a' */
+    char **names;
+    CHECK_INT_EQ(wl_keyrates_load_csv_names(p, &kr, &names), SIM_OK);
+    CHECK_INT_EQ(kr.n, 2);
+    CHECK(strcmp(names[0], "a") == 0);
+    wl_names_free(names, kr.n);
+    wl_keyrates_fini(&kr);
+    unlink(p);
+    /* Large but summable rates load; the total is finite. */
+    p = write_tmp("big.csv", "a,1e307\nb,1e307\n");
+    CHECK_INT_EQ(wl_keyrates_load_csv(p, &kr), SIM_OK);
+    CHECK_NEAR(wl_keyrates_total(&kr), 2e307, 1e292);
+    wl_keyrates_fini(&kr);
+    unlink(p);
+    CHECK_INT_EQ(wl_keyrates_load_csv("/dev/zero", &kr), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "/dev/zero: key-rate file is a character device");
     CHECK_INT_EQ(wl_keyrates_load_csv("/nonexistent/rates.csv", &kr), SIM_EIO);
     CHECK_STR_CONTAINS(sim_errmsg(), "/nonexistent/rates.csv");
     enum wl_keydist d;

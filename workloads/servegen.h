@@ -31,7 +31,8 @@
 typedef struct wl_servegen {
     size_t n_clients;
     size_t n_windows;     /* rows per client (all files must agree) */
-    double window_s;      /* spacing of window starts, s (600 in the data) */
+    double window_s;      /* spacing of window starts, s (600 in the data; 0: one window) */
+    double start_s;       /* start of the first window, s (0 in the data) */
     char **names;         /* file names (without directory) */
     double *mean_rate;    /* per client: mean of rate_rps over all windows, requests/s */
     double *rate;         /* keep_windows: n_clients × n_windows rates, row-major; else NULL */
