@@ -54,6 +54,18 @@ static void test_hand_vectors(void)
     /* Gini by the definition: Σ_i Σ_j |x_i − x_j| / (2 n² mean):
      * pairs (49,1): 2·198·2 ordered pairs × 48 = 38016; n² mean = 200·296. */
     CHECK_NEAR(st.gini, 38016.0 / (2.0 * 200 * 296), 1e-14);
+    /* Rates near DBL_MAX: the Gini numerator (3 x 1e308) overflows though
+     * the sum does not; computed on exactly rescaled rates (the fuzz
+     * finding keyrates-near-max).  Here G = (3e308 - 3 - 2.5 + 2.5) /
+     * (4 (1e308 + 6)) = 0.75 in double precision. */
+    double big[4] = {2.5, 1, 2.5, 1e308};
+    CHECK_INT_EQ(wl_rates_describe(big, 4, &st), SIM_OK);
+    CHECK_NEAR(st.gini, 0.75, 1e-15);
+    CHECK(st.total == 1e308 + 6.0);
+    CHECK_NEAR(st.max_share, 1.0, 1e-15);
+    double over[2] = {1e308, 1e308};
+    CHECK_INT_EQ(wl_rates_describe(over, 2, &st), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "key rates sum to inf (the sum overflows)");
     /* Bad vectors. */
     double bad[2] = {1, -1};
     CHECK_INT_EQ(wl_rates_describe(bad, 2, &st), SIM_EINVAL);
@@ -245,6 +257,17 @@ static void test_file(void)
     wl_names_free(names, kr.n);
     wl_keyrates_fini(&kr);
     unlink(p);
+    /* The fuzz finding keyrates-long-value: a long value of white-space
+     * controls; the message keeps its expected form (before: escaped and
+     * cut at 1 KiB). */
+    {
+        char text[2000] = "key,rate\nmz,a";
+        for (int i = 0; i < 600; i++)
+            strcat(text, "\r\v");
+        strcat(text, "6\n");
+        expect_bad("long.csv", text, ":2: rate 'a\\r\\x0b\\r", "is not a number; expected key,rate");
+        CHECK_STR_CONTAINS(sim_errmsg(), " bytes cut ...] ");
+    }
     /* Large but summable rates load; the total is finite. */
     p = write_tmp("big.csv", "a,1e307\nb,1e307\n");
     CHECK_INT_EQ(wl_keyrates_load_csv(p, &kr), SIM_OK);

@@ -423,6 +423,7 @@ int wl_rates_describe(const double *rate, size_t n, wl_keystats *out)
         return SIM_ERROR(SIM_EINVAL, "cannot describe an empty rate vector; expected at least "
                          "one key");
     double *x = malloc(n * sizeof *x);
+    int scaled = 0; /* x holds rate · 2^-scaled */
     if (!x)
         return SIM_ERROR(SIM_ENOMEM, "out of memory describing %zu key rates", n);
     for (size_t i = 0; i < n; i++) {
@@ -439,9 +440,31 @@ int wl_rates_describe(const double *rate, size_t n, wl_keystats *out)
         total += x[i];
         num += (2.0 * (double)(i + 1) - (double)n - 1.0) * x[i];
     }
+    if (!isfinite(total)) {
+        free(x);
+        return SIM_ERROR(SIM_EINVAL, "key rates sum to %g (the sum overflows); expected rates "
+                         "with a finite sum", total);
+    }
     if (!(total > 0)) {
         free(x);
         return SIM_ERROR(SIM_EINVAL, "key rates sum to 0; expected a positive total");
+    }
+    if (!isfinite(num)) {
+        /* The Gini numerator weighs rates by up to n − 1: with rates near
+         * DBL_MAX it overflows although their sum does not (a fuzz
+         * finding).  Scaling every rate by 2^-e (e the exponent of the
+         * largest) is exact, so every statistic below is unchanged; it is
+         * done only here, so ordinary vectors are computed as before. */
+        int e;
+        frexp(x[n - 1], &e);
+        total = 0;
+        num = 0;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = ldexp(x[i], -e);
+            total += x[i];
+            num += (2.0 * (double)(i + 1) - (double)n - 1.0) * x[i];
+        }
+        scaled = e;
     }
     const double ps[3] = {0.01, 0.04, 0.10};
     double shares[3];
@@ -454,7 +477,7 @@ int wl_rates_describe(const double *rate, size_t n, wl_keystats *out)
             s += x[n - 1 - i];
         shares[j] = s / total;
     }
-    *out = (wl_keystats){.n = n, .total = total, .gini = num / ((double)n * total),
+    *out = (wl_keystats){.n = n, .total = ldexp(total, scaled), .gini = num / ((double)n * total),
                          .top1 = shares[0], .top4 = shares[1], .top10 = shares[2],
                          .max_share = x[n - 1] / total};
     free(x);

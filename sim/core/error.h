@@ -38,7 +38,10 @@ enum sim_status {
  * Control characters in the formatted message (bytes below 0x20 and 0x7f,
  * e.g. a newline inside a YAML key the user wrote) are stored escaped as
  * \n, \r, \t or \xHH, so every message is one line; other bytes are kept.
- * Returns `code`.  Cannot fail (a message longer than 1 KiB is truncated).
+ * A message whose escaped text exceeds the 1 KiB buffer keeps its first
+ * 660 and last 320 bytes around " [... N bytes cut ...] ", so that a long
+ * quoted value cannot cut off the expected form at its end.
+ * Returns `code`.  Cannot fail.
  */
 int sim_error(int code, const char *src_file, int src_line, const char *fmt, ...)
 #if defined(__GNUC__)
