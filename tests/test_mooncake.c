@@ -469,6 +469,7 @@ static void test_fixtures(const char *dir)
         {"missing_field.jsonl", 2, "missing field \"output_length\""},
         {"negative_length.jsonl", 4, "field \"input_length\" is -5"},
         {"nonmonotone.jsonl", 3, "field \"timestamp\" is 3000, smaller than 6000"},
+        {"prefix_conflict.jsonl", 4, "hash_ids[2] = 5 follows 2 here, but followed 1 on line 1"},
     };
     printf("fixtures in %s:\n", dir);
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) {
@@ -483,6 +484,14 @@ static void test_fixtures(const char *dir)
         CHECK_STR_CONTAINS(sim_errmsg(), tag);
         CHECK_STR_CONTAINS(sim_errmsg(), fx[i].needle);
     }
+    /* bom.jsonl: valid after its UTF-8 byte order mark. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bom.jsonl", dir);
+    wl_trace *t = NULL;
+    CHECK_INT_EQ(wl_mooncake_load(path, WL_MOONCAKE_BLOCK_TOKENS, &t), SIM_OK);
+    CHECK_INT_EQ(t->n, 2);
+    CHECK_NEAR(t->reqs[1].t_s, 1.0, 0);
+    wl_trace_destroy(t);
 }
 
 int main(int argc, char **argv)
