@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/core/error.h"
@@ -169,6 +170,17 @@ static void test_bad(void)
     fclose(f);
     CHECK_INT_EQ(wl_servegen_load(dir, 0, &sg), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "rate_rps values sum to inf");
+    /* Issue 17 item 10: a FIFO among the client files is refused at once
+     * (before: the open blocked forever); a file given as the folder is
+     * named. */
+    CHECK(unlink(path) == 0);
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK_INT_EQ(wl_servegen_load(dir, 0, &sg), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "chunk-3-trace.csv: ServeGen trace is a FIFO (named pipe), "
+                                     "not a regular file");
+    CHECK_INT_EQ(wl_servegen_load(path, 0, &sg), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "cannot open ServeGen folder: Not a directory");
+    unlink(path);
 }
 
 int main(int argc, char **argv)
