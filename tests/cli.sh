@@ -76,6 +76,53 @@ expect_error 2 "key 'workload.keys.distribution' is 'pareto'" -- "$CRSIM" worklo
 expect_error 2 "key 'workload.arrival.cv' is 0" -- "$CRSIM" workload describe "$PRESET" --set workload.arrival.cv=0
 expect_error 2 "key 'workload.arrival.cv' is -1" -- "$CRSIM" run "$SMALL" --set workload.type=synthetic --set workload.duration_s=10 --set workload.arrival.cv=-1
 
+# Issue 17: the bad-input campaign's defects, each a fixture in
+# tests/bad-inputs (see its README) or a special file made here.
+B="$T/bad-inputs"
+IAT="--set workload.arrival.process=bootstrap --set workload.arrival.iat_file"
+expect_error 2 "iat_mixed_forms.csv:3: '2023-11-16 18:15:54.9320210' mixes numeric and date-time times (line 2 has a number)" -- "$CRSIM" workload describe "$PRESET" $IAT="$B/iat_mixed_forms.csv"
+expect_error 2 "iat_feb30.csv:4: '2023-02-30 00:00:00' in column 'TIMESTAMP' names a day that does not exist" -- "$CRSIM" workload describe "$PRESET" $IAT="$B/iat_feb30.csv"
+if "$CRSIM" workload describe "$PRESET" $IAT="$B/iat_year9999.csv" --requests 100 >"$TMP/desc" 2>"$TMP/err"; then
+    echo "ok: arrival times in the year 9999"
+else
+    fail "year 9999 arrival times: $(cat "$TMP/err")"
+fi
+NOCAP="--set workload.keys.cap=0"
+expect_error 2 "rates_overflow.csv: the 2 key rates sum to inf (the sum overflows)" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$B/rates_overflow.csv" $NOCAP
+expect_error 2 "rates_overflow.csv: the 2 key rates sum to inf" -- "$CRSIM" plan --rates "$B/rates_overflow.csv" --destinations 2 --q-cap 1 --slots 1
+expect_error 2 "rates_hex.csv:3: rate '0x10' is hexadecimal" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$B/rates_hex.csv" $NOCAP
+expect_error 2 "rates_duplicate_key.csv:4: key 'tenant-a' again (first on line 2); expected each key once" -- "$CRSIM" plan --rates "$B/rates_duplicate_key.csv" --destinations 2 --q-cap 1 --slots 1
+expect_error 2 "' is not a number; expected key,rate" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$B/rates_long_value.csv" $NOCAP
+expect_error 2 "rates_binary.csv:3: control character 0x7f in line (a binary file?); expected a text CSV file" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$B/rates_binary.csv" $NOCAP
+if "$CRSIM" plan --rates "$B/rates_bom.csv" --destinations 2 --q-cap 4 --slots 1 >"$TMP/plan" 2>"$TMP/err" &&
+    grep -q "keys 2, total 4 requests/s" "$TMP/plan" && grep -q "^a  " "$TMP/plan"; then
+    echo "ok: a key-rate file with a byte order mark"
+else
+    fail "key-rate file with a BOM: $(cat "$TMP/plan" "$TMP/err")"
+fi
+if "$CRSIM" workload describe "$PRESET" $FILEKEYS="$B/rates_near_max.csv" $NOCAP --requests 100 >"$TMP/desc" 2>"$TMP/err" &&
+    grep -q "4 keys, Gini 0.7500" "$TMP/desc"; then
+    echo "ok: rates near the largest double"
+else
+    fail "rates near DBL_MAX: $(cat "$TMP/desc" "$TMP/err")"
+fi
+SGKEYS="--set workload.keys.distribution=servegen --set workload.keys.file"
+expect_error 2 "servegen_uneven/chunk-0-trace.csv:3: window_start_s 1300 is 700 s after the previous window" -- "$CRSIM" workload describe "$PRESET" $SGKEYS="$B/servegen_uneven" $NOCAP
+expect_error 2 "servegen_overflow/chunk-0-trace.csv: rate_rps values sum to inf" -- "$CRSIM" workload describe "$PRESET" $SGKEYS="$B/servegen_overflow" $NOCAP
+expect_error 2 "prefix_conflict.jsonl:4: hash_ids\[2\] = 5 follows 2 here, but followed 1 on line 1" -- "$CRSIM" run "$SMALL" --set "workload.trace=$B/prefix_conflict.jsonl" --set "experiment.db=$DB"
+expect_error 2 "key_newline.yaml:5: unknown key 'cluster.dest\\\\ninations'" -- "$CRSIM" run "$B/key_newline.yaml" --dry-run
+expect_error 2 "--set workload.tr\\\\nace: unknown key" -- "$CRSIM" run "$SMALL" --dry-run --set "workload.tr
+ace=x"
+# Special files are refused at once: before, a FIFO blocked forever (the
+# timeout turns that into a failure) and /dev/zero was read for gigabytes.
+mkfifo "$TMP/fifo.jsonl" "$TMP/fifo.yaml" "$TMP/fifo.csv"
+expect_error 2 "fifo.jsonl: Mooncake trace is a FIFO (named pipe), not a regular file" -- timeout 20 "$CRSIM" run "$SMALL" --set "workload.trace=$TMP/fifo.jsonl" --set "experiment.db=$DB"
+expect_error 2 "fifo.yaml: config is a FIFO (named pipe), not a regular file" -- timeout 20 "$CRSIM" run "$TMP/fifo.yaml"
+expect_error 2 "fifo.csv: key-rate file is a FIFO (named pipe)" -- timeout 20 "$CRSIM" plan --rates "$TMP/fifo.csv" --destinations 2 --q-cap 1 --slots 1
+expect_error 2 "/dev/zero: Mooncake trace is a character device, not a regular file" -- timeout 20 "$CRSIM" run "$SMALL" --set workload.trace=/dev/zero --set "experiment.db=$DB"
+expect_error 2 "/dev/zero: inter-arrival file is a character device" -- timeout 20 "$CRSIM" workload describe "$PRESET" $IAT=/dev/zero
+[ -e "$DB" ] && fail "a failed run left a database behind"
+
 # Real per-tenant rates: one ServeGen model's clients as the key population.
 SG_TAR="$T/../data/servegen/servegen_m-small_deepseek-r1.tar.xz"
 if mkdir "$TMP/sg" && tar -xJf "$SG_TAR" -C "$TMP/sg" 2>/dev/null; then

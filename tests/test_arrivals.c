@@ -180,6 +180,55 @@ static void test_csv(void)
     expect_bad("nan.csv", "G\n1\nnan\n", "G", 1, ":3:", "nan");
     expect_bad("one.csv", "T\n1\n2\n", "T", 0, ":", "1 inter-arrival gap");
     expect_bad("baddate.csv", "T\n2023-13-01 00:00:00\n", "T", 0, ":2:", "not a time");
+    /* Issue 17 item 1.  Impossible days are named on their own line
+     * (before: accepted, and the next line blamed as "earlier"). */
+    expect_bad("feb30.csv", "T\n2023-02-28 00:00:00\n2023-02-30 00:00:00\n2023-03-01 00:00:01\n",
+               "T", 0, ":3:", "'2023-02-30 00:00:00' in column 'T' names a day that does not exist");
+    expect_bad("apr31.csv", "T\n2023-04-31 00:00:00\n", "T", 0, ":2:", "does not exist");
+    expect_bad("feb29.csv", "T\n2100-02-29 00:00:00\n", "T", 0, ":2:", "does not exist");
+    /* A number then a date-time is "mixes" on the date's line, naming the
+     * number's (before: INT64_MIN was subtracted: "earlier than"). */
+    expect_bad("mix.csv", "TIMESTAMP\n202\n2023-11-16 18:15:54.9320210\n2023-11-16 18:15:55\n",
+               "TIMESTAMP", 0, ":3:", "mixes numeric and date-time times (line 2 has a number)");
+    expect_bad("mix2.csv", "T\n2023-11-16 18:15:54\n5\n6\n", "T", 0, ":3:",
+               "(line 2 has a date-time)");
+    expect_bad("hex.csv", "G\n1\n0x10\n", "G", 1, ":3:", "'0x10' in column 'G' is not a "
+               "decimal number");
+    /* Leap days exist in leap years; a BOM before the header is dropped. */
+    snprintf(path, sizeof path, "%s/leap.csv", tmpdir);
+    f = fopen(path, "w");
+    fputs("\xef\xbb\xbf" "T\n2024-02-29 23:59:59\n2000-02-29 00:00:00\n", f);
+    fclose(f);
+    CHECK_INT_EQ(wl_iat_load_csv(path, "T", 0, &s), SIM_EINVAL); /* 2000 < 2024: earlier */
+    CHECK_STR_CONTAINS(sim_errmsg(), "leap.csv:3: time '2000-02-29 00:00:00' is earlier");
+    f = fopen(path, "w");
+    fputs("\xef\xbb\xbf" "T\n2024-02-28 23:59:59\n2024-02-29 00:00:00\n2024-03-01 00:00:00\n", f);
+    fclose(f);
+    CHECK_INT_EQ(wl_iat_load_csv(path, "T", 0, &s), SIM_OK);
+    CHECK_INT_EQ(s.n, 2);
+    CHECK_NEAR(s.gap_s[0], 1.0, 0);
+    CHECK_NEAR(s.gap_s[1], 86400.0, 0);
+    wl_iat_series_fini(&s);
+    /* Years far from 1970 (before: signed overflow multiplying seconds by
+     * 1e9 beyond ~2262 or before ~1678; UBSan aborts there): exact 1 s
+     * gaps in 9999 and 0001, and the 9998 years between 0001 and 9999 in
+     * double seconds.  Days from 0001-01-01 to 9999-01-01: 3651694 (Python
+     * date(9999,1,1).toordinal() - date(1,1,1).toordinal()). */
+    f = fopen(path, "w");
+    fputs("T\n9999-01-01 00:00:00\n9999-01-01 00:00:01\n9999-12-31 23:59:60.5\n", f);
+    fclose(f);
+    CHECK_INT_EQ(wl_iat_load_csv(path, "T", 0, &s), SIM_OK);
+    CHECK_NEAR(s.gap_s[0], 1.0, 0);
+    CHECK_NEAR(s.gap_s[1], 364.0 * 86400 + 86399.5, 1e-8); /* via integer ns */
+    wl_iat_series_fini(&s);
+    f = fopen(path, "w");
+    fputs("T\n0001-01-01 00:00:00\n0001-01-01 00:00:01.25\n9999-01-01 00:00:01.25\n", f);
+    fclose(f);
+    CHECK_INT_EQ(wl_iat_load_csv(path, "T", 0, &s), SIM_OK);
+    CHECK_NEAR(s.gap_s[0], 1.25, 0);
+    CHECK_NEAR(s.gap_s[1], 3651694.0 * 86400, 0);
+    wl_iat_series_fini(&s);
+    unlink(path);
     rmdir(tmpdir);
 }
 

@@ -5,9 +5,13 @@
  * quoting, the line-length bound and NUL bytes with their line numbers,
  * the open error, and a memory source read like a file.
  */
+
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sim/core/error.h"
 #include "workloads/csv.h"
@@ -158,12 +162,66 @@ static void test_files(void)
     CHECK(r == NULL);
     CHECK_STR_CONTAINS(sim_errmsg(), "/nonexistent/x.csv: cannot open key-rate file: ");
 
-    /* A directory is refused at open (workloads/infile.c), SIM_EIO. */
+    /* Issue 17 item 10: anything but a regular file is refused at open,
+     * before any read: a directory (before: a read error), /dev/zero
+     * (before: 64 KiB of NULs read, then "NUL byte"; as a trace, GBs) and
+     * a FIFO (before: the open blocked until a writer came). */
     CHECK_INT_EQ(wl_csv_open("/", "key-rate file", 0, &r), SIM_EIO);
     CHECK(r == NULL);
-    CHECK_STR_CONTAINS(sim_errmsg(), "/: cannot open key-rate file: it is a directory, not a "
-                       "regular file");
+    CHECK_STR_CONTAINS(sim_errmsg(), "/: key-rate file is a directory, not a regular file; "
+                                     "expected a regular file (plain, .gz or .xz)");
+    CHECK_INT_EQ(wl_csv_open("/dev/zero", "inter-arrival file", 0, &r), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "/dev/zero: inter-arrival file is a character device");
+    char dir[] = "/tmp/crsim_csv_XXXXXX", fifo[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof fifo, "%s/fifo.csv", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK_INT_EQ(wl_csv_open(fifo, "key-rate file", 0, &r), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "fifo.csv: key-rate file is a FIFO (named pipe)");
+    unlink(fifo);
+    rmdir(dir);
     wl_csv_close(NULL);
+}
+
+/* Issue 17 item 15: a UTF-8 byte order mark is dropped (before: it was
+ * glued to the first field, so "TIMESTAMP" was not found), a UTF-16 one
+ * and binary bytes are named (before: the row reached the caller, giving
+ * e.g. "one field, no comma, fields"). */
+static void test_encodings(void)
+{
+    wl_csv *r = mem("\xef\xbb\xbf" "TIMESTAMP,x\n\xef\xbb\xbf" "1,2\n", 0);
+    expect_row(r, 1, "TIMESTAMP|x");
+    expect_row(r, 2, "\xef\xbb\xbf" "1|2"); /* only at the start of the input */
+    expect_end(r);
+    wl_csv_close(r);
+    r = mem("\xef\xbb\xbf", 0); /* a BOM alone is an empty file */
+    expect_end(r);
+    wl_csv_close(r);
+    size_t nf;
+    static const char u16[] = "\xff\xfek\000e\000y\000\n\000";
+    r = wl_csv_from_mem(u16, sizeof u16 - 1, "u16.csv", 0);
+    CHECK_INT_EQ(wl_csv_next(r, &nf), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "u16.csv:1: UTF-16 byte order mark; expected a UTF-8 (or "
+                                     "ASCII) text CSV file");
+    wl_csv_close(r);
+    r = mem("\xfe\xff", 0);
+    CHECK_INT_EQ(wl_csv_next(r, &nf), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "mem.csv:1: UTF-16");
+    wl_csv_close(r);
+    r = mem("a,1\n\x7f" "ELF\x02\x01\n", 0);
+    expect_row(r, 1, "a|1");
+    CHECK_INT_EQ(wl_csv_next(r, &nf), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "mem.csv:2: control character 0x7f in line (a binary "
+                                     "file?); expected a text CSV file");
+    wl_csv_close(r);
+    r = mem("a\x1b[31m,1\n", 0);
+    CHECK_INT_EQ(wl_csv_next(r, &nf), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "mem.csv:1: control character 0x1b");
+    wl_csv_close(r);
+    /* White space controls stay allowed (and are trimmed). */
+    r = mem("\va\f,\t1\r\n", 0);
+    expect_row(r, 1, "a|1");
+    wl_csv_close(r);
 }
 
 int main(void)
@@ -171,6 +229,7 @@ int main(void)
     test_rows();
     test_limits();
     test_files();
+    test_encodings();
     printf("csv: ok\n");
     return 0;
 }

@@ -54,6 +54,18 @@ static void test_hand_vectors(void)
     /* Gini by the definition: Σ_i Σ_j |x_i − x_j| / (2 n² mean):
      * pairs (49,1): 2·198·2 ordered pairs × 48 = 38016; n² mean = 200·296. */
     CHECK_NEAR(st.gini, 38016.0 / (2.0 * 200 * 296), 1e-14);
+    /* Rates near DBL_MAX: the Gini numerator (3 x 1e308) overflows though
+     * the sum does not; computed on exactly rescaled rates (the fuzz
+     * finding keyrates-near-max).  Here G = (3e308 - 3 - 2.5 + 2.5) /
+     * (4 (1e308 + 6)) = 0.75 in double precision. */
+    double big[4] = {2.5, 1, 2.5, 1e308};
+    CHECK_INT_EQ(wl_rates_describe(big, 4, &st), SIM_OK);
+    CHECK_NEAR(st.gini, 0.75, 1e-15);
+    CHECK(st.total == 1e308 + 6.0);
+    CHECK_NEAR(st.max_share, 1.0, 1e-15);
+    double over[2] = {1e308, 1e308};
+    CHECK_INT_EQ(wl_rates_describe(over, 2, &st), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "key rates sum to inf (the sum overflows)");
     /* Bad vectors. */
     double bad[2] = {1, -1};
     CHECK_INT_EQ(wl_rates_describe(bad, 2, &st), SIM_EINVAL);
@@ -219,6 +231,51 @@ static void test_file(void)
     expect_bad("word.csv", "a,1\nb,lots\n", ":2:", "not a number");
     expect_bad("three.csv", "a,1,2\n", ":1:", "more than two fields");
     expect_bad("nokey.csv", "a,1\n ,2\n", ":2:", "empty key");
+    /* Issue 17 items 3, 15, 16: a sum that overflows (before: "complete"
+     * runs and `plan` printing "total inf"), hexadecimal rates (strtod
+     * read 0x10 as 16, or took the row for a header), duplicate keys
+     * (before: two keys of one name), binary data and a one-field row
+     * (before: "one field, no comma, fields"). */
+    expect_bad("overflow.csv", "a,1e308\nb,1e308\n", ": the 2 key rates sum to inf",
+               "expected rates whose sum is finite");
+    expect_bad("hex.csv", "key,rate\na,0x10\n", ":2:", "rate '0x10' is hexadecimal");
+    expect_bad("hex1.csv", "a,0X1p4\n", ":1:", "rate '0X1p4' is hexadecimal");
+    expect_bad("dup.csv", "key,rate\na,1\nb,2\n# c\na,3\n", ":5:",
+               "key 'a' again (first on line 2); expected each key once");
+    expect_bad("onefield.csv", "a,1\nb\n", ":2:", "one field (no comma); expected key,rate");
+    expect_bad("binary.csv", "\x7f" "ELF\x02\x01\x01\n", ":1:", "control character 0x7f");
+    p = write_tmp("bom.csv", "\xef\xbb\xbf" "key,rate\na,1\nb,3\n");
+    CHECK_INT_EQ(wl_keyrates_load_csv(p, &kr), SIM_OK); /* a byte order mark is accepted */
+    CHECK_INT_EQ(kr.n, 2);
+    CHECK_NEAR(kr.rate[0], 3, 0);
+    wl_keyrates_fini(&kr);
+    p = write_tmp("bom1.csv", "\xef\xbb\xbf" "a,1\nb,3\n"); /* and is not part of key 'a' */
+    char **names;
+    CHECK_INT_EQ(wl_keyrates_load_csv_names(p, &kr, &names), SIM_OK);
+    CHECK_INT_EQ(kr.n, 2);
+    CHECK(strcmp(names[0], "a") == 0);
+    wl_names_free(names, kr.n);
+    wl_keyrates_fini(&kr);
+    unlink(p);
+    /* The fuzz finding keyrates-long-value: a long value of white-space
+     * controls; the message keeps its expected form (before: escaped and
+     * cut at 1 KiB). */
+    {
+        char text[2000] = "key,rate\nmz,a";
+        for (int i = 0; i < 600; i++)
+            strcat(text, "\r\v");
+        strcat(text, "6\n");
+        expect_bad("long.csv", text, ":2: rate 'a\\r\\x0b\\r", "is not a number; expected key,rate");
+        CHECK_STR_CONTAINS(sim_errmsg(), " bytes cut ...] ");
+    }
+    /* Large but summable rates load; the total is finite. */
+    p = write_tmp("big.csv", "a,1e307\nb,1e307\n");
+    CHECK_INT_EQ(wl_keyrates_load_csv(p, &kr), SIM_OK);
+    CHECK_NEAR(wl_keyrates_total(&kr), 2e307, 1e292);
+    wl_keyrates_fini(&kr);
+    unlink(p);
+    CHECK_INT_EQ(wl_keyrates_load_csv("/dev/zero", &kr), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "/dev/zero: key-rate file is a character device");
     CHECK_INT_EQ(wl_keyrates_load_csv("/nonexistent/rates.csv", &kr), SIM_EIO);
     CHECK_STR_CONTAINS(sim_errmsg(), "/nonexistent/rates.csv");
     enum wl_keydist d;

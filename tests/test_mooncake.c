@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -341,6 +342,40 @@ static void test_broken(void)
                 "missing field");
     expect_fail("empty file", "", 1, "no requests");
     expect_fail("only blank lines", "\n  \n\n", 3, "no requests");
+    /* Issue 17 item 16: ids that are not a prefix tree (block 5 after 1
+     * on line 1, after 2 on line 3; or first, then after another). */
+    expect_fail("not a prefix tree", GOOD0 "{\"timestamp\": 1, \"input_length\": 1500, "
+                "\"output_length\": 5, \"hash_ids\": [0, 1, 5]}\n" GOOD1
+                "{\"timestamp\": 2000, \"input_length\": 1500, \"output_length\": 5, "
+                "\"hash_ids\": [0, 2, 5]}\n", 4,
+                "hash_ids[2] = 5 follows 2 here, but followed 1 on line 2; expected hash_ids "
+                "that form a prefix tree");
+    expect_fail("first id elsewhere", GOOD0 "{\"timestamp\": 1, \"input_length\": 10, "
+                "\"output_length\": 5, \"hash_ids\": [1]}\n", 2,
+                "hash_ids[0] = 1 is the first id here, but followed 0 on line 1");
+    expect_fail("repeated id", "{\"timestamp\": 1, \"input_length\": 1000, "
+                "\"output_length\": 5, \"hash_ids\": [3, 3]}\n", 1,
+                "hash_ids[1] = 3 follows 3 here, but was the first id on line 1");
+    /* Issue 17 items 10 and 15: binary data, a UTF-16 file. */
+    expect_fail("control character", GOOD0 "\001{}\n", 2, "invalid JSON");
+    for (const char *m = sim_errmsg(); *m; m++)
+        CHECK((unsigned char)*m >= 0x20); /* jansson quotes the byte raw: escaped */
+    {
+        static const char nul[] = GOOD0 "{\"timestamp\": 0\000}\n";
+        char path[512];
+        write_tmp("", path, sizeof path);
+        FILE *f = fopen(path, "wb");
+        CHECK(f != NULL && fwrite(nul, 1, sizeof nul - 1, f) == sizeof nul - 1);
+        fclose(f);
+        wl_trace *t = SENTINEL;
+        CHECK_INT_EQ(wl_mooncake_load(path, 512, &t), SIM_EINVAL);
+        unlink(path);
+        CHECK(t == SENTINEL);
+        check_message_form(path);
+        CHECK_STR_CONTAINS(sim_errmsg(), ":2: NUL byte in line; expected a text JSONL file");
+    }
+    expect_fail("UTF-16", "\xff\xfe{\n", 1, "UTF-16 byte order mark");
+
     /* Block size is a parameter: GOOD0 (600 tokens, 2 ids) is wrong at 256. */
     expect_fail_rc("block size 256", GOOD0, 256, SIM_EINVAL, 1, "ceil(600/256) = 3");
 
@@ -361,8 +396,66 @@ static void test_broken(void)
     int rc = wl_mooncake_load("/", 512, &t);
     printf("  %-24s -> %s: %s\n", "directory", sim_strstatus(rc), sim_errmsg());
     CHECK_INT_EQ(rc, SIM_EIO);
-    CHECK_STR_CONTAINS(sim_errmsg(), "it is a directory, not a regular file");
+    CHECK_STR_CONTAINS(sim_errmsg(), "is a directory, not a regular file");
     CHECK(t == SENTINEL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "/: Mooncake trace is a directory, not a regular file");
+    /* Issue 17 item 10: /dev/zero (before: 4.2 GB read, then a misleading
+     * message) and a FIFO (before: blocked forever) are refused. */
+    CHECK_INT_EQ(wl_mooncake_load("/dev/zero", 512, &t), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "/dev/zero: Mooncake trace is a character device");
+    char fifo[512];
+    write_tmp("", fifo, sizeof fifo);
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK_INT_EQ(wl_mooncake_load(fifo, 512, &t), SIM_EIO);
+    unlink(fifo);
+    CHECK_STR_CONTAINS(sim_errmsg(), "Mooncake trace is a FIFO (named pipe)");
+    CHECK(t == SENTINEL);
+}
+
+/* Issue 17 items 10 and 15: the line bound, a byte order mark. */
+static void test_lines(void)
+{
+    printf("line bound and BOM:\n");
+    /* A line of exactly WL_MOONCAKE_LINE_MAX bytes (padding spaces inside
+     * the object, CRLF after it) loads; one byte more is refused. */
+    size_t max = WL_MOONCAKE_LINE_MAX;
+    char *buf = malloc(2 * max + 512);
+    CHECK(buf != NULL);
+    const char *obj = "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, "
+                      "\"hash_ids\": [0, 1]";
+    size_t k = strlen(obj);
+    memcpy(buf, obj, k);
+    memset(buf + k, ' ', max - k - 1);
+    memcpy(buf + max - 1, "}\r\n", 4);
+    char path[512];
+    write_tmp(buf, path, sizeof path);
+    wl_trace *t = NULL;
+    CHECK_INT_EQ(wl_mooncake_load(path, 512, &t), SIM_OK);
+    CHECK_INT_EQ(t->n, 1);
+    wl_trace_destroy(t);
+    unlink(path);
+    memset(buf + k, ' ', max - k);
+    memcpy(buf + max, "}\n", 3);
+    char *two = malloc(2 * max + 512);
+    CHECK(two != NULL);
+    snprintf(two, 2 * max + 512, "%s%s", GOOD0, buf);
+    expect_fail("line of max+1 bytes", two, 2, "line longer than 1048576 bytes; expected one "
+                "JSON object per line of at most 1048576 bytes");
+    /* No line end at all: refused after the bound, not read to the end. */
+    memset(buf, '[', 2 * max);
+    buf[2 * max] = '\0';
+    expect_fail("no line end", buf, 1, "line longer than 1048576 bytes");
+    free(two);
+    free(buf);
+    /* A UTF-8 byte order mark is dropped (before: "invalid JSON at column 1:
+     * '[' or '{' expected near '\ufeff'"). */
+    write_tmp("\xef\xbb\xbf" GOOD0 GOOD1, path, sizeof path);
+    CHECK_INT_EQ(wl_mooncake_load(path, 512, &t), SIM_OK);
+    CHECK_INT_EQ(t->n, 2);
+    CHECK_INT_EQ(t->reqs[0].input_tokens, 600);
+    wl_trace_destroy(t);
+    unlink(path);
 }
 
 /* The tests/bad-inputs fixtures fail where tests/bad-inputs/README.md says. */
@@ -377,6 +470,7 @@ static void test_fixtures(const char *dir)
         {"missing_field.jsonl", 2, "missing field \"output_length\""},
         {"negative_length.jsonl", 4, "field \"input_length\" is -5"},
         {"nonmonotone.jsonl", 3, "field \"timestamp\" is 3000, smaller than 6000"},
+        {"prefix_conflict.jsonl", 4, "hash_ids[2] = 5 follows 2 here, but followed 1 on line 1"},
     };
     printf("fixtures in %s:\n", dir);
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) {
@@ -391,6 +485,14 @@ static void test_fixtures(const char *dir)
         CHECK_STR_CONTAINS(sim_errmsg(), tag);
         CHECK_STR_CONTAINS(sim_errmsg(), fx[i].needle);
     }
+    /* bom.jsonl: valid after its UTF-8 byte order mark. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bom.jsonl", dir);
+    wl_trace *t = NULL;
+    CHECK_INT_EQ(wl_mooncake_load(path, WL_MOONCAKE_BLOCK_TOKENS, &t), SIM_OK);
+    CHECK_INT_EQ(t->n, 2);
+    CHECK_NEAR(t->reqs[1].t_s, 1.0, 0);
+    wl_trace_destroy(t);
 }
 
 int main(int argc, char **argv)
@@ -401,6 +503,7 @@ int main(int argc, char **argv)
     }
     test_small_valid();
     test_broken();
+    test_lines();
     if (argc > 2)
         test_fixtures(argv[2]);
     test_real(argv[1]);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/core/error.h"
@@ -119,6 +120,19 @@ static void test_bad(void)
     expect_bad("b6", "0,1,1,Gamma,1,1\n0,1,1,Gamma,1,1\n", ":2:", "does not follow");
     expect_bad("b7", "0,1,1,Gamma,1,1,7\n", ":1:", "more than 6 fields");
     expect_bad("b8", "", ":", "no rows");
+    /* Issue 17 items 3 and 16: a sum of rates that overflows (before: an
+     * infinite mean and a "complete" run), fractional, uneven and hex
+     * window starts (before: accepted, the spacing taken from the first
+     * two rows). */
+    expect_bad("b9", "0,1e308,1,Gamma,1,1\n600,1e308,1,Gamma,1,1\n", ": rate_rps values sum "
+               "to inf", "expected rates whose sums are finite");
+    expect_bad("b10", "0.5,1,1,Gamma,1,1\n", ":1:", "window_start_s 0.5 is not a whole number");
+    expect_bad("b11", "0,1,1,Gamma,1,1\n600,1,1,Gamma,1,1\n1300,1,1,Gamma,1,1\n", ":3:",
+               "window_start_s 1300 is 700 s after the previous window, but the first two "
+               "windows are 600 s apart");
+    expect_bad("b12", "0x0,1,1,Gamma,1,1\n", ":1:", "window_start_s '0x0' is not a decimal "
+               "number");
+    expect_bad("b13", "1e300,1,1,Gamma,1,1\n", ":1:", "below 2^53");
     wl_servegen sg;
     CHECK_INT_EQ(wl_servegen_load("/nonexistent/servegen", 0, &sg), SIM_EIO);
     /* A header line is accepted. */
@@ -134,7 +148,39 @@ static void test_bad(void)
     CHECK_INT_EQ(wl_servegen_load(dir, 0, &sg), SIM_OK);
     CHECK_INT_EQ(sg.n_windows, 2);
     CHECK_NEAR(sg.mean_rate[0], 1.0, 0);
+    CHECK_NEAR(sg.window_s, 600, 0);
+    CHECK_NEAR(sg.start_s, 0, 0);
     wl_servegen_fini(&sg);
+    /* Two clients must cover the same windows: same first start and
+     * spacing, not only the same row count. */
+    snprintf(path, sizeof path, "%s/chunk-4-trace.csv", dir);
+    f = fopen(path, "w");
+    fputs("600,2,1,Gamma,1,0.5\n1200,0,0,,0,0\n", f);
+    fclose(f);
+    CHECK_INT_EQ(wl_servegen_load(dir, 0, &sg), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "chunk-4-trace.csv: windows start at 600 s, 600 s apart, "
+                                     "but in chunk-3-trace.csv at 0 s, 600 s apart");
+    /* Two clients each finite, whose sum overflows. */
+    f = fopen(path, "w");
+    fputs("0,1.7e308,1,Gamma,1,0.5\n600,1.7e308,0,,0,0\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/chunk-3-trace.csv", dir);
+    f = fopen(path, "w");
+    fputs("0,1e308,1,Gamma,1,0.5\n600,1e308,0,,0,0\n", f);
+    fclose(f);
+    CHECK_INT_EQ(wl_servegen_load(dir, 0, &sg), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "rate_rps values sum to inf");
+    /* Issue 17 item 10: a FIFO among the client files is refused at once
+     * (before: the open blocked forever); a file given as the folder is
+     * named. */
+    CHECK(unlink(path) == 0);
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK_INT_EQ(wl_servegen_load(dir, 0, &sg), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "chunk-3-trace.csv: ServeGen trace is a FIFO (named pipe), "
+                                     "not a regular file");
+    CHECK_INT_EQ(wl_servegen_load(path, 0, &sg), SIM_EIO);
+    CHECK_STR_CONTAINS(sim_errmsg(), "cannot open ServeGen folder: Not a directory");
+    unlink(path);
 }
 
 int main(int argc, char **argv)

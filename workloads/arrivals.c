@@ -91,12 +91,32 @@ static int digits(const char **p, int n, int64_t *v)
     return 1;
 }
 
-/* Parse "YYYY-MM-DD HH:MM:SS[.f…]" (or 'T' as separator) into ns since the
- * epoch.  Returns 1 on success. */
-static int parse_datetime(const char *s, int64_t *ns)
+/* Days in month m (1..12) of year y, proleptic Gregorian. */
+static int64_t days_in_month(int64_t y, int64_t m)
+{
+    static const int8_t dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return dm[m - 1] + (m == 2 && leap);
+}
+
+/* A civil date-time as whole seconds since the epoch and the nanoseconds
+ * within the second: two fields, because years 0000-9999 (all that four
+ * digits can write) span ±2.5e11 s, more than int64 nanoseconds hold
+ * (about ±292 years around 1970). */
+typedef struct civil_time {
+    int64_t s;   /* seconds since 1970-01-01 00:00:00 UTC */
+    int64_t ns;  /* 0 .. 999999999 */
+} civil_time;
+
+/* Parse "YYYY-MM-DD HH:MM:SS[.f…]" (or 'T' as separator, an optional 'Z')
+ * into *t.  Returns 1 on success, 0 if `s` is not such a date-time or names
+ * a day that does not exist (2023-02-30, 2023-04-31); *bad_day is then set
+ * to 1 for the latter, so the message can say so. */
+static int parse_datetime(const char *s, civil_time *t, int *bad_day)
 {
     int64_t y, mo, d, h, mi, se;
     const char *p = s;
+    *bad_day = 0;
     if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
         !digits(&p, 2, &d) || (*p != ' ' && *p != 'T'))
         return 0;
@@ -104,7 +124,7 @@ static int parse_datetime(const char *s, int64_t *ns)
     if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi) || *p++ != ':' ||
         !digits(&p, 2, &se))
         return 0;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+    if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 60)
         return 0;
     int64_t frac = 0;
     if (*p == '.') {
@@ -126,11 +146,26 @@ static int parse_datetime(const char *s, int64_t *ns)
         p++;
     if (*p != '\0')
         return 0;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
-    *ns = secs * 1000000000LL + frac;
+    if (d > days_in_month(y, mo)) {
+        *bad_day = 1;
+        return 0;
+    }
+    t->s = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+    t->ns = frac;
     return 1;
 }
 
+/* b − a in seconds.  Within ±2^63 ns (±292 years) the difference is taken
+ * in integer nanoseconds and converted once, so the 100 ns resolution of
+ * the Azure trace survives; farther apart (only possible with far-off
+ * years) in double seconds. */
+static double civil_diff_s(civil_time a, civil_time b)
+{
+    int64_t ds = b.s - a.s, dns = b.ns - a.ns; /* |ds| < 6e11: no overflow */
+    if (ds > -9000000000LL && ds < 9000000000LL)
+        return (double)(ds * 1000000000LL + dns) * 1e-9;
+    return (double)ds + (double)dns * 1e-9;
+}
 
 int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_series *out)
 {
@@ -140,9 +175,10 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
     if (rc)
         return rc;
     size_t n = 0, alloc = 0, col = 0, nf;
-    int have_header = 0, have_prev = 0;
+    int have_header = 0, have_prev = 0, prev_numeric = 0;
     double *gaps = NULL, prev_s = 0;
-    int64_t prev_ns = 0;
+    civil_time prev_t = {0};
+    long prev_line = 0;
     const char *form = as_gaps ? "a gap in seconds >= 0"
                                : "seconds >= 0 or YYYY-MM-DD HH:MM:SS[.fff], non-decreasing";
     while ((rc = wl_csv_next(csv, &nf)) == SIM_OK && nf > 0) {
@@ -166,13 +202,17 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
                            path, lineno, column, form);
             break;
         }
-        char *end;
-        double v = strtod(cell, &end);
-        int numeric = *cell && *end == '\0';
-        int64_t ns = 0;
-        if (!numeric && (as_gaps || !parse_datetime(cell, &ns))) {
-            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' is not a %s; expected %s",
-                           path, lineno, cell, column, as_gaps ? "number" : "time", form);
+        double v;
+        int numeric = wl__parse_decimal(cell, &v), bad_day = 0;
+        civil_time ct = {0};
+        if (!numeric && (as_gaps || !parse_datetime(cell, &ct, &bad_day))) {
+            if (bad_day)
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' names a day that does "
+                               "not exist; expected %s", path, lineno, cell, column, form);
+            else
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' is not a %s; expected "
+                               "%s", path, lineno, cell, column,
+                               as_gaps ? "decimal number" : "time", form);
             break;
         }
         if (numeric && (!(v >= 0) || !isfinite(v))) {
@@ -182,6 +222,12 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
         }
         double gap = 0;
         int emit = 1;
+        if (!as_gaps && have_prev && numeric != prev_numeric) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' mixes numeric and date-time times (line "
+                           "%ld has a %s); expected one form throughout", path, lineno, cell,
+                           prev_line, prev_numeric ? "number" : "date-time");
+            break;
+        }
         if (as_gaps) {
             gap = v;
         } else if (!have_prev) {
@@ -189,7 +235,7 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
         } else if (numeric) {
             gap = v - prev_s;
         } else {
-            gap = (double)(ns - prev_ns) * 1e-9;
+            gap = civil_diff_s(prev_t, ct);
         }
         if (!as_gaps) {
             if (have_prev && gap < 0) {
@@ -197,14 +243,11 @@ int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_se
                                "row's; expected %s", path, lineno, cell, form);
                 break;
             }
-            if (have_prev && numeric != (prev_ns == INT64_MIN)) {
-                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' mixes numeric and date-time times; "
-                               "expected one form throughout", path, lineno, cell);
-                break;
-            }
             have_prev = 1;
+            prev_numeric = numeric;
+            prev_line = lineno;
             prev_s = v;
-            prev_ns = numeric ? INT64_MIN : ns;
+            prev_t = ct;
         }
         if (!emit)
             continue;

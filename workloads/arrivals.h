@@ -66,9 +66,14 @@ typedef struct wl_iat_series {
  * none).  Returns SIM_OK; SIM_EIO (cannot open/read); SIM_EINVAL with
  * "PATH:LINE: what; expected FORM" for an empty file, a header without
  * `column`, a row with fewer fields than the header, a cell that is neither
- * a number nor a date-time, a negative, NaN or infinite value, a time
- * earlier than the previous row's, or fewer than 2 gaps in total;
- * SIM_ENOMEM.  On error *out is zeroed.
+ * a number nor a date-time, a hexadecimal number, a day that does not
+ * exist (2023-02-30: "PATH:LINE: '...' in column 'T' names a day that does
+ * not exist"), numbers and date-times mixed in one column (the message
+ * names the line of the other form), a negative, NaN or infinite value, a
+ * time earlier than the previous row's, or fewer than 2 gaps in total;
+ * SIM_ENOMEM.  Years 0000-9999 are all accepted: a gap is taken in integer
+ * nanoseconds within ±292 years and in double seconds beyond.  On error
+ * *out is zeroed.
  */
 int wl_iat_load_csv(const char *path, const char *column, int as_gaps, wl_iat_series *out);
 

@@ -42,6 +42,13 @@ char *wl__trim(char *s)
     return s;
 }
 
+int wl__parse_decimal(const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return *s != '\0' && *end == '\0' && !strpbrk(s, "xX");
+}
+
 static wl_csv *reader_new(const char *name, int flags)
 {
     wl_csv *r = sim_xcalloc(1, sizeof *r);
@@ -103,8 +110,37 @@ static int next_byte(wl_csv *r)
     return r->mem_pos < r->mem_len ? (unsigned char)r->mem[r->mem_pos++] : EOF;
 }
 
+/* True if the n bytes at s start with a UTF-16 byte order mark. */
+static int utf16_bom(const char *s, size_t n)
+{
+    return n >= 2 && (((unsigned char)s[0] == 0xff && (unsigned char)s[1] == 0xfe) ||
+                      ((unsigned char)s[0] == 0xfe && (unsigned char)s[1] == 0xff));
+}
+
+/* Is byte c a control character that no text CSV holds?  White space
+ * (tab, CR, VT, FF) is allowed: trimming handles it. */
+static int bad_control(int c)
+{
+    return (c < 0x20 && !isspace(c)) || c == 0x7f;
+}
+
+/* The message for a line of binary data: a UTF-16 file (which has NUL
+ * bytes in every ASCII character) is named as such. */
+static int binary_error(const wl_csv *r, size_t n, int c)
+{
+    if (r->lineno == 1 && utf16_bom(r->line, n))
+        return SIM_ERROR(SIM_EINVAL, "%s:1: UTF-16 byte order mark; expected a UTF-8 (or "
+                         "ASCII) text CSV file", r->name);
+    if (c == '\0')
+        return SIM_ERROR(SIM_EINVAL, "%s:%ld: NUL byte in line; expected a text CSV file",
+                         r->name, r->lineno);
+    return SIM_ERROR(SIM_EINVAL, "%s:%ld: control character 0x%02x in line (a binary "
+                     "file?); expected a text CSV file", r->name, r->lineno, c);
+}
+
 /* Read one line into r->line without its line end; *got = 0 at the end of
- * the input. */
+ * the input.  A UTF-8 byte order mark at the start of the input is
+ * dropped. */
 static int read_line(wl_csv *r, int *got)
 {
     size_t n = 0;
@@ -118,9 +154,8 @@ static int read_line(wl_csv *r, int *got)
     r->lineno++;
     /* Room for WL_CSV_LINE_MAX bytes, the CR of a CRLF and the NUL. */
     for (; c != EOF && c != '\n'; c = next_byte(r)) {
-        if (c == '\0')
-            return SIM_ERROR(SIM_EINVAL, "%s:%ld: NUL byte in line; expected a text CSV file",
-                             r->name, r->lineno);
+        if (bad_control(c))
+            return binary_error(r, n, c);
         if (n == (size_t)WL_CSV_LINE_MAX + 1)
             return SIM_ERROR(SIM_EINVAL, "%s:%ld: line longer than %d bytes; expected CSV "
                              "lines of at most %d bytes", r->name, r->lineno, WL_CSV_LINE_MAX,
@@ -133,6 +168,12 @@ static int read_line(wl_csv *r, int *got)
     }
     if (c == EOF && r->f && ferror(r->f))
         return SIM_ERROR(SIM_EIO, "%s: read error: %s", r->name, strerror(errno));
+    if (r->lineno == 1 && utf16_bom(r->line, n))
+        return binary_error(r, n, 0);
+    if (r->lineno == 1 && n >= 3 && memcmp(r->line, "\xef\xbb\xbf", 3) == 0) {
+        memmove(r->line, r->line + 3, n - 3);
+        n -= 3;
+    }
     if (n > 0 && r->line[n - 1] == '\r')
         n--;
     if (n > WL_CSV_LINE_MAX)

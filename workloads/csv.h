@@ -17,10 +17,17 @@
  *   - Lines that are empty or white space only are skipped (their numbers
  *     still count); with WL_CSV_COMMENTS so are lines whose first
  *     non-blank character is '#'.
- * Two limits are new and give a clear error instead of the old silent
- * behaviour: a line longer than WL_CSV_LINE_MAX bytes (before: read
- * whatever its length), and a NUL byte inside a line (before: the line was
- * cut at it).
+ *   - A UTF-8 byte order mark (EF BB BF) at the very start of the input
+ *     is dropped (spreadsheet exports write one; before, it became part
+ *     of the first field, so a header "TIMESTAMP" was not found).
+ * Limits that give a clear error instead of the old silent behaviour: a
+ * line longer than WL_CSV_LINE_MAX bytes (before: read whatever its
+ * length), a NUL byte or another control character (below 0x20 but not
+ * white space, or 0x7f) inside a line, i.e. a binary file (before: the
+ * line was cut at a NUL, other bytes reached the caller's parse), and a
+ * UTF-16 byte order mark at the start (named as such).  Files are opened
+ * with sim_file_open (sim/core/fileio.h): a FIFO, device or directory is
+ * refused before any read.
  */
 #ifndef CRSIM_WORKLOADS_CSV_H
 #define CRSIM_WORKLOADS_CSV_H
@@ -47,7 +54,7 @@ typedef struct wl_csv wl_csv;
  * reader.  `flags` is 0 or WL_CSV_COMMENTS.  On success *out is a reader
  * the caller closes with wl_csv_close (which closes the file).  Returns
  * SIM_OK, or wl_infile_open's SIM_EIO (missing, unreadable, not a regular
- * file), SIM_EINVAL (a compression crsim does not read, a .gz/.xz name
+ * file: sim_file_open's messages), SIM_EINVAL (a compression crsim does not read, a .gz/.xz name
  * over other bytes) or SIM_ENOMEM (*out NULL).  Aborts on exhaustion of
  * memory otherwise (the reader's buffers are bounded by WL_CSV_LINE_MAX).
  */
@@ -71,8 +78,11 @@ void wl_csv_close(wl_csv *r);
  * it.  Sets *n_fields to its number of fields (>= 1), or to 0 at the end
  * of the input.  The fields, read with wl_csv_field, stay valid until the
  * next call or wl_csv_close.  Returns SIM_OK; SIM_EINVAL "NAME:LINE: line
- * longer than 65536 bytes; expected CSV lines of at most 65536 bytes" or
- * "NAME:LINE: NUL byte in line; expected a text CSV file"; SIM_EIO "NAME:
+ * longer than 65536 bytes; expected CSV lines of at most 65536 bytes",
+ * "NAME:LINE: NUL byte in line; expected a text CSV file", "NAME:LINE:
+ * control character 0x01 in line (a binary file?); expected a text CSV
+ * file" or "NAME:1: UTF-16 byte order mark; expected a UTF-8 (or ASCII)
+ * text CSV file"; SIM_EIO "NAME:
  * read error: <strerror>".  After an error *n_fields is 0 and further
  * calls return the end of input.
  */

@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 
 /* Input buffer of the decompressors, and the stdio buffer of their streams,
  * bytes.  64 KiB: large enough that the per-call overhead vanishes. */
@@ -40,20 +41,6 @@ const char *wl_infile_format_name(wl_infile_format f)
 }
 
 /* "a directory" etc. for a mode that is not a regular file. */
-static const char *kind_of(mode_t m)
-{
-    if (S_ISDIR(m))
-        return "a directory";
-    if (S_ISFIFO(m))
-        return "a FIFO (named pipe)";
-    if (S_ISSOCK(m))
-        return "a socket";
-    if (S_ISCHR(m))
-        return "a character device";
-    if (S_ISBLK(m))
-        return "a block device";
-    return "not a regular file";
-}
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -157,26 +144,16 @@ int wl_infile_open(const char *path, const char *what, FILE **out, wl_infile_for
 {
     SIM_ALWAYS(path != NULL && what != NULL && out != NULL);
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    /* The one regular-file check (sim_file_open: never blocks on a FIFO,
+     * refuses directories, devices, sockets); the decoder reads its fd. */
+    FILE *raw = NULL;
+    int rc = sim_file_open(path, what, "a regular file (plain, .gz or .xz)", &raw);
+    if (rc)
+        return rc;
+    int fd = dup(fileno(raw));
+    fclose(raw);
     if (fd < 0)
         return SIM_ERROR(SIM_EIO, "%s: cannot open %s: %s", path, what, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return SIM_ERROR(SIM_EIO, "%s: cannot open %s: %s", path, what, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return SIM_ERROR(SIM_EIO, "%s: cannot open %s: it is %s, not a regular file; expected "
-                         "a regular file (plain, .gz or .xz)", path, what, kind_of(st.st_mode));
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
-        int e = errno;
-        close(fd);
-        return SIM_ERROR(SIM_EIO, "%s: cannot open %s: %s", path, what, strerror(e));
-    }
 
     unsigned char m[6] = {0};
     ssize_t got;

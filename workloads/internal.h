@@ -9,6 +9,14 @@
  * returns the first non-space character.  Cannot fail.  (csv.c) */
 char *wl__trim(char *s);
 
+/* Parse the whole of `s` as a decimal number with strtod into *v: returns
+ * 1 if strtod consumes all of a non-empty `s` and the text is not
+ * hexadecimal ("0x10", "0x1p4": strtod accepts them, but nobody writes a
+ * rate or a time in hex, and a typo should not become 16), else 0.  "inf"
+ * and "nan" parse (callers reject them with their own message about the
+ * value).  Cannot fail.  (csv.c) */
+int wl__parse_decimal(const char *s, double *v);
+
 /* Index of `name` in the NULL-terminated `names` (an X-macro names list),
  * or -1 if it is not there or `name` is NULL.  Cannot fail.  (wl_config.c) */
 int wl__name_index(const char *const names[], const char *name);

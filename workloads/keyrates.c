@@ -17,9 +17,11 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_roots.h>
 #include <gsl/gsl_sort.h>
+#include <xxhash.h>
 
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
+#include "sim/core/u64map.h"
 #include "workloads/csv.h"
 #include "workloads/internal.h"
 
@@ -421,6 +423,7 @@ int wl_rates_describe(const double *rate, size_t n, wl_keystats *out)
         return SIM_ERROR(SIM_EINVAL, "cannot describe an empty rate vector; expected at least "
                          "one key");
     double *x = malloc(n * sizeof *x);
+    int scaled = 0; /* x holds rate · 2^-scaled */
     if (!x)
         return SIM_ERROR(SIM_ENOMEM, "out of memory describing %zu key rates", n);
     for (size_t i = 0; i < n; i++) {
@@ -437,9 +440,31 @@ int wl_rates_describe(const double *rate, size_t n, wl_keystats *out)
         total += x[i];
         num += (2.0 * (double)(i + 1) - (double)n - 1.0) * x[i];
     }
+    if (!isfinite(total)) {
+        free(x);
+        return SIM_ERROR(SIM_EINVAL, "key rates sum to %g (the sum overflows); expected rates "
+                         "with a finite sum", total);
+    }
     if (!(total > 0)) {
         free(x);
         return SIM_ERROR(SIM_EINVAL, "key rates sum to 0; expected a positive total");
+    }
+    if (!isfinite(num)) {
+        /* The Gini numerator weighs rates by up to n − 1: with rates near
+         * DBL_MAX it overflows although their sum does not (a fuzz
+         * finding).  Scaling every rate by 2^-e (e the exponent of the
+         * largest) is exact, so every statistic below is unchanged; it is
+         * done only here, so ordinary vectors are computed as before. */
+        int e;
+        frexp(x[n - 1], &e);
+        total = 0;
+        num = 0;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = ldexp(x[i], -e);
+            total += x[i];
+            num += (2.0 * (double)(i + 1) - (double)n - 1.0) * x[i];
+        }
+        scaled = e;
     }
     const double ps[3] = {0.01, 0.04, 0.10};
     double shares[3];
@@ -452,7 +477,7 @@ int wl_rates_describe(const double *rate, size_t n, wl_keystats *out)
             s += x[n - 1 - i];
         shares[j] = s / total;
     }
-    *out = (wl_keystats){.n = n, .total = total, .gini = num / ((double)n * total),
+    *out = (wl_keystats){.n = n, .total = ldexp(total, scaled), .gini = num / ((double)n * total),
                          .top1 = shares[0], .top4 = shares[1], .top10 = shares[2],
                          .max_share = x[n - 1] / total};
     free(x);
@@ -481,10 +506,29 @@ int wl_keyrates_load_csv(const char *path, wl_keyrates *out)
     return wl_keyrates_load_csv_names(path, out, NULL);
 }
 
+/* The row of an earlier key named `key` (rows 0..n-1 of `names`), found
+ * through `seen` (XXH3 of the text -> row), or SIZE_MAX; adds `key` as
+ * row n when it is new.  A hash that matches a different name (a 64-bit
+ * collision) falls back to comparing every earlier name. */
+static size_t dup_row(sim_u64map *seen, char **names, size_t n, const char *key)
+{
+    uint64_t h = XXH3_64bits(key, strlen(key));
+    uint32_t prev = sim_u64map_insert(seen, h, (uint32_t)n);
+    if (prev == SIM_U64MAP_NONE)
+        return SIZE_MAX;
+    if (strcmp(names[prev], key) == 0)
+        return prev;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], key) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
 int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names_out)
 {
     *out = (wl_keyrates){0};
     char **names = NULL;
+    long *lines = NULL;
     if (names_out)
         *names_out = NULL;
     wl_csv *csv;
@@ -494,19 +538,29 @@ int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names
     size_t n = 0, alloc = 0, nf;
     double *rate = NULL;
     int seen_row = 0;
+    sim_u64map seen;
+    if (sim_u64map_init(&seen, 1024)) {
+        wl_csv_close(csv);
+        return SIM_ERROR(SIM_ENOMEM, "%s: out of memory reading key rates", path);
+    }
     static const char form[] = "expected key,rate with a rate > 0 (requests/s)";
     while ((rc = wl_csv_next(csv, &nf)) == SIM_OK && nf > 0) {
         long lineno = wl_csv_line(csv);
         if (nf != 2) {
-            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s fields; %s", path, lineno,
-                           nf > 2 ? "more than two" : "one field, no comma,", form);
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s; %s", path, lineno,
+                           nf > 2 ? "more than two fields" : "one field (no comma)", form);
             break;
         }
         const char *key = wl_csv_field(csv, 0), *val = wl_csv_field(csv, 1);
         char *end;
-        errno = 0;
-        double r = strtod(val, &end);
-        int numeric = *val != '\0' && *end == '\0';
+        double r;
+        int numeric = wl__parse_decimal(val, &r);
+        if (!numeric && *val && strpbrk(val, "xX") && (strtod(val, &end), *end == '\0')) {
+            /* strtod reads "0x10" as 16: refused, not taken for a header */
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: rate '%s' is hexadecimal; %s, written "
+                           "in decimal", path, lineno, val, form);
+            break;
+        }
         if (!numeric && !seen_row) { /* header line */
             seen_row = 1;
             continue;
@@ -534,14 +588,22 @@ int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names
                 break;
             }
             rate = nr;
-            if (names_out)
-                names = sim_xrealloc(names, alloc * sizeof *names);
+            names = sim_xrealloc(names, alloc * sizeof *names);
+            lines = sim_xrealloc(lines, alloc * sizeof *lines);
         }
-        if (names_out)
-            names[n] = sim_xstrdup(key);
+        size_t d = n < UINT32_MAX ? dup_row(&seen, names, n, key) : SIZE_MAX;
+        if (d != SIZE_MAX) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: key '%s' again (first on line %ld); expected "
+                           "each key once", path, lineno, key, lines[d]);
+            break;
+        }
+        names[n] = sim_xstrdup(key);
+        lines[n] = lineno;
         rate[n++] = r;
     }
     wl_csv_close(csv);
+    sim_u64map_fini(&seen);
+    free(lines);
     if (rc == SIM_OK && n == 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: no key-rate rows; %s", path, form);
     if (rc == SIM_OK) {
@@ -553,9 +615,20 @@ int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names
                 id[i] = i;
             *out = (wl_keyrates){.n = n, .rate = rate, .id = id};
             wl_keyrates_sort(out);
-            if (names_out)
-                *names_out = names;
-            return SIM_OK;
+            double total = wl_keyrates_total(out);
+            if (!isfinite(total)) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s: the %zu key rates sum to %g (the sum "
+                               "overflows); expected rates whose sum is finite (requests/s)",
+                               path, n, total);
+                wl_keyrates_fini(out);
+                rate = NULL;
+            } else {
+                if (names_out)
+                    *names_out = names;
+                else
+                    wl_names_free(names, n);
+                return SIM_OK;
+            }
         }
     }
     wl_names_free(names, n);

@@ -96,8 +96,14 @@ int wl_keyrates_zipf(size_t n, double s, double q, double cap, wl_keyrates *out)
  * "PATH:LINE: rate 'X' is not a number; expected key,rate with a rate > 0
  * (requests/s)", a zero, negative, NaN or infinite rate, a row without
  * exactly two fields, an empty key, or a file with no data row
- * ("PATH: no key-rate rows; expected ..."); SIM_ENOMEM.  On error *out is
- * zeroed.
+ * ("PATH: no key-rate rows; expected ..."), a rate written in hexadecimal
+ * ("PATH:LINE: rate '0x10' is hexadecimal; ..."; strtod would read 16), a
+ * key seen before ("PATH:LINE: key 'a' again (first on line 2); expected
+ * each key once"), rates whose sum overflows ("PATH: the 2 key rates sum
+ * to inf (the sum overflows); ..."), and the CSV reader's errors (binary
+ * data, over-long lines: workloads/csv.h); SIM_EIO also for a FIFO, device
+ * or directory (refused before any read); SIM_ENOMEM.  A UTF-8 byte order
+ * mark is dropped.  On error *out is zeroed.
  */
 int wl_keyrates_load_csv(const char *path, wl_keyrates *out);
 

@@ -1,15 +1,16 @@
 /*
- * Mooncake JSONL trace reader.  Lines are read one at a time with getline
- * (hash_ids arrays make lines of a few KiB, with no fixed limit) and each is
- * parsed on its own with json_loadb, so a bad line is reported with its
- * own line number and a truncated line cannot swallow the next one.  Parsed
+ * Mooncake JSONL trace reader.  Lines are read one at a time into a buffer
+ * that grows up to WL_MOONCAKE_LINE_MAX bytes (hash_ids arrays make lines
+ * of a few KiB; the bound keeps a file without line ends from being read
+ * whole) and each is parsed on its own with json_loadb, so a bad line is
+ * reported with its own line number and a truncated line cannot swallow
+ * the next one.  The prefix-tree check keeps, for every distinct hash id,
+ * the id before it (its parent) and the line that first showed it.  Parsed
  * values go straight into two growable flat arrays; the JSON tree of a line
  * is freed before the next is read, so peak memory is the arrays plus one
  * line.  Every failure path funnels through fail:, which frees everything,
  * so the loader is all-or-nothing.
  */
-#define _POSIX_C_SOURCE 200809L /* getline */
-
 #include "workloads/mooncake.h"
 
 #include <errno.h>
@@ -17,10 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "sim/core/u64map.h"
 #include "workloads/infile.h"
 
 /* The "expected" halves of messages, one per field, so every site that
@@ -50,7 +51,56 @@ struct loader {
     size_t n_ids, ids_cap;
     json_int_t prev_ts;      /* timestamp of the previous request */
     size_t prev_line;        /* its line (0: no request yet) */
+    /* Prefix tree: id -> dense index j into parent[] (the id before it
+     * plus 1, 0 for a first id) and first_line[] (where it first
+     * appeared). */
+    sim_u64map tree;
+    uint64_t *parent;
+    size_t *first_line;
+    size_t n_tree, tree_cap;
 };
+
+/* Record that `id` follows `prev` (prev + 1; 0: `id` is the first id of
+ * its request) at position k of this line, or report that an earlier line
+ * had it after another id: then the ids are not a prefix tree (the same
+ * block id would stand for two different prefixes). */
+static int tree_check(struct loader *ld, uint64_t id, uint64_t prev, size_t k)
+{
+    if (ld->n_tree == ld->tree_cap) {
+        size_t cap = ld->tree_cap ? 2 * ld->tree_cap : INIT_IDS;
+        uint64_t *p = realloc(ld->parent, cap * sizeof *p);
+        if (p)
+            ld->parent = p;
+        size_t *l = realloc(ld->first_line, cap * sizeof *l);
+        if (l)
+            ld->first_line = l;
+        if (!p || !l)
+            return SIM_ERROR(SIM_ENOMEM, "%s:%zu: out of memory growing the prefix tree to "
+                             "%zu ids; expected a smaller trace", ld->path, ld->line, cap);
+        ld->tree_cap = cap;
+    }
+    uint32_t j = sim_u64map_insert(&ld->tree, id, (uint32_t)ld->n_tree);
+    if (j == SIM_U64MAP_NONE) {
+        ld->parent[ld->n_tree] = prev;
+        ld->first_line[ld->n_tree++] = ld->line;
+        return SIM_OK;
+    }
+    if (ld->parent[j] == prev)
+        return SIM_OK;
+    char here[64], there[64];
+    if (prev)
+        snprintf(here, sizeof here, "follows %llu", (unsigned long long)(prev - 1));
+    else
+        snprintf(here, sizeof here, "is the first id");
+    if (ld->parent[j])
+        snprintf(there, sizeof there, "followed %llu", (unsigned long long)(ld->parent[j] - 1));
+    else
+        snprintf(there, sizeof there, "was the first id");
+    return SIM_ERROR(SIM_EINVAL, "%s:%zu: hash_ids[%zu] = %llu %s here, but %s on line %zu; "
+                     "expected hash_ids that form a prefix tree (a block id always extends "
+                     "the same prefix)", ld->path, ld->line, k, (unsigned long long)id, here,
+                     there, ld->first_line[j]);
+}
 
 /* Human-readable JSON type of `v`, for "is a string; expected ..." */
 static const char *json_kind(const json_t *v)
@@ -226,6 +276,13 @@ static int add_request(struct loader *ld, const json_t *obj)
                              "; expected " EXPECT_ID, ld->path, ld->line, what, id);
         ld->ids[ld->n_ids + k] = (uint64_t)id;
     }
+    /* Checked after every id of the line is known to be valid, so a bad
+     * id is reported as such rather than as a tree conflict. */
+    for (size_t k = 0; k < len; k++) {
+        uint64_t prev = k ? ld->ids[ld->n_ids + k - 1] + 1 : 0;
+        if ((rc = tree_check(ld, ld->ids[ld->n_ids + k], prev, k)))
+            return rc;
+    }
 
     r.t_s = (double)ts / 1000.0;
     r.n_ids = (uint32_t)len;
@@ -271,6 +328,54 @@ static int parse_line(struct loader *ld, const char *buf, size_t len)
     return rc;
 }
 
+/* Read one line (with its CR LF or LF, if any) into *buf (grown to at most
+ * WL_MOONCAKE_LINE_MAX + 3 bytes: the body, CR, LF and a NUL) and its
+ * length into *len; *len = 0 at the end of the file.  A line whose body is
+ * longer than the bound, or that holds a NUL byte, is an error naming it
+ * (ld->line is its number). */
+static int read_line(struct loader *ld, FILE *f, char **buf, size_t *cap, size_t *len)
+{
+    size_t n = 0;
+    int c;
+    *len = 0;
+    while ((c = getc_unlocked(f)) != EOF) {
+        if (n == 0)
+            ld->line++;
+        if (c == '\0')
+            return SIM_ERROR(SIM_EINVAL, "%s:%zu: NUL byte in line; expected a text JSONL "
+                             "file, one JSON object per line", ld->path, ld->line);
+        if (n == (size_t)WL_MOONCAKE_LINE_MAX + 2) /* no room for a line end */
+            return SIM_ERROR(SIM_EINVAL, "%s:%zu: line longer than %u bytes; expected one "
+                             "JSON object per line of at most %u bytes", ld->path, ld->line,
+                             (unsigned)WL_MOONCAKE_LINE_MAX, (unsigned)WL_MOONCAKE_LINE_MAX);
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? 2 * *cap : 4096;
+            char *p = realloc(*buf, nc);
+            if (!p)
+                return SIM_ERROR(SIM_ENOMEM, "%s:%zu: out of memory reading a line; expected "
+                                 "a smaller trace", ld->path, ld->line);
+            *buf = p;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (ferror(f))
+        return SIM_ERROR(SIM_EIO, "%s:%zu: cannot read: %s; expected a readable Mooncake "
+                         "JSONL trace", ld->path, ld->line + (n == 0), strerror(errno));
+    size_t body = n - (n > 0 && (*buf)[n - 1] == '\n');
+    body -= body > 0 && (*buf)[body - 1] == '\r';
+    if (body > WL_MOONCAKE_LINE_MAX)
+        return SIM_ERROR(SIM_EINVAL, "%s:%zu: line longer than %u bytes; expected one JSON "
+                         "object per line of at most %u bytes", ld->path, ld->line,
+                         (unsigned)WL_MOONCAKE_LINE_MAX, (unsigned)WL_MOONCAKE_LINE_MAX);
+    if (n)
+        (*buf)[n] = '\0';
+    *len = n;
+    return SIM_OK;
+}
+
 int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
 {
     SIM_ALWAYS(path != NULL && out != NULL);
@@ -279,36 +384,39 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
                          "number of tokens per hash id (512 for Mooncake)", path);
 
     FILE *f;
-    int orc = wl_infile_open(path, "Mooncake JSONL trace", &f, NULL); /* plain, .gz or .xz */
-    if (orc)
-        return orc;
+    int rc = wl_infile_open(path, "Mooncake trace", &f, NULL); /* plain, .gz or .xz */
+    if (rc)
+        return rc;
 
     struct loader ld = {.path = path, .block_tokens = block_tokens};
     wl_trace *t = NULL;
     char *buf = NULL;
-    size_t bufcap = 0;
-    ssize_t got;
-    int rc = SIM_OK;
+    size_t bufcap = 0, got;
+    if (sim_u64map_init(&ld.tree, 4096)) {
+        fclose(f);
+        return SIM_ERROR(SIM_ENOMEM, "%s: out of memory; expected a smaller trace", path);
+    }
 
     for (;;) {
-        errno = 0;
-        if ((got = getline(&buf, &bufcap, f)) == -1 || ferror(f))
-            break; /* a read error (e.g. a cut .xz) is reported below, not parsed */
-        ld.line++;
-        if (is_blank(buf, (size_t)got))
-            continue;
-        if ((rc = parse_line(&ld, buf, (size_t)got)))
+        if ((rc = read_line(&ld, f, &buf, &bufcap, &got)))
             goto fail;
-    }
-    /* getline returns -1 both at end of file and on error; a failed
-     * allocation inside getline may set errno without the stream's error
-     * flag, hence the second test. */
-    if (ferror(f) || (errno != 0 && !feof(f))) {
-        int e = errno;
-        rc = SIM_ERROR(e == ENOMEM ? SIM_ENOMEM : SIM_EIO, "%s:%zu: cannot read: %s; "
-                       "expected a readable Mooncake JSONL trace", path, ld.line + 1,
-                       strerror(e));
-        goto fail;
+        if (got == 0)
+            break;
+        char *s = buf;
+        if (ld.line == 1 && got >= 2 && (((unsigned char)s[0] == 0xff && (unsigned char)s[1] == 0xfe) ||
+                                         ((unsigned char)s[0] == 0xfe && (unsigned char)s[1] == 0xff))) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:1: UTF-16 byte order mark; expected a UTF-8 (or "
+                           "ASCII) Mooncake JSONL trace", path);
+            goto fail;
+        }
+        if (ld.line == 1 && got >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+            s += 3; /* a UTF-8 byte order mark is dropped */
+            got -= 3;
+        }
+        if (is_blank(s, got))
+            continue;
+        if ((rc = parse_line(&ld, s, got)))
+            goto fail;
     }
     if (ld.n == 0) {
         rc = SIM_ERROR(SIM_EINVAL, "%s:%zu: no requests (the file is empty or holds only "
@@ -328,7 +436,7 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
     strcpy(pcopy, path);
     /* Give back the doubling slack; if shrinking fails the block stays. */
     wl_trace_req *rs = realloc(ld.reqs, ld.n * sizeof *rs);
-    uint64_t *is = realloc(ld.ids, ld.n_ids * sizeof *is);
+    uint64_t *is = realloc(ld.ids, (ld.n_ids ? ld.n_ids : 1) * sizeof *is);
     *t = (wl_trace){
         .n = ld.n,
         .reqs = rs ? rs : ld.reqs,
@@ -339,6 +447,9 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
     };
     free(buf);
     fclose(f);
+    sim_u64map_fini(&ld.tree);
+    free(ld.parent);
+    free(ld.first_line);
     *out = t;
     return SIM_OK;
 
@@ -347,6 +458,9 @@ fail:
     free(buf);
     free(ld.reqs);
     free(ld.ids);
+    sim_u64map_fini(&ld.tree);
+    free(ld.parent);
+    free(ld.first_line);
     fclose(f);
     return rc;
 }

@@ -13,13 +13,27 @@
  * len(hash_ids) == ceil(input_length / block_tokens)).  Other fields are
  * ignored, so traces with extra columns still load.  Lines holding only
  * white space (including a trailing empty line) are skipped; they still
- * count for line numbers in messages.
+ * count for line numbers in messages.  A UTF-8 byte order mark at the
+ * start of the file is dropped.
+ *
+ * The hash ids of a trace must form a prefix tree: a block id stands for
+ * the whole prefix up to and including its block (Mooncake derives each
+ * id from the previous one), so the same id must always follow the same id
+ * (or always be the first of its request).  The published traces satisfy
+ * this (conversation_trace: 182,790 distinct ids, no conflict); a trace
+ * that does not would make the prefix caches share blocks between
+ * different prompts, so it is rejected.
  */
 #ifndef CRSIM_WORKLOADS_MOONCAKE_H
 #define CRSIM_WORKLOADS_MOONCAKE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Longest line accepted, bytes, without its line end: 1 MiB, room for
+ * about 140,000 hash ids (a 70-million-token prompt at 512 tokens per id);
+ * the longest line of conversation_trace is 2,054 bytes. */
+#define WL_MOONCAKE_LINE_MAX 1048576u
 
 /* Tokens per hash id in the published Mooncake traces. */
 #define WL_MOONCAKE_BLOCK_TOKENS 512u
@@ -68,7 +82,9 @@ typedef struct wl_trace {
  *
  * Returns (see codes):
  *   SIM_EIO    the file cannot be opened or read (the message names the path
- *              and the system's reason);
+ *              and the system's reason), or is not a regular file (a FIFO,
+ *              device or directory is refused before any read:
+ *              sim_file_open);
  *   SIM_EINVAL bad input: block_tokens is 0; the file holds no request;
  *              a line is not valid JSON (jansson's reason, duplicate keys
  *              included), not an object, lacks a field, has a field of the
@@ -76,8 +92,13 @@ typedef struct wl_trace {
  *              expected), an input_length outside 1..UINT32_MAX, an
  *              output_length outside 1..UINT32_MAX, a negative or
  *              non-integer hash id, a hash_ids length other than
- *              ceil(input_length / block_tokens), or a timestamp that is
- *              negative or smaller than the previous request's;
+ *              ceil(input_length / block_tokens), a timestamp that is
+ *              negative or smaller than the previous request's, a line
+ *              longer than WL_MOONCAKE_LINE_MAX bytes or holding a NUL byte,
+ *              a UTF-16 byte order mark, or hash ids that are not a prefix
+ *              tree ("PATH:LINE: hash_ids[2] = 7 follows 3 here, but
+ *              followed 5 on line 4; expected hash_ids that form a prefix
+ *              tree ...");
  *   SIM_ENOMEM an allocation failed.
  * Every message is one line, "PATH:LINE: <what is wrong>; expected <form>",
  * retrievable with sim_errmsg(); an empty file is reported at line 1, a

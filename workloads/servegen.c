@@ -15,6 +15,7 @@
 
 #include "sim/core/error.h"
 #include "workloads/csv.h"
+#include "workloads/internal.h"
 
 static const char form[] = "expected window_start_s, rate_rps, iat_cv, pattern, shape, scale "
                            "with numbers >= 0 and pattern Gamma, Weibull or empty";
@@ -88,19 +89,31 @@ static int read_file(const char *path, rows *r)
                                    form);
                 continue;
             }
-            char *end;
-            v[i] = strtod(x, &end);
-            if (!*x || *end)
-                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s '%s' is not a number; %s", path, lineno,
-                               names[i], x, form);
+            if (!wl__parse_decimal(x, &v[i]))
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s '%s' is not a %snumber; %s", path, lineno,
+                               names[i], x, strpbrk(x, "xX") ? "decimal " : "", form);
             else if (!(v[i] >= 0) || !isfinite(v[i]))
                 rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: %s %s; %s", path, lineno, names[i], x, form);
         }
         if (rc)
             break;
+        if (v[0] != floor(v[0]) || v[0] > 9007199254740992.0) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: window_start_s %s is not a whole number of "
+                           "seconds; expected integer window starts (s) below 2^53", path,
+                           lineno, wl_csv_field(csv, 0));
+            break;
+        }
         if (r->n > 0 && !(v[0] > r->start[r->n - 1])) {
-            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: window_start_s %g does not follow %g; expected "
-                           "increasing window starts", path, lineno, v[0], r->start[r->n - 1]);
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: window_start_s %.17g does not follow %.17g; "
+                           "expected increasing window starts", path, lineno, v[0],
+                           r->start[r->n - 1]);
+            break;
+        }
+        if (r->n > 1 && v[0] - r->start[r->n - 1] != r->start[1] - r->start[0]) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: window_start_s %.17g is %.17g s after the "
+                           "previous window, but the first two windows are %.17g s apart; "
+                           "expected evenly spaced window starts", path, lineno, v[0],
+                           v[0] - r->start[r->n - 1], r->start[1] - r->start[0]);
             break;
         }
         if (r->n == r->cap) {
@@ -166,6 +179,7 @@ int wl_servegen_load(const char *dir, int keep_windows, wl_servegen *out)
         return SIM_ERROR(SIM_ENOMEM, "out of memory reading %s", dir);
     }
     rows r = {0};
+    double total = 0; /* sum of the clients' mean rates, requests/s */
     size_t plen = strlen(dir) + 2;
     for (size_t i = 0; i < n && rc == SIM_OK; i++) {
         char *path = sim_xmalloc(plen + strlen(names[i]));
@@ -180,15 +194,31 @@ int wl_servegen_load(const char *dir, int keep_windows, wl_servegen *out)
                 if (!out->rate || !out->cv)
                     rc = SIM_ERROR(SIM_ENOMEM, "out of memory reading %s", dir);
             }
+            out->start_s = r.start[0];
         } else if (rc == SIM_OK && r.n != out->n_windows) {
             rc = SIM_ERROR(SIM_EINVAL, "%s: %zu rows but %s has %zu; expected every client of "
                            "a model to cover the same windows", path, r.n, names[0],
                            out->n_windows);
+        } else if (rc == SIM_OK && (r.start[0] != out->start_s ||
+                                    (r.n > 1 && r.start[1] - r.start[0] != out->window_s))) {
+            rc = SIM_ERROR(SIM_EINVAL, "%s: windows start at %.17g s, %.17g s apart, but in %s "
+                           "at %.17g s, %.17g s apart; expected every client of a model to "
+                           "cover the same windows", path, r.start[0],
+                           r.n > 1 ? r.start[1] - r.start[0] : 0.0, names[0], out->start_s,
+                           out->window_s);
         }
+        double s = 0;
         if (rc == SIM_OK) {
-            double s = 0;
             for (size_t w = 0; w < r.n; w++)
                 s += r.rate[w];
+            total += s / (double)r.n;
+            if (!isfinite(s) || !isfinite(total))
+                rc = SIM_ERROR(SIM_EINVAL, "%s: rate_rps values sum to %g%s (the sum "
+                               "overflows); expected rates whose sums are finite (requests/s)",
+                               path, isfinite(s) ? total : s,
+                               isfinite(s) ? " over the model's clients" : "");
+        }
+        if (rc == SIM_OK) {
             out->mean_rate[i] = s / (double)r.n;
             if (keep_windows) {
                 memcpy(out->rate + i * r.n, r.rate, r.n * sizeof *r.rate);

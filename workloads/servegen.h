@@ -31,7 +31,8 @@
 typedef struct wl_servegen {
     size_t n_clients;
     size_t n_windows;     /* rows per client (all files must agree) */
-    double window_s;      /* spacing of window starts, s (600 in the data) */
+    double window_s;      /* spacing of window starts, s (600 in the data; 0: one window) */
+    double start_s;       /* start of the first window, s (0 in the data) */
     char **names;         /* file names (without directory) */
     double *mean_rate;    /* per client: mean of rate_rps over all windows, requests/s */
     double *rate;         /* keep_windows: n_clients × n_windows rates, row-major; else NULL */
@@ -46,10 +47,14 @@ typedef struct wl_servegen {
  * "PATH:LINE: rate_rps 'x' is not a number; expected window_start_s,
  * rate_rps, iat_cv, pattern, shape, scale with numbers >= 0 and pattern
  * Gamma, Weibull or empty" for a row without six fields, a field that is
- * not a number, a negative, NaN or infinite value, an unknown pattern or
- * window starts that do not increase; a file with no rows; files with
- * different row counts; a directory without CSV files; SIM_ENOMEM.  On
- * error *out is zeroed.
+ * not a (decimal) number, a negative, NaN or infinite value, an unknown
+ * pattern, a window start that is not a whole number of seconds below
+ * 2^53, window starts that do not increase or are not evenly spaced (the
+ * spacing of the file's first two); a file with no rows; files with
+ * different row counts, first starts or spacings; rates whose sum (over a
+ * client's windows, or of the clients' means) overflows; a directory
+ * without CSV files; SIM_EIO also for a client file that is a FIFO or
+ * device; SIM_ENOMEM.  On error *out is zeroed.
  */
 int wl_servegen_load(const char *dir, int keep_windows, wl_servegen *out);
 

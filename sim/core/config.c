@@ -13,6 +13,7 @@
 #include "sim/core/config.h"
 
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -549,9 +550,12 @@ int sim_cfgdoc_parse_string(const char *text, const char *name, sim_cfgdoc **out
 int sim_cfgdoc_load(const char *path, sim_cfgdoc **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return SIM_ERROR(SIM_EIO, "%s: cannot open config: %s", path, strerror(errno));
+    /* A FIFO or device is refused before any read (sim_file_open): a
+     * FIFO would block, /dev/zero would be read without end. */
+    FILE *f;
+    int orc = sim_file_open(path, "config", "a readable YAML config file", &f);
+    if (orc)
+        return orc;
     /* Read the whole file ourselves rather than hand libyaml the FILE:
      * read errors (a directory, EIO) then become SIM_EIO, not a puzzling
      * "input error" from the YAML reader. */

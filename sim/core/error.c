@@ -1,6 +1,9 @@
 /*
  * The error funnel: formats messages into a per-thread buffer, and the
  * aborting allocators.  See error.h for why the buffer is thread-local.
+ * Control characters in a message (from a key, value or file name the
+ * user wrote) are escaped here, once for every message, so that every
+ * error stays one line of text (issue 17, item 13).
  */
 #include "sim/core/error.h"
 
@@ -14,12 +17,101 @@
 static _Thread_local char errbuf[1024];
 static _Thread_local char errsrc[256];
 
+/* Escaped text of the last message: what errbuf can hold of it.  A longer
+ * message keeps its first ERR_HEAD and last ERR_TAIL escaped bytes (the
+ * location it starts with and the expected form it ends with) around a
+ * marker " [... N bytes cut ...] ". */
+#define ERR_HEAD 660
+#define ERR_TAIL 320
+
+/* Write byte c to out as itself or as a C escape (\n, \r, \t, \xHH for
+ * the other bytes below 0x20 and 0x7f); returns the bytes written (<= 4).
+ * With out NULL only counts. */
+static size_t put_escaped(unsigned char c, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    char e[4];
+    size_t n;
+    if (c >= 0x20 && c != 0x7f) {
+        e[0] = (char)c;
+        n = 1;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+        e[0] = '\\';
+        e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        n = 2;
+    } else {
+        e[0] = '\\';
+        e[1] = 'x';
+        e[2] = hex[c >> 4];
+        e[3] = hex[c & 15];
+        n = 4;
+    }
+    if (out)
+        memcpy(out, e, n);
+    return n;
+}
+
+/* True if byte c continues a UTF-8 sequence (10xxxxxx): no cut there. */
+static int utf8_cont(unsigned char c) { return (c & 0xc0) == 0x80; }
+
+/* Store the `n` raw bytes at `s` escaped in errbuf (see ERR_HEAD).  Every
+ * other byte (printable ASCII, UTF-8, backslashes) is copied, so a message
+ * without control characters is unchanged and escaping twice gives the
+ * same text. */
+static void store_escaped(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t total = 0, o = 0;
+    for (size_t i = 0; i < n; i++)
+        total += put_escaped(u[i], NULL);
+    if (total < sizeof errbuf) {
+        for (size_t i = 0; i < n; i++)
+            o += put_escaped(u[i], errbuf + o);
+        errbuf[o] = '\0';
+        return;
+    }
+    size_t head = 0, tail = n, w = 0; /* raw bytes [0, head) and [tail, n) are kept */
+    while (head < n && w + put_escaped(u[head], NULL) <= ERR_HEAD)
+        w += put_escaped(u[head++], NULL);
+    while (head > 0 && utf8_cont(u[head]))
+        head--;
+    for (w = 0; tail > head && w + put_escaped(u[tail - 1], NULL) <= ERR_TAIL;)
+        w += put_escaped(u[--tail], NULL);
+    while (tail < n && utf8_cont(u[tail]))
+        tail++;
+    for (size_t i = 0; i < head; i++)
+        o += put_escaped(u[i], errbuf + o);
+    o += (size_t)snprintf(errbuf + o, sizeof errbuf - o, " [... %zu bytes cut ...] ",
+                          tail - head);
+    for (size_t i = tail; i < n; i++)
+        o += put_escaped(u[i], errbuf + o);
+    errbuf[o] = '\0';
+}
+
 int sim_error(int code, const char *src_file, int src_line, const char *fmt, ...)
 {
-    va_list ap;
+    /* Formatted in full first (on the heap if it is long), so that a long
+     * quoted value cannot push the expected form out of the message; the
+     * arguments may point into errbuf (a message wrapping the last one). */
+    char raw[2048];
+    va_list ap, ap2;
     va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_copy(ap2, ap);
+    int len = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    if (len < 0) {
+        store_escaped("(the message could not be formatted)", 36);
+    } else if ((size_t)len < sizeof raw) {
+        store_escaped(raw, (size_t)len);
+    } else {
+        char *big = malloc((size_t)len + 1);
+        if (big && vsnprintf(big, (size_t)len + 1, fmt, ap2) == len)
+            store_escaped(big, (size_t)len);
+        else
+            store_escaped(raw, sizeof raw - 1);
+        free(big);
+    }
+    va_end(ap2);
     snprintf(errsrc, sizeof errsrc, "%s:%d", src_file, src_line);
     return code;
 }

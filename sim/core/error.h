@@ -35,7 +35,13 @@ enum sim_status {
  * user-facing message, which must name the file and line (or key path) of
  * the bad input and the expected form.  `src_file`/`src_line` are the C
  * source location, kept for debugging (printed by sim_errsrc()).
- * Returns `code`.  Cannot fail (a message longer than 1 KiB is truncated).
+ * Control characters in the formatted message (bytes below 0x20 and 0x7f,
+ * e.g. a newline inside a YAML key the user wrote) are stored escaped as
+ * \n, \r, \t or \xHH, so every message is one line; other bytes are kept.
+ * A message whose escaped text exceeds the 1 KiB buffer keeps its first
+ * 660 and last 320 bytes around " [... N bytes cut ...] ", so that a long
+ * quoted value cannot cut off the expected form at its end.
+ * Returns `code`.  Cannot fail.
  */
 int sim_error(int code, const char *src_file, int src_line, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -36,6 +36,16 @@ int exp_plan_main(const exp_cli_args *args, FILE *out)
         keys[i] = (plan_key){kr.id[i], kr.rate[i]};
         total += kr.rate[i];
     }
+    /* The loader rejects rates whose sum overflows; this guards the
+     * report's shares (a non-finite total printed "total inf", "-nan%"). */
+    if (!isfinite(total) || !(total > 0)) {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: the %zu key rates sum to %g; expected rates with a "
+                       "positive finite sum (requests/s)", rates, kr.n, total);
+        free(keys);
+        wl_names_free(names, kr.n);
+        wl_keyrates_fini(&kr);
+        return rc;
+    }
     plan pl;
     const double t0 = sim_wall_s();
     rc = plan_build(keys, kr.n, &p, &pl);
