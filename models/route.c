@@ -21,7 +21,9 @@
     X(preble)          \
     X(cacheroute)      \
     X(cr_replicate)    \
-    X(cr_affinity)
+    X(cr_affinity)     \
+    X(dynamo_kv)       \
+    X(llmd)
 
 /* The config sections, one line each, in canonical dump order (the order
  * of their keys in every stored config text: do not reorder).  X(NAME)
@@ -34,7 +36,9 @@
     X(cacheroute)         \
     X(dualmap)            \
     X(preble)             \
-    X(flat_lb)
+    X(flat_lb)            \
+    X(dynamo_kv)          \
+    X(llmd)
 
 #define X_DECL_TYPE(n) extern const route_type route_##n;
 #define X_REF_TYPE(n) &route_##n,
