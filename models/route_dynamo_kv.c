@@ -117,7 +117,7 @@ static int dyn_create(void *state, const route_env *env, const void *const *para
     s->n_dest = env->n_dest;
     s->block_size = env->block_size ? env->block_size : 16;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    s->idx = route__kvidx_create(env->n_dest, 0);
+    s->idx = route__kvidx_create(env->n_dest, !s->p.use_kv_events, 0);
     s->pend = sim_xcalloc(env->n_dest, sizeof *s->pend);
     s->dblk = sim_xcalloc(env->n_dest, sizeof *s->dblk);
     s->len = sim_xcalloc(env->n_dest, sizeof *s->len);
@@ -218,8 +218,7 @@ static uint32_t dyn_route(void *state, const wl_request *r, const route_view *v)
     s->pend[best] += fresh;
     s->dblk[best] += s->rq[slot].blocks;
     if (!s->p.use_kv_events) /* ApproxKvIndexer: the routed blocks, fresh TTL */
-        for (uint32_t j = 0; j < np; j++)
-            route__kvidx_add(s->idx, best, r->blocks[j], v->now_s);
+        route__kvidx_add(s->idx, best, r->blocks, np, v->now_s);
     return best;
 }
 
@@ -258,11 +257,9 @@ static void dyn_kv_event(void *state, const route_kv_event *ev)
     if (!s->p.use_kv_events)
         return;
     if (ev->kind == ROUTE_KV_STORED)
-        for (uint32_t j = 0; j < ev->n; j++)
-            route__kvidx_add(s->idx, ev->dest, ev->hashes[j], ev->now_s);
+        route__kvidx_add(s->idx, ev->dest, ev->hashes, ev->n, ev->now_s);
     else
-        for (uint32_t j = 0; j < ev->n; j++)
-            route__kvidx_remove(s->idx, ev->dest, ev->hashes[j]);
+        route__kvidx_remove(s->idx, ev->dest, ev->hashes, ev->n);
 }
 
 const route_type route_dynamo_kv = {

@@ -3,15 +3,20 @@
  * (route_int.h, route__kvidx): dynamo_kv's radix tree and the llm-d /
  * inference-extension prefix indexes, in crsim's terms.
  *
- * Two maps.  The pair map sends mix(hash, dest) to a pair record (its
- * destination's LRU position and last touch); each destination's pairs
- * form a lazy LRU queue (sim/core/lruq.h), and a pair record is only ever
- * reused by its own destination (its free list), which keeps the lazy
- * queue's stale entries stale.  The hash map sends a block hash to an
- * entry holding the bitset of destinations that hold it, so that a walk
- * over a request's blocks costs one probe per block whatever the number
- * of destinations (the inference extension's hashToPods; Dynamo's tree
- * nodes carry the same worker sets).
+ * The entry map sends a block hash to an entry: the hash, the number of
+ * destinations holding it and their bitset, packed in one record of
+ * 2 + words u64 (one cache line for up to 384 destinations), so that a
+ * walk over a request's blocks costs one probe per block whatever the
+ * number of destinations (the inference extension's hashToPods; Dynamo's
+ * tree nodes carry the same worker sets).  Chained hashes identify a whole
+ * prefix, so no tree links are needed.
+ *
+ * An ordered index also keeps, per destination, its pairs in a lazy LRU
+ * queue (sim/core/lruq.h) with their last touch, behind a second map from
+ * mix(hash, dest) to the pair.  A pair record is only ever reused by its
+ * own destination (a free list per destination), which keeps the lazy
+ * queue's stale entries stale.  The event-fed indexes need neither order
+ * nor touch times and skip that map: one probe per event block.
  *
  * Rejected alternative: one hash set per destination, probed per
  * destination per block, costs n_dest probes per block: 30x the walk on
@@ -27,50 +32,56 @@
 #include "sim/core/u64map.h"
 
 #define KX_NONE UINT32_MAX
-#define KX_PF 16 /* blocks ahead the walks prefetch */
+#define KX_PF 16 /* blocks ahead the loops prefetch */
 
 typedef struct kx_pair {
-    uint64_t hash;
     double last;   /* last touch, s */
-    uint32_t pos;  /* live LRU-queue position (mod 2^32); free-list link when free */
-    uint32_t g;    /* its hash entry */
+    uint32_t pos;  /* live LRU-queue position (mod 2^32) */
+    uint32_t g;    /* its entry; free-list link when free */
 } kx_pair;
 
 typedef struct kx_dest {
     sim_lruq q;
-    uint32_t live;
-    uint32_t free; /* free pair records of this destination */
+    uint32_t live; /* blocks held */
+    uint32_t free; /* free pair records of this destination (ordered) */
 } kx_dest;
 
 struct route__kvidx {
-    uint32_t n_dest, words, cap;
+    uint32_t n_dest, words, stride, cap;
+    bool ordered;
+    sim_u64map gmap; /* hash -> entry */
+    uint64_t *ent;   /* entry e at ent[e * stride]: hash, count, bits[words] */
+    uint32_t n_ent, cap_ent, efree; /* free entries chained through count */
+    kx_dest *dst;
+    /* ordered only */
     sim_u64map pmap; /* mix(hash, dest) -> pair */
     kx_pair *pair;
     uint32_t n_pair, cap_pair;
-    kx_dest *dst;
-    sim_u64map gmap; /* hash -> entry */
-    uint64_t *gbits; /* words per entry */
-    uint32_t *gcount; /* destinations holding the entry's hash */
-    uint64_t *ghash;
-    uint32_t n_g, cap_g, gfree; /* free entries chained through gcount */
-    /* route__kvidx_prefix scratch: probed entry per block index */
+    /* route__kvidx_prefix scratch: the entry probed per block index */
     uint32_t *memo, *stamp;
     uint32_t cap_memo, pass;
 };
 
 static inline uint64_t pkey(uint64_t hash, uint32_t d) { return sim_hash_pair(hash, d); }
+static inline uint64_t *ent(const route__kvidx *x, uint32_t e)
+{
+    return x->ent + (size_t)e * x->stride;
+}
+static inline int bit(const uint64_t *en, uint32_t d) { return (int)(en[2 + d / 64] >> (d % 64) & 1); }
 
-route__kvidx *route__kvidx_create(uint32_t n_dest, uint32_t cap)
+route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap)
 {
     route__kvidx *x = sim_xcalloc(1, sizeof *x);
     x->n_dest = n_dest;
     x->words = (n_dest + 63) / 64;
-    x->cap = cap;
+    x->stride = 2 + x->words;
+    x->ordered = ordered;
+    x->cap = ordered ? cap : 0;
     x->dst = sim_xcalloc(n_dest, sizeof *x->dst);
     for (uint32_t d = 0; d < n_dest; d++)
         x->dst[d].free = KX_NONE;
-    x->gfree = KX_NONE;
-    if (sim_u64map_init(&x->pmap, 1024) || sim_u64map_init(&x->gmap, 1024))
+    x->efree = KX_NONE;
+    if (sim_u64map_init(&x->gmap, 1024) || (ordered && sim_u64map_init(&x->pmap, 1024)))
         sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
     return x;
 }
@@ -82,71 +93,79 @@ void route__kvidx_destroy(route__kvidx *x)
     for (uint32_t d = 0; d < x->n_dest; d++)
         sim_lruq_fini(&x->dst[d].q);
     free(x->dst);
+    free(x->ent);
     free(x->pair);
-    sim_u64map_fini(&x->pmap);
     sim_u64map_fini(&x->gmap);
-    free(x->gbits);
-    free(x->gcount);
-    free(x->ghash);
+    sim_u64map_fini(&x->pmap);
     free(x->memo);
     free(x->stamp);
     free(x);
 }
 
-/* The hash entry of `hash`, created empty if absent. */
-static uint32_t g_get_or_add(route__kvidx *x, uint64_t hash)
+/* The entry of `hash`, created empty if absent. */
+static uint32_t entry_of(route__kvidx *x, uint64_t hash)
 {
-    uint32_t g = sim_u64map_get(&x->gmap, hash);
-    if (g != KX_NONE)
-        return g;
-    if (x->gfree != KX_NONE) {
-        g = x->gfree;
-        x->gfree = x->gcount[g];
-    } else {
-        if (x->n_g == x->cap_g) {
-            x->cap_g = x->cap_g ? 2 * x->cap_g : 1024;
-            x->gbits = sim_xrealloc(x->gbits, (size_t)x->cap_g * x->words * sizeof *x->gbits);
-            x->gcount = sim_xrealloc(x->gcount, x->cap_g * sizeof *x->gcount);
-            x->ghash = sim_xrealloc(x->ghash, x->cap_g * sizeof *x->ghash);
+    uint32_t e = x->efree;
+    if (e == KX_NONE) {
+        if (x->n_ent == x->cap_ent) {
+            x->cap_ent = x->cap_ent ? 2 * x->cap_ent : 1024;
+            x->ent = sim_xrealloc(x->ent, (size_t)x->cap_ent * x->stride * sizeof *x->ent);
         }
-        g = x->n_g++;
+        e = x->n_ent;
     }
-    memset(x->gbits + (size_t)g * x->words, 0, x->words * sizeof *x->gbits);
-    x->gcount[g] = 0;
-    x->ghash[g] = hash;
-    sim_u64map_put(&x->gmap, hash, g);
-    return g;
+    const uint32_t old = sim_u64map_insert(&x->gmap, hash, e);
+    if (old != SIM_U64MAP_NONE)
+        return old;
+    if (e == x->efree)
+        x->efree = (uint32_t)ent(x, e)[1];
+    else
+        x->n_ent++;
+    uint64_t *en = ent(x, e);
+    memset(en, 0, x->stride * sizeof *en);
+    en[0] = hash;
+    return e;
 }
 
-/* Take destination d out of entry g (freeing g when nobody holds it). */
-static void g_clear(route__kvidx *x, uint32_t g, uint32_t d)
+/* Take destination d out of entry e (freeing e when nobody holds it). */
+static void entry_clear(route__kvidx *x, uint32_t e, uint32_t d)
 {
-    x->gbits[(size_t)g * x->words + d / 64] &= ~(1ull << (d % 64));
-    if (--x->gcount[g] == 0) {
-        sim_u64map_del(&x->gmap, x->ghash[g]);
-        x->gcount[g] = x->gfree;
-        x->gfree = g;
+    uint64_t *en = ent(x, e);
+    en[2 + d / 64] &= ~(1ull << (d % 64));
+    x->dst[d].live--;
+    if (--en[1] == 0) {
+        sim_u64map_del(&x->gmap, en[0]);
+        en[1] = x->efree;
+        x->efree = e;
     }
 }
 
-/* Forget pair p of destination d: its map entries go, its record joins d's
- * free list (its stale queue entries no longer match its position). */
+/* Ordered: forget pair p of destination d (already off its queue, or
+ * stale in it): its record joins d's free list. */
 static void drop_pair(route__kvidx *x, uint32_t d, uint32_t p)
 {
     kx_dest *k = &x->dst[d];
-    sim_u64map_del(&x->pmap, pkey(x->pair[p].hash, d));
-    g_clear(x, x->pair[p].g, d);
+    const uint32_t e = x->pair[p].g;
+    sim_u64map_del(&x->pmap, pkey(ent(x, e)[0], d));
+    entry_clear(x, e, d);
     /* A position no queue entry holding p has: the queue's end. */
     x->pair[p].pos = (uint32_t)k->q.tail;
-    x->pair[p].hash = 0;
     x->pair[p].g = k->free;
     k->free = p;
-    k->live--;
 }
 
-void route__kvidx_add(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
+static void add_one(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
 {
     kx_dest *k = &x->dst[d];
+    if (!x->ordered) {
+        const uint32_t e = entry_of(x, hash);
+        uint64_t *en = ent(x, e);
+        if (!bit(en, d)) {
+            en[2 + d / 64] |= 1ull << (d % 64);
+            en[1]++;
+            k->live++;
+        }
+        return;
+    }
     const uint64_t key = pkey(hash, d);
     uint32_t p = sim_u64map_get(&x->pmap, key);
     if (p != KX_NONE) {
@@ -170,26 +189,57 @@ void route__kvidx_add(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
         }
         p = x->n_pair++;
     }
-    const uint32_t g = g_get_or_add(x, hash);
-    x->gbits[(size_t)g * x->words + d / 64] |= 1ull << (d % 64);
-    x->gcount[g]++;
-    x->pair[p] = (kx_pair){.hash = hash, .last = now_s, .g = g};
+    const uint32_t e = entry_of(x, hash);
+    uint64_t *en = ent(x, e);
+    en[2 + d / 64] |= 1ull << (d % 64);
+    en[1]++;
+    k->live++;
+    x->pair[p].last = now_s;
+    x->pair[p].g = e;
     sim_u64map_put(&x->pmap, key, p);
     sim_lruq_touch(&k->q, &x->pair[0].pos, sizeof *x->pair, p);
-    k->live++;
 }
 
-int route__kvidx_remove(route__kvidx *x, uint32_t d, uint64_t hash)
+void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n,
+                      double now_s)
 {
-    const uint32_t p = sim_u64map_get(&x->pmap, pkey(hash, d));
-    if (p == KX_NONE)
-        return 0;
-    drop_pair(x, d, p);
-    return 1;
+    for (uint32_t j = 0; j < n; j++) {
+        if (j + KX_PF < n) {
+            sim_u64map_prefetch(&x->gmap, hashes[j + KX_PF]);
+            if (x->ordered)
+                sim_u64map_prefetch(&x->pmap, pkey(hashes[j + KX_PF], d));
+        }
+        add_one(x, d, hashes[j], now_s);
+    }
+}
+
+uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n)
+{
+    uint32_t held = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        if (j + KX_PF < n)
+            sim_u64map_prefetch(x->ordered ? &x->pmap : &x->gmap,
+                                x->ordered ? pkey(hashes[j + KX_PF], d) : hashes[j + KX_PF]);
+        if (x->ordered) {
+            const uint32_t p = sim_u64map_get(&x->pmap, pkey(hashes[j], d));
+            if (p == KX_NONE)
+                continue;
+            drop_pair(x, d, p);
+        } else {
+            const uint32_t e = sim_u64map_get(&x->gmap, hashes[j]);
+            if (e == KX_NONE || !bit(ent(x, e), d))
+                continue;
+            entry_clear(x, e, d);
+        }
+        held++;
+    }
+    return held;
 }
 
 void route__kvidx_expire(route__kvidx *x, double before_s)
 {
+    if (!x->ordered)
+        return;
     for (uint32_t d = 0; d < x->n_dest; d++) {
         kx_dest *k = &x->dst[d];
         while (k->live) {
@@ -206,7 +256,8 @@ uint32_t route__kvidx_size(const route__kvidx *x, uint32_t d) { return x->dst[d]
 
 int route__kvidx_has(const route__kvidx *x, uint32_t d, uint64_t hash)
 {
-    return sim_u64map_get(&x->pmap, pkey(hash, d)) != KX_NONE;
+    const uint32_t e = sim_u64map_get(&x->gmap, hash);
+    return e != KX_NONE && bit(ent(x, e), d);
 }
 
 uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32_t n,
@@ -219,10 +270,10 @@ uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32
     for (; i < n; i++) {
         if (i + KX_PF < n)
             sim_u64map_prefetch(&x->gmap, hashes[i + KX_PF]);
-        const uint32_t g = sim_u64map_get(&x->gmap, hashes[i]);
-        if (g == KX_NONE)
+        const uint32_t e = sim_u64map_get(&x->gmap, hashes[i]);
+        if (e == KX_NONE)
             break;
-        const uint64_t *b = x->gbits + (size_t)g * x->words;
+        const uint64_t *b = ent(x, e) + 2;
         for (uint32_t w = 0; w < x->words; w++)
             for (uint64_t m = b[w]; m; m &= m - 1)
                 count[w * 64 + (uint32_t)__builtin_ctzll(m)]++;
@@ -238,11 +289,6 @@ static inline uint32_t probe(route__kvidx *x, const uint64_t *hashes, uint32_t i
         x->memo[i] = sim_u64map_get(&x->gmap, hashes[i]);
     }
     return x->memo[i];
-}
-
-static inline int holds(const route__kvidx *x, uint32_t g, uint32_t d)
-{
-    return g != KX_NONE && (x->gbits[(size_t)g * x->words + d / 64] >> (d % 64) & 1);
 }
 
 void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len)
@@ -262,19 +308,19 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
         memset(x->stamp, 0, x->cap_memo * sizeof *x->stamp);
         x->pass = 1;
     }
-    const uint32_t g0 = probe(x, hashes, 0);
-    if (g0 == KX_NONE)
+    const uint32_t e0 = probe(x, hashes, 0);
+    if (e0 == KX_NONE)
         return;
-    const uint64_t *b = x->gbits + (size_t)g0 * x->words;
     for (uint32_t w = 0; w < x->words; w++)
-        for (uint64_t m = b[w]; m; m &= m - 1) {
+        for (uint64_t m = ent(x, e0)[2 + w]; m; m &= m - 1) {
             const uint32_t d = w * 64 + (uint32_t)__builtin_ctzll(m);
             /* Largest L in [1, n] with hashes[L-1] held by d: d holds
-             * block lo-1, and not block hi (hi = n: past the end). */
+             * block lo-1; no block at or past hi (hi = n: the end). */
             uint32_t lo = 1, hi = n;
             while (lo < hi) {
                 const uint32_t mid = lo + (hi - lo + 1) / 2; /* test block mid-1 */
-                if (holds(x, probe(x, hashes, mid - 1), d))
+                const uint32_t e = probe(x, hashes, mid - 1);
+                if (e != KX_NONE && bit(ent(x, e), d))
                     lo = mid;
                 else
                     hi = mid - 1;

@@ -147,7 +147,7 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
     if (s->per_hash == 0)
         s->per_hash = 1;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    s->idx = route__kvidx_create(env->n_dest, precise ? 0 : (uint32_t)s->p.lru_capacity);
+    s->idx = route__kvidx_create(env->n_dest, !precise, precise ? 0 : (uint32_t)s->p.lru_capacity);
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
     return SIM_OK;
@@ -227,8 +227,7 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
         }
     }
     if (s->p.mode == LLMD_APPROX) /* PreRequest: indexer.Add(hashes, target) */
-        for (uint32_t k = 0; k < nh; k++)
-            route__kvidx_add(s->idx, best, s->hl[k], v->now_s);
+        route__kvidx_add(s->idx, best, s->hl, nh, v->now_s);
     return best;
 }
 
@@ -238,11 +237,9 @@ static void llmd_kv_event(void *state, const route_kv_event *ev)
     if (s->p.mode != LLMD_PRECISE)
         return;
     if (ev->kind == ROUTE_KV_STORED)
-        for (uint32_t j = 0; j < ev->n; j++)
-            route__kvidx_add(s->idx, ev->dest, ev->hashes[j], ev->now_s);
+        route__kvidx_add(s->idx, ev->dest, ev->hashes, ev->n, ev->now_s);
     else
-        for (uint32_t j = 0; j < ev->n; j++)
-            route__kvidx_remove(s->idx, ev->dest, ev->hashes[j]);
+        route__kvidx_remove(s->idx, ev->dest, ev->hashes, ev->n);
 }
 
 const route_type route_llmd = {
