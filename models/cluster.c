@@ -188,6 +188,26 @@ static void on_kv_change(void *ctx, uint32_t dest, int kind, uint64_t parent,
     if (c->loop_done || n == 0)
         return;
     const double t = sim_evq_now(c->q);
+    /* Coalesce with the previous change when it is of the same engine,
+     * kind and instant (as vLLM batches a step's events), and for STORED
+     * continues the same chain: its hashes are the last in the pool, so
+     * the run just grows.  Fewer, longer events let consumers prefetch. */
+    if (c->kv_n > c->kv_head) {
+        kv_rec *last = &c->kv[c->kv_n - 1];
+        if (last->dest == dest && last->kind == kind && last->t == t &&
+            (kind == PCACHE_REMOVED || parent == c->kv_hash[last->off + last->n - 1]) &&
+            last->off + last->n == c->kv_hash_n && last->n + (uint64_t)n <= UINT32_MAX) {
+            if (c->kv_hash_n + n > c->kv_hash_cap) {
+                while (c->kv_hash_n + n > c->kv_hash_cap)
+                    c->kv_hash_cap *= 2;
+                c->kv_hash = sim_xrealloc(c->kv_hash, c->kv_hash_cap * sizeof *c->kv_hash);
+            }
+            memcpy(c->kv_hash + c->kv_hash_n, hashes, (size_t)n * sizeof *hashes);
+            c->kv_hash_n += n;
+            last->n += n;
+            return;
+        }
+    }
     if (c->kv_n == c->kv_cap) {
         if (c->kv_head > 0) { /* squeeze delivered records out first */
             memmove(c->kv, c->kv + c->kv_head, (c->kv_n - c->kv_head) * sizeof *c->kv);

@@ -192,8 +192,12 @@ typedef struct route_kv_event {
     int kind;               /* enum route_kv_kind */
     uint64_t parent;        /* STORED: hash of the block before hashes[0]
                                (0 = hashes[0] is a first block); REMOVED: 0 */
-    const uint64_t *hashes; /* chained block hashes (wl_request.blocks), in
-                               chain order */
+    const uint64_t *hashes; /* chained block hashes (wl_request.blocks):
+                               STORED, one chain in order (the changes of
+                               one engine at one instant that continue a
+                               chain are coalesced); REMOVED, the blocks
+                               one engine evicted at one instant, each
+                               evicted run in chain order */
     uint32_t n;             /* >= 1 */
     double t_s;             /* when the engine's cache changed, simulated s */
     double now_s;           /* delivery time: t_s + gateway.kv_event_delay_s */

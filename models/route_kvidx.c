@@ -29,6 +29,7 @@
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/lruq.h"
+#include "sim/core/prefetch.h"
 #include "sim/core/u64map.h"
 
 #define KX_NONE UINT32_MAX
@@ -200,15 +201,28 @@ static void add_one(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
     sim_lruq_touch(&k->q, &x->pair[0].pos, sizeof *x->pair, p);
 }
 
+/* Software pipeline of the loops over many blocks (cache misses dominate
+ * on large indexes): the map slot of block j + KX_PF is prefetched, and
+ * at j + KX_PF / 2, its slot now in cache, the entry record it names. */
+static inline void pipeline(const route__kvidx *x, const uint64_t *hashes, uint32_t n,
+                            uint32_t j)
+{
+    if (j + KX_PF < n)
+        sim_u64map_prefetch(&x->gmap, hashes[j + KX_PF]);
+    if (j + KX_PF / 2 < n) {
+        const uint32_t e = sim_u64map_get(&x->gmap, hashes[j + KX_PF / 2]);
+        if (e != KX_NONE)
+            SIM_PREFETCH(ent(x, e));
+    }
+}
+
 void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n,
                       double now_s)
 {
     for (uint32_t j = 0; j < n; j++) {
-        if (j + KX_PF < n) {
-            sim_u64map_prefetch(&x->gmap, hashes[j + KX_PF]);
-            if (x->ordered)
-                sim_u64map_prefetch(&x->pmap, pkey(hashes[j + KX_PF], d));
-        }
+        pipeline(x, hashes, n, j);
+        if (x->ordered && j + KX_PF < n)
+            sim_u64map_prefetch(&x->pmap, pkey(hashes[j + KX_PF], d));
         add_one(x, d, hashes[j], now_s);
     }
 }
@@ -217,15 +231,15 @@ uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes
 {
     uint32_t held = 0;
     for (uint32_t j = 0; j < n; j++) {
-        if (j + KX_PF < n)
-            sim_u64map_prefetch(x->ordered ? &x->pmap : &x->gmap,
-                                x->ordered ? pkey(hashes[j + KX_PF], d) : hashes[j + KX_PF]);
         if (x->ordered) {
+            if (j + KX_PF < n)
+                sim_u64map_prefetch(&x->pmap, pkey(hashes[j + KX_PF], d));
             const uint32_t p = sim_u64map_get(&x->pmap, pkey(hashes[j], d));
             if (p == KX_NONE)
                 continue;
             drop_pair(x, d, p);
         } else {
+            pipeline(x, hashes, n, j);
             const uint32_t e = sim_u64map_get(&x->gmap, hashes[j]);
             if (e == KX_NONE || !bit(ent(x, e), d))
                 continue;
