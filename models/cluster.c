@@ -21,7 +21,7 @@
 #include "sim/core/evq.h"
 #include "sim/core/metrics.h"
 
-enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE };
+enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE, EV_KV };
 
 /* A request inside the cluster: engine state plus the request itself. */
 typedef struct creq {
@@ -38,6 +38,15 @@ typedef struct snapshot {
     uint32_t *running;
     double *kv_util;
 } snapshot;
+
+/* An engine KV event waiting out its delay (hashes in the FIFO's pool). */
+typedef struct kv_rec {
+    double t, due;   /* cache change, delivery; s */
+    uint64_t parent;
+    size_t off;      /* first hash in kv_hash */
+    uint32_t n, dest;
+    int kind;
+} kv_rec;
 
 typedef struct cluster {
     const cluster_params *p;
@@ -62,6 +71,15 @@ typedef struct cluster {
     route_ops ops;
     bool have_pending;
     bool arrivals_done;
+    bool loop_done;        /* the event loop has ended (drop KV events) */
+    /* KV events in delivery order: kv[kv_head .. kv_n), their hashes in
+     * kv_hash[kv_hash_head .. kv_hash_n); kv_ev is scheduled at the head's
+     * due time whenever the FIFO is not empty. */
+    kv_rec *kv;
+    size_t kv_head, kv_n, kv_cap;
+    uint64_t *kv_hash;
+    size_t kv_hash_head, kv_hash_n, kv_hash_cap;
+    sim_event *kv_ev;
     uint64_t inflight;
     cluster_result *res;
     uint64_t cap_rec;
@@ -75,6 +93,10 @@ static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
     rec->ttft_s = t - er->r->arrival_s;
     rec->hit_tokens = er->hit_tokens;
     rec->admitted = 1;
+    if (c->rt->on_first_token) { /* er is the first member of creq */
+        const creq *cr = (const creq *)er;
+        c->rt->on_first_token(c->rstate[cr->replica], &cr->r, dest, t);
+    }
 }
 
 static void free_creq(creq *cr)
@@ -152,6 +174,94 @@ static void start_step(cluster *c, uint32_t d, double now)
     double dur = engine_try_start(c->eng[d], now);
     if (dur > 0)
         sim_evq_schedule(c->q, c->step_ev[d], now + dur);
+}
+
+/* ---- engine KV events (route_type.on_kv_event) ---- */
+
+/* engine_hooks.kv_change: queue the change for delivery after the delay.
+ * Delivery times are t + delay with t non-decreasing, so the FIFO is in
+ * delivery order and one kernel event at the head's time suffices. */
+static void on_kv_change(void *ctx, uint32_t dest, int kind, uint64_t parent,
+                         const uint64_t *hashes, uint32_t n)
+{
+    cluster *c = ctx;
+    if (c->loop_done || n == 0)
+        return;
+    const double t = sim_evq_now(c->q);
+    /* Coalesce with the previous change when it is of the same engine,
+     * kind and instant (as vLLM batches a step's events), and for STORED
+     * continues the same chain: its hashes are the last in the pool, so
+     * the run just grows.  Fewer, longer events let consumers prefetch. */
+    if (c->kv_n > c->kv_head) {
+        kv_rec *last = &c->kv[c->kv_n - 1];
+        if (last->dest == dest && last->kind == kind && last->t == t &&
+            (kind == PCACHE_REMOVED || parent == c->kv_hash[last->off + last->n - 1]) &&
+            last->off + last->n == c->kv_hash_n && last->n + (uint64_t)n <= UINT32_MAX) {
+            if (c->kv_hash_n + n > c->kv_hash_cap) {
+                while (c->kv_hash_n + n > c->kv_hash_cap)
+                    c->kv_hash_cap *= 2;
+                c->kv_hash = sim_xrealloc(c->kv_hash, c->kv_hash_cap * sizeof *c->kv_hash);
+            }
+            memcpy(c->kv_hash + c->kv_hash_n, hashes, (size_t)n * sizeof *hashes);
+            c->kv_hash_n += n;
+            last->n += n;
+            return;
+        }
+    }
+    if (c->kv_n == c->kv_cap) {
+        if (c->kv_head > 0) { /* squeeze delivered records out first */
+            memmove(c->kv, c->kv + c->kv_head, (c->kv_n - c->kv_head) * sizeof *c->kv);
+            c->kv_n -= c->kv_head;
+            c->kv_head = 0;
+        }
+        if (c->kv_n == c->kv_cap) {
+            c->kv_cap = c->kv_cap ? 2 * c->kv_cap : 256;
+            c->kv = sim_xrealloc(c->kv, c->kv_cap * sizeof *c->kv);
+        }
+    }
+    if (c->kv_hash_n + n > c->kv_hash_cap) {
+        if (c->kv_hash_head > 0) {
+            memmove(c->kv_hash, c->kv_hash + c->kv_hash_head,
+                    (c->kv_hash_n - c->kv_hash_head) * sizeof *c->kv_hash);
+            for (size_t i = c->kv_head; i < c->kv_n; i++)
+                c->kv[i].off -= c->kv_hash_head;
+            c->kv_hash_n -= c->kv_hash_head;
+            c->kv_hash_head = 0;
+        }
+        while (c->kv_hash_n + n > c->kv_hash_cap)
+            c->kv_hash_cap = c->kv_hash_cap ? 2 * c->kv_hash_cap : 4096;
+        c->kv_hash = sim_xrealloc(c->kv_hash, c->kv_hash_cap * sizeof *c->kv_hash);
+    }
+    memcpy(c->kv_hash + c->kv_hash_n, hashes, (size_t)n * sizeof *hashes);
+    c->kv[c->kv_n++] = (kv_rec){.t = t, .due = t + c->p->gateway.kv_event_delay_s,
+                                .parent = parent, .off = c->kv_hash_n, .n = n, .dest = dest,
+                                .kind = kind};
+    c->kv_hash_n += n;
+    c->res->kv_events++;
+    if (c->kv_ev->heap_idx == SIM_EVQ_IDLE)
+        sim_evq_schedule(c->q, c->kv_ev, c->kv[c->kv_head].due);
+}
+
+/* EV_KV at `now`: deliver every queued event that is due, in order, to
+ * every replica; re-arm for the next one. */
+static void deliver_kv(cluster *c, double now)
+{
+    while (c->kv_head < c->kv_n && c->kv[c->kv_head].due <= now) {
+        const kv_rec *k = &c->kv[c->kv_head];
+        const route_kv_event ev = {.dest = k->dest, .kind = k->kind, .parent = k->parent,
+                                   .hashes = c->kv_hash + k->off, .n = k->n, .t_s = k->t,
+                                   .now_s = now};
+        for (uint32_t i = 0; i < c->n_rep; i++)
+            c->rt->on_kv_event(c->rstate[i], &ev);
+        c->kv_hash_head = k->off + k->n;
+        c->kv_head++;
+    }
+    if (c->kv_head == c->kv_n) { /* empty: start the buffers over */
+        c->kv_head = c->kv_n = 0;
+        c->kv_hash_head = c->kv_hash_n = 0;
+    } else {
+        sim_evq_schedule(c->q, c->kv_ev, c->kv[c->kv_head].due);
+    }
 }
 
 /* Pull the next request of the stream and schedule its arrival (or END).
@@ -415,6 +525,9 @@ static int check_gateway(const cluster_gateway *g)
     if (g->replicas > CLUSTER_MAX_REPLICAS)
         return SIM_ERROR(SIM_EINVAL, "%u gateway replicas; expected 1 to %d", g->replicas,
                          CLUSTER_MAX_REPLICAS);
+    if (!(isfinite(g->kv_event_delay_s) && g->kv_event_delay_s >= 0))
+        return SIM_ERROR(SIM_EINVAL, "gateway KV-event delay %g s; expected a finite value >= 0",
+                         g->kv_event_delay_s);
     if (g->assign != CLUSTER_ASSIGN_ROUND_ROBIN && g->assign != CLUSTER_ASSIGN_RANDOM)
         return SIM_ERROR(SIM_EINVAL, "gateway replica assignment %d; expected round_robin or "
                          "random", g->assign);
@@ -473,7 +586,14 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     sim_pcg32_seed(&c.assign_rng, env->seed, SIM_STREAM_GATEWAY);
     if (!c.q)
         sim_panic(__FILE__, __LINE__, "out of memory");
-    engine_hooks hooks = {.ctx = &c, .first_token = on_first_token, .finish = on_finish};
+    const bool kv_events =
+        rt->on_kv_event && (route_needs(rt, rcfg) & ROUTE_NEEDS_KV_EVENTS);
+    engine_hooks hooks = {.ctx = &c, .first_token = on_first_token, .finish = on_finish,
+                          .kv_change = kv_events ? on_kv_change : NULL};
+    if (kv_events) {
+        c.kv_ev = sim_evq_alloc(c.q);
+        c.kv_ev->kind = EV_KV;
+    }
     for (uint32_t d = 0; d < p->n_dest; d++) {
         c.eng[d] = engine_create(d, out->pool_blocks, &p->engine, &p->cost, &hooks);
         if (!c.eng[d])
@@ -530,6 +650,8 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
                 rt->on_interval(c.rstate[i], now);
             if (!c.arrivals_done)
                 sim_evq_schedule(c.q, ev, now + interval_s);
+        } else if (ev->kind == EV_KV) {
+            deliver_kv(&c, now);
         } else if (ev->kind == EV_SCRAPE) {
             on_scrape(&c, now);
             n_scrape++;
@@ -546,6 +668,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
             break;
         }
     }
+    c.loop_done = true;
     out->events = nev;
     out->sim_end_s = sim_evq_now(c.q);
     for (uint32_t d = 0; d < p->n_dest; d++) {
@@ -583,6 +706,8 @@ done:
     }
     free(c.ring);
     free(c.age);
+    free(c.kv);
+    free(c.kv_hash);
     return rc;
 }
 

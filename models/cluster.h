@@ -50,6 +50,12 @@ enum cluster_assign {
  * counts it in its route_view.outstanding and receives its completion.
  * Replica 0 uses the run seed, so replicas = 1 reproduces a one-router
  * run bit for bit.
+ *
+ * KV events: when the router has route_type.on_kv_event, every change of
+ * an engine's prefix cache (blocks stored after the step that computed
+ * them, blocks evicted) becomes a route_kv_event delivered to every
+ * replica kv_event_delay_s later, in order (one FIFO, one pending kernel
+ * event); otherwise nothing is observed or queued.
  */
 typedef struct cluster_gateway {
     double scrape_interval_s; /* snapshot period, s; 0 = exact view; finite,
@@ -60,6 +66,10 @@ typedef struct cluster_gateway {
     uint32_t replicas;        /* gateway replicas N, [1, CLUSTER_MAX_REPLICAS]
                                  (0 is read as 1) */
     int assign;               /* enum cluster_assign */
+    double kv_event_delay_s;  /* engine KV events reach the routers this
+                                 long after the cache changed, s; finite,
+                                 >= 0 (only routers with on_kv_event get
+                                 events; docs/information-model.md) */
 } cluster_gateway;
 
 /* Most gateway replicas a run accepts. */
@@ -121,6 +131,8 @@ typedef struct cluster_result {
     route_telemetry tel;        /* the router's report (planned routers;
                                    replica 0's with several replicas) */
     uint64_t scrapes;           /* engine snapshots taken (0 when exact) */
+    uint64_t kv_events;         /* engine KV events queued (0 unless the
+                                   router consumes them) */
     /* Timeline: per window of cluster_params.timeline_s of arrival time. */
     size_t n_win;
     double *win_t0;             /* window start, s */

@@ -99,6 +99,14 @@ static inline uint32_t ceil_div(uint64_t a, uint32_t b)
     return (uint32_t)((a + b - 1) / b);
 }
 
+/* The cache observer: forwards to the owner's kv_change hook. */
+static void observe_cache(void *ctx, int kind, uint64_t parent, const uint64_t *hashes,
+                          uint32_t n)
+{
+    engine *e = ctx;
+    e->hooks.kv_change(e->hooks.ctx, e->dest, kind, parent, hashes, n);
+}
+
 engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
                       const cost_model *cost, const engine_hooks *hooks)
 {
@@ -126,6 +134,8 @@ engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
     e->p = *p;
     e->cost = *cost;
     e->hooks = *hooks;
+    if (hooks->kv_change)
+        pcache_set_observer(e->cache, observe_cache, e);
     return e;
 }
 

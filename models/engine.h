@@ -73,6 +73,15 @@ typedef struct engine_hooks {
     /* The request finished (or was rejected) at `t` seconds; the engine no
      * longer references `er`. */
     void (*finish)(void *ctx, uint32_t dest, engine_req *er, double t);
+    /* Optional (NULL = none, and then the cache is not observed at all):
+     * the engine's prefix cache stored (kind PCACHE_STORED) or evicted
+     * (PCACHE_REMOVED) blocks hashes[0..n) (models/pcache.h,
+     * pcache_set_observer; `parent` as there), at the current simulated
+     * time of the call that changed it: a step's end for blocks a prefill
+     * chunk (or a decode) filled, a step's start for evictions by its
+     * allocations.  `hashes` is valid during the call only. */
+    void (*kv_change)(void *ctx, uint32_t dest, int kind, uint64_t parent,
+                      const uint64_t *hashes, uint32_t n);
 } engine_hooks;
 
 /* Counters of one engine, cumulative since creation. */

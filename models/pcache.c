@@ -48,6 +48,8 @@ struct pcache {
     uint32_t nd_cap, nd_used, free_head;
     uint32_t lru_head, lru_tail; /* coldest, warmest */
     sim_u64map map;             /* first hash of a live node -> node */
+    pcache_observer obs;        /* KV-event observer, or NULL */
+    void *obs_ctx;
 };
 
 pcache *pcache_create(uint32_t n_blocks)
@@ -82,6 +84,12 @@ void pcache_destroy(pcache *c)
     free(c->nd);
     sim_u64map_fini(&c->map);
     free(c);
+}
+
+void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx)
+{
+    c->obs = fn;
+    c->obs_ctx = ctx;
 }
 
 uint32_t pcache_capacity(const pcache *c) { return c->n; }
@@ -301,6 +309,8 @@ static uint32_t evict_some(pcache *c, uint32_t k)
     c->n_cached -= e;
     c->n_free += e;
     c->version++;
+    if (c->obs) /* the evicted tail, still in the buffer */
+        c->obs(c->obs_ctx, PCACHE_REMOVED, 0, x->h + x->len, e);
     if (x->len == 0) {
         lru_unlink(c, i);
         sim_u64map_del(&c->map, x->h[0]); /* h[0] is still the run's first hash */
@@ -346,6 +356,8 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             memcpy(xn->h + xn->len, hashes + pos, (size_t)k * sizeof *xn->h);
             xn->len += k;
             reg += registered(c, s, k);
+            if (c->obs)
+                c->obs(c->obs_ctx, PCACHE_STORED, pos ? hashes[pos - 1] : 0, hashes + pos, k);
             break;
         }
         const uint32_t at = sim_u64map_get(&c->map, hashes[pos]);
@@ -362,6 +374,8 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             sim_u64map_put(&c->map, yn->h[0], y);
             s->node = y;
             reg += registered(c, s, k);
+            if (c->obs)
+                c->obs(c->obs_ctx, PCACHE_STORED, pos ? hashes[pos - 1] : 0, hashes + pos, k);
             break;
         }
         if (c->nd[at].parent != x) { /* registered elsewhere: a hash collision */

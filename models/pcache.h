@@ -158,6 +158,33 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
  */
 void pcache_seq_release(pcache *c, pcache_seq *s);
 
+/*
+ * Observing the cache (engine KV events, docs/information-model.md).
+ *
+ * With an observer set, the cache reports every change of its set of
+ * registered blocks, at the moment it happens:
+ *  - PCACHE_STORED: blocks hashes[0..n) have just been registered (by
+ *    pcache_seq_commit, newly: a block that was already registered at that
+ *    place is pinned, not stored again), in chain order; `parent` is the
+ *    hash of the block just before hashes[0], or 0 when hashes[0] is a
+ *    first block.  One call per run of consecutive blocks.
+ *  - PCACHE_REMOVED: blocks hashes[0..n) have just been evicted (by
+ *    allocation or pcache_clear), in chain order (each a descendant of the
+ *    one before); `parent` is 0.  Eviction takes blocks from the tail of a
+ *    leaf run, so a block is always removed before its parent and the
+ *    registered set stays closed under prefixes after every call.
+ * A block is reported stored before it can be reported removed.  The
+ * `hashes` array is valid during the call only; the observer must not
+ * call back into the cache.  Without an observer (the default) the cache
+ * pays one predictable branch per registration and eviction.
+ */
+enum pcache_change { PCACHE_STORED = 0, PCACHE_REMOVED = 1 };
+typedef void (*pcache_observer)(void *ctx, int kind, uint64_t parent, const uint64_t *hashes,
+                                uint32_t n);
+
+/* Set (fn != NULL) or clear (fn == NULL) the observer.  Cannot fail. */
+void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx);
+
 /* Drop every cached block that is not pinned (for tests and resets). */
 void pcache_clear(pcache *c);
 

@@ -23,7 +23,9 @@
     X(cr_replicate)    \
     X(cr_affinity)     \
     X(sglang_cache_aware) \
-    X(aibrix_prefix)
+    X(aibrix_prefix)      \
+    X(dynamo_kv)          \
+    X(llmd)
 
 /* The config sections, one line each, in canonical dump order (the order
  * of their keys in every stored config text: do not reorder).  X(NAME)
@@ -38,7 +40,9 @@
     X(preble)             \
     X(flat_lb)            \
     X(sglang_cache_aware) \
-    X(aibrix_prefix)
+    X(aibrix_prefix)      \
+    X(dynamo_kv)          \
+    X(llmd)
 
 #define X_DECL_TYPE(n) extern const route_type route_##n;
 #define X_REF_TYPE(n) &route_##n,

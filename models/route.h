@@ -167,8 +167,47 @@ static inline double route_done_tpot(const route_done *d)
     return (d->e2e_s - d->ttft_s) / (double)(d->output_tokens - 1);
 }
 
+/*
+ * An engine KV event (docs/information-model.md, "Engine KV events"): the
+ * prefix cache of destination `dest` stored or evicted a run of blocks.
+ * Engines report these as they happen (vLLM publishes BlockStored /
+ * BlockRemoved after each step, over ZMQ; Dynamo and llm-d forward them to
+ * their routers); a router sees each one gateway.kv_event_delay_s after the
+ * engine's change, in the order the engines made them.  Passed to
+ * route_type.on_kv_event; valid for the duration of the call only.
+ *
+ * Invariants the cluster guarantees: per destination, events arrive in the
+ * order of the cache's changes; a block is stored before it is removed;
+ * after all events of a destination up to time t are applied, the set of
+ * blocks a router holds for it is exactly the set registered in the
+ * engine's cache at time t, and it is closed under prefixes (every stored
+ * run's parent is held, removals take descendants first).
+ */
+enum route_kv_kind {
+    ROUTE_KV_STORED = 0,  /* hashes[0..n) were registered (computed) */
+    ROUTE_KV_REMOVED = 1  /* hashes[0..n) were evicted */
+};
+typedef struct route_kv_event {
+    uint32_t dest;          /* the engine */
+    int kind;               /* enum route_kv_kind */
+    uint64_t parent;        /* STORED: hash of the block before hashes[0]
+                               (0 = hashes[0] is a first block); REMOVED: 0 */
+    const uint64_t *hashes; /* chained block hashes (wl_request.blocks):
+                               STORED, one chain in order (the changes of
+                               one engine at one instant that continue a
+                               chain are coalesced); REMOVED, the blocks
+                               one engine evicted at one instant, each
+                               evicted run in chain order */
+    uint32_t n;             /* >= 1 */
+    double t_s;             /* when the engine's cache changed, simulated s */
+    double now_s;           /* delivery time: t_s + gateway.kv_event_delay_s */
+} route_kv_event;
+
 /* route_type.needs() bits: inputs the harness computes only on request. */
 #define ROUTE_NEEDS_KEY_SHARES 1u /* route_env.nominal (warm start) */
+#define ROUTE_NEEDS_KV_EVENTS 2u  /* engine KV events (route_type.on_kv_event):
+                                     the engines' caches are observed only for
+                                     a router whose parameters ask for them */
 
 /* One control interval of a planned router, reported at the end of a run. */
 typedef struct route_interval {
@@ -268,6 +307,18 @@ typedef struct route_type {
      * replica gets on_interval (telemetry still comes from the primary).
      * Cannot fail. */
     void (*attach)(void *state, void *primary);
+    /* Optional: an engine KV event reached the gateway (route_kv_event).
+     * Delivered to every replica (each gateway subscribes to the engines'
+     * event stream), replicas 0 .. N-1 in order.  Only a router that sets
+     * this hook and whose needs() has ROUTE_NEEDS_KV_EVENTS makes the
+     * engines report events: for the others the caches are not observed
+     * and no event is queued.  Cannot fail. */
+    void (*on_kv_event)(void *state, const route_kv_event *ev);
+    /* Optional: request `r`, sent to `dest`, emitted its first token at
+     * `now_s` (the gateway sees the response stream start: e.g. Dynamo
+     * marks the request's prefill done then).  Goes to the replica that
+     * routed it.  Cannot fail. */
+    void (*on_first_token)(void *state, const wl_request *r, uint32_t dest, double now_s);
 } route_type;
 
 /* Registry of routers: NULL-terminated, in `crsim help policies` order. */

@@ -99,4 +99,67 @@ extern const route_section route__sec_cacheroute;
  * when that is 0. */
 double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
 
+/* ---- per-destination block index (models/route_kvidx.c) ---- */
+
+/*
+ * Which destination holds which block, as a router believes: a map from a
+ * block hash to the set of destinations holding it (a bitset), and, for an
+ * "ordered" index, each destination's (hash, destination) pairs in LRU
+ * order with their last-touch times.  Fed either by engine KV events
+ * (dynamo_kv, llmd precise: add on STORED, remove on REMOVED; unordered)
+ * or by the router's own decisions (llmd approximate: add at decision time
+ * with a per-destination LRU capacity, as the inference extension's
+ * indexer; dynamo_kv without events: add at decision time, expire after a
+ * TTL, as Dynamo's ApproxKvIndexer; both ordered).  Memory: ~(16 + 8 *
+ * ceil(n_dest / 64)) bytes per distinct hash plus the map, and for an
+ * ordered index ~24 bytes per pair plus its map and queues.
+ */
+typedef struct route__kvidx route__kvidx;
+
+/* A new index over n_dest destinations.  `ordered` keeps LRU order and
+ * touch times (needed by `cap` and route__kvidx_expire); `cap` > 0 (ordered
+ * only) bounds each destination's pairs, adding beyond evicting its least
+ * recently touched; 0 = unbounded.  Free with route__kvidx_destroy.
+ * Aborts if out of memory. */
+route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap);
+
+/* Free it.  Accepts NULL. */
+void route__kvidx_destroy(route__kvidx *x);
+
+/* Destination d holds hashes[0..n), touched at `now_s` in that order (the
+ * last one most recent).  O(n) amortised, prefetched.  Cannot fail (aborts
+ * if out of memory). */
+void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n,
+                      double now_s);
+
+/* Destination d no longer holds hashes[0..n) (those it did not hold are
+ * skipped).  Returns how many it held.  O(n) expected, prefetched. */
+uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n);
+
+/* Ordered index: drop every pair last touched before `before_s`, on every
+ * destination (O(destinations + pairs dropped)).  Cannot fail. */
+void route__kvidx_expire(route__kvidx *x, double before_s);
+
+/* Blocks destination d holds. */
+uint32_t route__kvidx_size(const route__kvidx *x, uint32_t d);
+
+/* 1 if destination d holds `hash`. */
+int route__kvidx_has(const route__kvidx *x, uint32_t d, uint64_t hash);
+
+/* The walk of the inference extension's matchLongestPrefix and of
+ * Dynamo's RadixTree::find_matches: for i = 0, 1, ... while some
+ * destination holds hashes[i], every destination holding it gets
+ * count[d] += 1.  count (n_dest entries) is overwritten.  Returns the
+ * blocks walked.  O(walked blocks + matches), prefetched. */
+uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32_t n,
+                           uint32_t *count);
+
+/* Per destination, the longest prefix of hashes[0..n) it holds, into
+ * len[d], found by bisection: exact when each destination's set is
+ * closed under prefixes (an engine's cache as its KV events describe it;
+ * a decision-fed index whose blocks are touched root to leaf at once and
+ * expire by age), where it equals route__kvidx_walk's count.  O(k log n)
+ * probes for the k destinations holding hashes[0]. */
+void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len);
+
 #endif

@@ -42,6 +42,7 @@ static const bad_case bad_cases[] = {
     {"cr_replicate", "router: {cacheroute: {slots: 8}}\n", 4, "router.cacheroute.q_cap"},
     {"cr_affinity", "router: {cacheroute: {q_cap: 1, slots: 0}}\n", 4,
      "router.cacheroute.slots"},
+    {"llmd", "router: {llmd: {hash_block_tokens: 24}}\n", 4, "router.llmd.hash_block_tokens"},
 };
 
 static route_config *parse(const char *yaml)
@@ -163,7 +164,9 @@ static void test_types(void)
         /* check: good parameters pass, every bad case fails naming its key. */
         route_env env = {.n_dest = R, .block_size = 16, .batch_tokens = 2048, .ttft_slo_s = 2};
         CHECK_INT_EQ(route_check(rt, good, &env, NULL), SIM_OK);
-        CHECK((route_needs(rt, good) & ~ROUTE_NEEDS_KEY_SHARES) == 0);
+        CHECK((route_needs(rt, good) & ~(ROUTE_NEEDS_KEY_SHARES | ROUTE_NEEDS_KV_EVENTS)) == 0);
+        /* A router that asks for KV events can take them. */
+        CHECK(!(route_needs(rt, good) & ROUTE_NEEDS_KV_EVENTS) || rt->on_kv_event);
         CHECK(route_interval_s(rt, good) >= 0);
         int n_bad = 0;
         for (size_t b = 0; b < sizeof bad_cases / sizeof *bad_cases; b++) {
@@ -191,14 +194,36 @@ static void test_types(void)
         route_view v = {.n_dest = R, .outstanding = load, .queued_tokens = queued};
         const double iv = route_interval_s(rt, good);
         for (uint64_t k = 0; k < N; k++) {
+            /* Six chained blocks: keys share their first block in pairs. */
+            uint64_t blk[6];
+            blk[0] = wl_block_hash(0, (k % 97) / 2);
+            for (int j = 1; j < 6; j++)
+                blk[j] = wl_block_hash(blk[j - 1], (k % 97) * 8 + (uint64_t)j);
             wl_request r = {.id = k, .key = (k % 97) * 0x9e3779b97f4a7c15ULL,
                             .prompt_tokens = 100, .output_tokens = 10,
-                            .arrival_s = 0.01 * (double)k};
+                            .arrival_s = 0.01 * (double)k, .n_blocks = 6, .blocks = blk};
             v.now_s = r.arrival_s;
             load[k % R] = (uint32_t)(k % 3);
             uint32_t da = rt->route(a, &r, &v), db = rt->route(b, &r, &v);
             CHECK(da < R);
             CHECK_INT_EQ(da, db);
+            if (rt->on_first_token) {
+                rt->on_first_token(a, &r, da, v.now_s);
+                rt->on_first_token(b, &r, db, v.now_s);
+            }
+            if (rt->on_kv_event) { /* the engine stores the blocks, evicts some later */
+                route_kv_event ev = {.dest = da, .kind = ROUTE_KV_STORED, .hashes = blk,
+                                     .n = 6, .t_s = v.now_s, .now_s = v.now_s};
+                rt->on_kv_event(a, &ev);
+                rt->on_kv_event(b, &ev);
+                if (k % 7 == 3) {
+                    ev = (route_kv_event){.dest = da, .kind = ROUTE_KV_REMOVED,
+                                          .hashes = blk + 3, .n = 3, .t_s = v.now_s,
+                                          .now_s = v.now_s};
+                    rt->on_kv_event(a, &ev);
+                    rt->on_kv_event(b, &ev);
+                }
+            }
             if (rt->on_complete) {
                 rt->on_complete(a, &r, da, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});
                 rt->on_complete(b, &r, db, &(route_done){.now_s = -1, .ttft_s = -1, .e2e_s = -1});

@@ -125,6 +125,12 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "gateway.replica_assignment", .type = SIM_CFG_ENUM, .offset = OFF(replica_assign),
      .choices = assign_names, .def = "round_robin",
      .help = "how requests are spread over the replicas: round_robin or random (uniform)"},
+    {.path = "gateway.kv_event_delay_s", .type = SIM_CFG_DOUBLE,
+     .offset = OFF(kv_event_delay_s), .min = 0, .max = 1e6, .def = "0.001", .unit = "s",
+     .help = "engine KV events (blocks stored / evicted) reach the routers that consume them "
+             "(dynamo_kv, llmd precise) this long after the cache changed; 1 ms: no public "
+             "end-to-end figure, one ZMQ and one NATS hop without batching (vLLM kv_events, "
+             "Dynamo publisher DEFAULT_BATCHING_TIMEOUT_MS = None); 0 = instantaneous"},
     /* cost */
     {.path = "cost.model", .type = SIM_CFG_ENUM, .offset = OFF(cost_model),
      .choices = cost_kind_names, .def = "roofline",

@@ -83,6 +83,7 @@ typedef struct exp_config {
     double scrape_delay_s;    /* s */
     int64_t replicas;
     int replica_assign;       /* enum cluster_assign */
+    double kv_event_delay_s;  /* s: engine KV events reach the routers */
     /* cost */
     int cost_model;           /* enum cost_kind */
     char *cost_profile;       /* "" = the deployment's default profile */

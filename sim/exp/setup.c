@@ -166,7 +166,8 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         .gateway = {.scrape_interval_s = cfg->scrape_interval_s,
                     .scrape_delay_s = cfg->scrape_delay_s,
                     .replicas = (uint32_t)cfg->replicas,
-                    .assign = cfg->replica_assign},
+                    .assign = cfg->replica_assign,
+                    .kv_event_delay_s = cfg->kv_event_delay_s},
     };
     return SIM_OK;
 fail:

@@ -1,0 +1,350 @@
+/*
+ * Known decisions of the KV-aware production routers on hand-made states
+ * (docs/policies.md: dynamo_kv, llmd): cost and score arithmetic, the
+ * temperature-0 argmin and its tie-breaks, softmax frequencies at a set
+ * temperature, TTL expiry without events, the event-fed indexes, the
+ * approximate LRU's capacity and the precise mode's normalisation; and
+ * their block index (route__kvidx): walk, bisection, LRU capacity, TTL.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/route_int.h"
+#include "sim/core/error.h"
+#include "check.h"
+
+enum { R = 3, NB = 6, BS = 16 };
+
+/* A request of NB full blocks (96 tokens) of family `fam`. */
+typedef struct req {
+    wl_request r;
+    uint64_t b[NB];
+} req;
+
+static void mkreq(req *q, uint64_t id, uint64_t fam, double t)
+{
+    uint64_t h = 0;
+    for (int i = 0; i < NB; i++)
+        h = q->b[i] = wl_block_hash(h, fam * 100 + (uint64_t)i + 1);
+    q->r = (wl_request){.id = id, .arrival_s = t, .prompt_tokens = NB * BS, .output_tokens = 4,
+                        .n_blocks = NB, .blocks = q->b};
+}
+
+typedef struct inst {
+    const route_type *rt;
+    route_config *cfg;
+    void *s;
+} inst;
+
+static inst make(const char *name, const char *yaml, uint64_t seed)
+{
+    inst x = {.rt = route_find(name)};
+    CHECK(x.rt != NULL);
+    CHECK_INT_EQ(route_config_parse(yaml, "test_route_kv", &x.cfg), SIM_OK);
+    route_env env = {.n_dest = R, .seed = seed, .block_size = BS, .batch_tokens = 8192,
+                     .ttft_slo_s = 2};
+    CHECK_INT_EQ(route_check(x.rt, x.cfg, &env, NULL), SIM_OK);
+    const void *args[ROUTE_MAX_READS];
+    route_config_args(x.cfg, x.rt, args);
+    x.s = calloc(1, x.rt->state_size);
+    CHECK_INT_EQ(x.rt->create(x.s, &env, args), SIM_OK);
+    return x;
+}
+
+static void drop(inst *x)
+{
+    x->rt->destroy(x->s);
+    free(x->s);
+    route_config_free(x->cfg);
+}
+
+static void stored(inst *x, uint32_t d, const uint64_t *h, uint32_t n, double t)
+{
+    route_kv_event ev = {.dest = d, .kind = ROUTE_KV_STORED, .hashes = h, .n = n, .t_s = t,
+                         .now_s = t};
+    x->rt->on_kv_event(x->s, &ev);
+}
+
+static void removed(inst *x, uint32_t d, const uint64_t *h, uint32_t n, double t)
+{
+    route_kv_event ev = {.dest = d, .kind = ROUTE_KV_REMOVED, .hashes = h, .n = n, .t_s = t,
+                         .now_s = t};
+    x->rt->on_kv_event(x->s, &ev);
+}
+
+static uint32_t zero_u32[R];
+static uint64_t zero_u64[R];
+static double zero_d[R];
+
+static route_view view(double t, const uint32_t *waiting, const double *kv)
+{
+    return (route_view){.n_dest = R, .outstanding = zero_u32, .queued_tokens = zero_u64,
+                        .now_s = t, .waiting = waiting ? waiting : zero_u32,
+                        .running = zero_u32, .kv_util = kv ? kv : zero_d, .age_s = zero_d};
+}
+
+static void done(inst *x, const req *q, uint32_t d)
+{
+    route_done dn = {.now_s = 0, .ttft_s = 0.1, .e2e_s = 0.2, .output_tokens = 4};
+    x->rt->on_complete(x->s, &q->r, d, &dn);
+}
+
+/* ---- the block index ---- */
+
+static void test_kvidx(void)
+{
+    uint64_t h[8];
+    for (int i = 0; i < 8; i++)
+        h[i] = wl_block_hash(i ? h[i - 1] : 0, (uint64_t)i + 1);
+    uint32_t len[3], cnt[3];
+    /* Unordered (event-fed): d0 holds 5 blocks, d1 2, d2 none. */
+    route__kvidx *x = route__kvidx_create(3, false, 0);
+    route__kvidx_add(x, 0, h, 5, 0);
+    route__kvidx_add(x, 1, h, 2, 0);
+    route__kvidx_add(x, 1, h, 2, 0); /* again: no change */
+    CHECK_INT_EQ(route__kvidx_size(x, 0), 5);
+    CHECK_INT_EQ(route__kvidx_size(x, 1), 2);
+    route__kvidx_prefix(x, h, 8, len);
+    CHECK(len[0] == 5 && len[1] == 2 && len[2] == 0);
+    CHECK_INT_EQ(route__kvidx_walk(x, h, 8, cnt), 5);
+    CHECK(cnt[0] == 5 && cnt[1] == 2 && cnt[2] == 0);
+    CHECK_INT_EQ(route__kvidx_remove(x, 0, h + 3, 5), 2); /* held 2 of them */
+    route__kvidx_prefix(x, h, 8, len);
+    CHECK(len[0] == 3 && len[1] == 2);
+    CHECK(route__kvidx_has(x, 0, h[2]) && !route__kvidx_has(x, 0, h[3]));
+    route__kvidx_remove(x, 0, h, 3);
+    route__kvidx_remove(x, 1, h, 2);
+    CHECK_INT_EQ(route__kvidx_walk(x, h, 8, cnt), 0);
+    route__kvidx_destroy(x);
+
+    /* Ordered with capacity 4: adding 6 keeps the last 4 (LRU). */
+    x = route__kvidx_create(2, true, 4);
+    route__kvidx_add(x, 0, h, 6, 1.0);
+    CHECK_INT_EQ(route__kvidx_size(x, 0), 4);
+    CHECK(!route__kvidx_has(x, 0, h[0]) && !route__kvidx_has(x, 0, h[1]));
+    CHECK(route__kvidx_has(x, 0, h[2]) && route__kvidx_has(x, 0, h[5]));
+    /* The walk stops at the first hash nobody holds: the inference
+     * extension's matchLongestPrefix credits nothing here. */
+    CHECK_INT_EQ(route__kvidx_walk(x, h, 8, cnt), 0);
+    route__kvidx_add(x, 0, h + 2, 1, 2.0); /* touch h[2]: h[3] is now the oldest */
+    route__kvidx_add(x, 0, h + 6, 1, 2.0);
+    CHECK(!route__kvidx_has(x, 0, h[3]) && route__kvidx_has(x, 0, h[2]));
+    /* TTL: touched at 1.0 (h4, h5) and 2.0 (h2, h6). */
+    route__kvidx_add(x, 1, h, 3, 5.0);
+    route__kvidx_expire(x, 1.5);
+    CHECK_INT_EQ(route__kvidx_size(x, 0), 2);
+    CHECK(route__kvidx_has(x, 0, h[2]) && route__kvidx_has(x, 0, h[6]));
+    CHECK_INT_EQ(route__kvidx_size(x, 1), 3);
+    route__kvidx_expire(x, 10);
+    CHECK(route__kvidx_size(x, 0) == 0 && route__kvidx_size(x, 1) == 0);
+    /* Freed records are reused without confusing the queues. */
+    for (int k = 0; k < 50; k++)
+        route__kvidx_add(x, (uint32_t)(k % 2), h, 8, 20.0 + k);
+    CHECK(route__kvidx_size(x, 0) == 4 && route__kvidx_size(x, 1) == 4);
+    CHECK(route__kvidx_has(x, 1, h[7]) && !route__kvidx_has(x, 1, h[3]));
+    route__kvidx_destroy(x);
+}
+
+/* ---- dynamo_kv ---- */
+
+static void test_dynamo_argmin(void)
+{
+    inst x = make("dynamo_kv", "router: {}", 7);
+    CHECK(route_needs(x.rt, x.cfg) & ROUTE_NEEDS_KV_EVENTS);
+    req a, b, c;
+    mkreq(&a, 1, 1, 0);
+    mkreq(&b, 2, 2, 0);
+    mkreq(&c, 3, 3, 0);
+    route_view v = view(1.0, NULL, NULL);
+    /* d1 holds a's first 4 blocks: logits d0 = 96/16 + 6 = 12, d1 = 32/16 +
+     * 2 = 4, d2 = 12. */
+    stored(&x, 1, a.b, 4, 0.5);
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 1);
+    /* Now pending at d1: 32 tokens, 2 blocks.  b (no overlap): d0 = 12,
+     * d1 = (32 + 96)/16 + 2 + 6 = 16, d2 = 12: d0 and d2 tie with equal
+     * trees (0 blocks) -> uniform; give d2 a block: the smaller tree (d0)
+     * wins. */
+    uint64_t other = wl_block_hash(0, 999);
+    stored(&x, 2, &other, 1, 0.6);
+    CHECK_INT_EQ(x.rt->route(x.s, &b.r, &v), 0);
+    /* a's first token: d1's pending prefill drops back to 0; c then sees
+     * d0 = (96 + 96)/16 + 6 + 6 = 24, d1 = 6 + 2 + 6 = 14, d2 = 12: d2. */
+    x.rt->on_first_token(x.s, &a.r, 1, 1.1);
+    CHECK_INT_EQ(x.rt->route(x.s, &c.r, &v), 2);
+    /* Completions empty the in-flight view; removing d1's blocks by event
+     * makes a cost 12 everywhere. */
+    done(&x, &a, 1);
+    done(&x, &b, 0);
+    done(&x, &c, 2);
+    removed(&x, 1, a.b, 4, 1.2);
+    removed(&x, 2, &other, 1, 1.2);
+    int seen[R] = {0};
+    for (int k = 0; k < 300; k++) {
+        req q;
+        mkreq(&q, 10 + (uint64_t)k, 50 + (uint64_t)k, 2);
+        uint32_t d = x.rt->route(x.s, &q.r, &v);
+        seen[d]++;
+        done(&x, &q, d);
+    }
+    for (int d = 0; d < R; d++) /* uniform ties: each ~100 of 300 */
+        CHECK(seen[d] > 60 && seen[d] < 140);
+    drop(&x);
+}
+
+static void test_dynamo_softmax(void)
+{
+    inst x = make("dynamo_kv", "router: {dynamo_kv: {router_temperature: 1}}", 11);
+    req a;
+    mkreq(&a, 1, 1, 0);
+    stored(&x, 1, a.b, 4, 0.0); /* logits 12, 4, 12 (range 8) */
+    route_view v = view(1.0, NULL, NULL);
+    enum { N = 20000 };
+    int seen[R] = {0};
+    for (int k = 0; k < N; k++) {
+        a.r.id = (uint64_t)k + 100;
+        uint32_t d = x.rt->route(x.s, &a.r, &v);
+        seen[d]++;
+        done(&x, &a, d);
+    }
+    /* p ~ exp(-(logit - 4) / (8 * 1)): d1 1, d0 and d2 e^-1 each. */
+    const double p1 = 1.0 / (1.0 + 2.0 * exp(-1.0));
+    CHECK_NEAR((double)seen[1] / N, p1, 0.015);
+    CHECK_NEAR((double)seen[0] / N, (1 - p1) / 2, 0.015);
+    drop(&x);
+}
+
+static void test_dynamo_ttl(void)
+{
+    /* Without events, routed blocks expire ttl_s after their last use. */
+    int kept = 0, forgot = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        inst x = make("dynamo_kv", "router: {dynamo_kv: {use_kv_events: false, ttl_s: 120}}",
+                      seed);
+        CHECK_INT_EQ(route_needs(x.rt, x.cfg) & ROUTE_NEEDS_KV_EVENTS, 0);
+        req a;
+        mkreq(&a, 1, 1, 0);
+        route_view v = view(0.0, NULL, NULL);
+        const uint32_t first = x.rt->route(x.s, &a.r, &v);
+        done(&x, &a, first);
+        v.now_s = 119.0; /* still indexed: the overlap wins */
+        a.r.id = 2;
+        CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), first);
+        done(&x, &a, first);
+        v.now_s = 238.9; /* last use 119: still there */
+        a.r.id = 3;
+        CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), first);
+        done(&x, &a, first);
+        v.now_s = 400.0; /* last use 238.9 + 120 < 400: forgotten, a tie */
+        a.r.id = 4;
+        const uint32_t d = x.rt->route(x.s, &a.r, &v);
+        kept += d == first;
+        forgot += d != first;
+        drop(&x);
+    }
+    CHECK(forgot > 15 && kept > 5); /* uniform over 3: ~27 and ~13 of 40 */
+}
+
+/* ---- llmd ---- */
+
+static void test_llmd_scores(void)
+{
+    /* Queue (max - q)/(max - min) and 1 - kv: waiting 0, 4, 8 and KV 0.5,
+     * 0, 0 give 2*1 + 2*0.5 = 3, 2*0.5 + 2*1 = 3, 0 + 2 = 2: d0 and d1
+     * tie, uniformly (fresh routers: no prefix history). */
+    const uint32_t w[R] = {0, 4, 8};
+    const double kv[R] = {0.5, 0, 0};
+    int seen[R] = {0};
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        inst x = make("llmd", "router: {}", seed);
+        CHECK_INT_EQ(route_needs(x.rt, x.cfg), 0);
+        req a;
+        mkreq(&a, 1, 1, 0);
+        route_view v = view(0, w, kv);
+        seen[x.rt->route(x.s, &a.r, &v)]++;
+        drop(&x);
+    }
+    CHECK_INT_EQ(seen[2], 0);
+    CHECK(seen[0] > 150 && seen[1] > 150);
+    /* Equal queues score 1 everywhere. */
+    inst x = make("llmd", "router: {}", 3);
+    const uint32_t weq[R] = {5, 5, 5};
+    const double kv2[R] = {0.2, 0.1, 0.3};
+    req a;
+    mkreq(&a, 1, 1, 0);
+    route_view v = view(0, weq, kv2);
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 1);
+    /* a's 7 hashes (model + 6 blocks) now on d1: prefix 3 * 7/7 = 3 beats
+     * d0's better queue: waiting 0, 8, 8 -> d0 2 + 2*0.9 = 3.8, d1 3 + 0 +
+     * 2*0.9 = 4.8. */
+    const uint32_t w2[R] = {0, 8, 8};
+    const double kv3[R] = {0.1, 0.1, 0.1};
+    v = view(1, w2, kv3);
+    a.r.id = 2;
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 1);
+    drop(&x);
+}
+
+static void test_llmd_lru(void)
+{
+    /* Capacity 7 = one request's hash list: a then b on d0 evicts a's
+     * blocks (the model hash is touched again and stays). */
+    for (int big = 0; big <= 1; big++) {
+        inst x = make("llmd", big ? "router: {}" : "router: {llmd: {lru_capacity: 7}}", 5);
+        req a, b;
+        mkreq(&a, 1, 1, 0);
+        mkreq(&b, 2, 2, 0);
+        const uint32_t w0[R] = {0, 9, 9};
+        route_view v = view(0, w0, NULL);
+        CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 0);
+        CHECK_INT_EQ(x.rt->route(x.s, &b.r, &v), 0);
+        /* Now d1 has the best queue (2 points).  With a's blocks still on
+         * d0, d0 gets prefix 3 and wins (3 + 2 vs 2 + 2); evicted, d0 gets
+         * only the model hash, 3 * 1/7, and d1 wins. */
+        const uint32_t w1[R] = {9, 0, 9};
+        v = view(1, w1, NULL);
+        a.r.id = 3;
+        CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), big ? 0 : 1);
+        drop(&x);
+    }
+}
+
+static void test_llmd_precise(void)
+{
+    inst x = make("llmd", "router: {llmd: {mode: precise}}", 9);
+    CHECK(route_needs(x.rt, x.cfg) & ROUTE_NEEDS_KV_EVENTS);
+    req a;
+    mkreq(&a, 1, 1, 0);
+    const uint32_t w[R] = {0, 2, 1};
+    route_view v = view(0, w, NULL);
+    /* Nothing cached: queue (1, 0, 0.5) and KV 1 each: d0. */
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 0);
+    /* d1 alone holds a prefix: min = max -> normalised 1, times 2: d1 2 +
+     * 0 + 1 = 3 beats d0 0 + 1 + 1 = 2. */
+    stored(&x, 1, a.b, 2, 0.1);
+    a.r.id = 2;
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 1);
+    /* d2 holds 4, d1 2: d2 scores 1 (x2), d1 0: d2 2 + 0.5 + 1 = 3.5. */
+    stored(&x, 2, a.b, 4, 0.2);
+    a.r.id = 3;
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 2);
+    /* d2 evicts its last 3: holds 1 < d1's 2: d1 1 * 2 + 0 + 1 = 3 vs d2
+     * 0 + 0.5 + 1 = 1.5 vs d0 0 + 1 + 1 = 2. */
+    removed(&x, 2, a.b + 1, 3, 0.3);
+    a.r.id = 4;
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 1);
+    drop(&x);
+}
+
+int main(void)
+{
+    test_kvidx();
+    test_dynamo_argmin();
+    test_dynamo_softmax();
+    test_dynamo_ttl();
+    test_llmd_scores();
+    test_llmd_lru();
+    test_llmd_precise();
+    puts("route_kv: ok");
+    return 0;
+}
