@@ -37,11 +37,11 @@ static void test_crossing(void)
 static void test_censored(void)
 {
     const double x[] = {10, 20};
-    /* Holds at both: extrapolate log p99 1 -> 2 (per 10 requests/s) to 4 s
-     * at 40 requests/s, the cap (2 x 20). */
+    /* Holds at both: extrapolate log p99 1 -> 2 s (per 10 requests/s):
+     * 4 s at 30, 2^1.5 s at 25; beyond the cap (2 x 20) the cap. */
     const double m[] = {1, 2};
-    CHECK_NEAR(exp_fit_capacity_smooth(x, m, 2, 4.0), 40.0, 1e-12);
-    CHECK_NEAR(exp_fit_capacity_smooth(x, m, 2, 2.8284271247461903), 35.0, 1e-9);
+    CHECK_NEAR(exp_fit_capacity_smooth(x, m, 2, 4.0), 30.0, 1e-12);
+    CHECK_NEAR(exp_fit_capacity_smooth(x, m, 2, 2.8284271247461903), 25.0, 1e-9);
     CHECK_NEAR(exp_fit_capacity_smooth(x, m, 2, 100.0), 40.0, 1e-12);
     /* Flat: the cap. */
     const double flat[] = {1, 1};
