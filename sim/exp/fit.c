@@ -1080,7 +1080,7 @@ static int report(fit *f, FILE *out)
     fprintf(out, "fit %lld: %zu candidates of %s against %s, stored in %s (%.0f s)\n",
             (long long)f->fit_id, f->n_cand, f->o->config_path, f->o->targets_path, f->db,
             sim_wall_s() - f->t0);
-    fprintf(out, "\n%-20s %10s %10s %12s  %s\n", "alternative", "candidates", "identified",
+    fprintf(out, "\n%-28s %10s %10s %12s  %s\n", "alternative", "candidates", "identified",
             "best obj", "best point");
     for (size_t a = 0; a < f->n_alt; a++) {
         size_t n = 0, id = 0, b = SIZE_MAX;
@@ -1092,7 +1092,7 @@ static int report(fit *f, FILE *out)
             if (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj)
                 b = i;
         }
-        fprintf(out, "%-20s %10zu %10zu %12.4g  %s\n", f->alt[a].name, n, id,
+        fprintf(out, "%-28s %10zu %10zu %12.4g  %s\n", f->alt[a].name, n, id,
                 b == SIZE_MAX ? NAN : f->cand[b].obj, b == SIZE_MAX ? "" : f->cand[b].point);
     }
     for (size_t a = 0; a < f->n_alt; a++) {
