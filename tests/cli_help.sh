@@ -36,6 +36,7 @@ distinctive() {
     merge) echo "SHARD.db" ;;
     regime) echo "--map" ;;
     calibrate) echo "q_cap" ;;
+    fit) echo "--targets" ;;
     plan) echo "--placement" ;;
     "workload describe") echo "--block-size" ;;
     help) echo "policies" ;;

@@ -22,6 +22,7 @@
 #include "workloads/wl_config.h"
 #include "sim/exp/calib.h"
 #include "sim/exp/exp.h"
+#include "sim/exp/fit.h"
 #include "sim/exp/merge.h"
 #include "sim/exp/plan_cli.h"
 #include "sim/exp/plot.h"
@@ -152,6 +153,14 @@ static int cmd_workload_describe(const exp_cli_args *a)
 
 static int cmd_report(const exp_cli_args *a) { return exp_report_main(a); }
 static int cmd_plot(const exp_cli_args *a) { return exp_plot_main(a); }
+static int cmd_fit(const exp_cli_args *a)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return exp_cli_fail(exp_fit_main(a, &stop_flag));
+}
 static int cmd_calibrate(const exp_cli_args *a) { return exp_cli_fail(exp_calib_main(a)); }
 static int cmd_regime(const exp_cli_args *a) { return exp_cli_fail(exp_regime_main(a, stdout)); }
 static int cmd_plan(const exp_cli_args *a) { return exp_cli_fail(exp_plan_main(a, stdout)); }
@@ -267,6 +276,23 @@ static const exp_cli_opt regime_opts[] = {
     {0},
 };
 
+static const exp_cli_opt fit_opts[] = {
+    {.name = "targets", .kind = EXP_CLI_STR, .metavar = "TARGETS.yaml",
+     .flags = EXP_CLI_REQUIRED,
+     .help = "observed metrics, free parameters and structural alternatives (docs/fit.md)"},
+    SET_OPT("workload.duration_s=300"),
+    {.name = "jobs", .kind = EXP_CLI_INT, .metavar = "N", .lo = 1, .hi = 4096,
+     .help = "parallel runs of each candidate (default: all cores)"},
+    {.name = "db", .kind = EXP_CLI_STR, .metavar = "PATH",
+     .help = "fit database, one experiment per candidate (default results/NAME-fit.db)"},
+    {.name = "budget", .kind = EXP_CLI_INT, .metavar = "N", .lo = 1, .hi = 100000,
+     .help = "coarse design size (default: the targets' budget, 16)"},
+    {.name = "out", .kind = EXP_CLI_STR, .metavar = "FITTED.yaml",
+     .help = "fitted config (default: the database path with -fitted.yaml)"},
+    {.name = "quiet", .kind = EXP_CLI_FLAG, .help = "no progress lines on stderr"},
+    {0},
+};
+
 static const exp_cli_opt calib_opts[] = {
     SET_OPT("workload.keys.active_set=256"),
     {.name = "seeds", .kind = EXP_CLI_INT, .metavar = "N", .lo = 1, .hi = 1e6,
@@ -364,6 +390,17 @@ static const exp_cli_cmd commands[] = {
                 "affinity workload with warm caches) and W (warm slots per destination from the\n"
                 "KV pool and the workload's warm footprint per key).  See docs/qcap.md.\n",
      .opts = calib_opts, .main = cmd_calibrate},
+    {.name = "fit", .summary = "fit free config parameters to observed hit rates, p99s, capacities",
+     .args = "CONFIG", .min_pos = 1, .max_pos = 1, .needs = "a base experiment config",
+     .details = "Identify the workload: run candidates of CONFIG (a Latin hypercube over the\n"
+                "continuous free parameters crossed with the discrete ones and the structural\n"
+                "alternatives, then Nelder-Mead per alternative) with common random numbers,\n"
+                "compare each with the observed metrics of TARGETS.yaml in tolerance units,\n"
+                "store every candidate as one experiment with its residuals, print the best\n"
+                "point and the identified set (every residual within tolerance) per\n"
+                "alternative, and write the best point's config for crsim run.  See\n"
+                "docs/fit.md.\n",
+     .opts = fit_opts, .main = cmd_fit},
     {.name = "plan", .summary = "build a CacheRoute table from a CSV of key,rate",
      .args = "", .min_pos = 0, .max_pos = 0, .needs = "",
      .details = "Build a CacheRoute table from an operator's per-key rates without running a\n"

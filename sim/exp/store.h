@@ -26,7 +26,7 @@
 #include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 4
+#define EXP_STORE_SCHEMA_VERSION 5
 
 /* Default busy timeout of a connection, s: how long a write waits for
  * another process's lock on the database before failing with SIM_EIO
@@ -235,6 +235,47 @@ int exp_store_policy_means(exp_store *s, int64_t exp_id, const char *column, dou
 
 /* Free an array from exp_store_policy_means.  Accepts NULL. */
 void exp_store_policy_means_free(exp_store_policy_mean *m, size_t n);
+
+/* ---- fits (store_fit.c) ------------------------------------------- */
+
+/* One candidate of `crsim fit` (docs/fit.md): the experiment that
+ * evaluated it and its summary.  Strings are copied by SQLite. */
+typedef struct exp_store_fit_candidate {
+    int64_t fit_id;           /* the fit invocation (exp_store_fit_next_id) */
+    int64_t experiment_id;    /* its experiment (one per candidate) */
+    int64_t seq;              /* evaluation order within the fit, from 0 */
+    const char *alternative;  /* structural alternative's name */
+    const char *stage;        /* "coarse" or "refine" */
+    const char *overrides;    /* the candidate's overrides, "; "-joined */
+    double objective;         /* sum of squared residuals */
+    double max_abs_residual;  /* largest |residual| */
+    bool identified;          /* every |residual| <= 1 */
+    const char *targets_path; /* the targets file as given */
+} exp_store_fit_candidate;
+
+/* One residual of a candidate: (sim - target) / tol of one metric. */
+typedef struct exp_store_fit_residual {
+    const char *policy;
+    const char *metric;       /* "hit", "ttft_p99", "e2e_p99", "capacity_ttft_p99", ... */
+    double at;                /* load, requests/s (capacity: the SLO threshold, s) */
+    double target, tol;       /* observed value and tolerance, its unit */
+    double sim;               /* simulated value (NAN/Inf stored as NULL/Inf) */
+    double residual;          /* (sim - target) / tol, or EXP_FIT_RESIDUAL_NONFINITE */
+} exp_store_fit_residual;
+
+/* The next unused fit_id (1 + the largest stored, 1 for none) into *id.
+ * Returns SIM_OK or SIM_EDB. */
+int exp_store_fit_next_id(exp_store *s, int64_t *id);
+
+/* Store a candidate and its `n` residuals in one transaction; its row id
+ * into *cand_id (may be NULL).  Returns SIM_OK or SIM_EDB (then nothing
+ * is stored). */
+int exp_store_fit_add(exp_store *s, const exp_store_fit_candidate *c,
+                      const exp_store_fit_residual *r, size_t n, int64_t *cand_id);
+
+/* Mark candidate `cand_id` as the best of its fit (best = 1).  Returns
+ * SIM_OK or SIM_EDB. */
+int exp_store_fit_mark_best(exp_store *s, int64_t cand_id);
 
 /* ---- merging shards (store.c) -------------------------------------- */
 

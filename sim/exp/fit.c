@@ -1,0 +1,1180 @@
+/*
+ * `crsim fit` (fit.h, docs/fit.md): the targets file, the candidate
+ * evaluation through exp_run, the Latin-hypercube design, the GSL
+ * Nelder-Mead refinement, the identified set and the outputs.
+ */
+#include "sim/exp/fit.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "models/route.h"
+#include "sim/core/config.h"
+#include "sim/core/error.h"
+#include "sim/core/wall.h"
+#include "sim/exp/exp.h"
+#include "sim/exp/store.h"
+
+/* ---- smoothing ---------------------------------------------------------- */
+
+static bool holds(double m, double slo) { return m <= slo; } /* NaN and +Inf fail */
+
+double exp_fit_capacity_smooth(const double *x, const double *m, size_t n, double slo)
+{
+    if (n == 0 || !(slo > 0))
+        return NAN;
+    const double ls = log(slo);
+    size_t j = 0;
+    while (j < n && holds(m[j], slo))
+        j++;
+    if (j == n) { /* right-censored */
+        double cap = 2 * x[n - 1];
+        if (n >= 2 && m[n - 2] > 0 && m[n - 1] > m[n - 2]) {
+            double y0 = log(m[n - 2]), y1 = log(m[n - 1]);
+            double c = x[n - 1] + (ls - y1) * (x[n - 1] - x[n - 2]) / (y1 - y0);
+            cap = c < cap ? c : cap;
+        }
+        return cap;
+    }
+    if (j == 0) { /* left-censored */
+        if (n >= 2 && isfinite(m[0]) && isfinite(m[1]) && m[0] > 0 && m[1] > m[0]) {
+            double y0 = log(m[0]), y1 = log(m[1]);
+            double c = x[0] - (y0 - ls) * (x[1] - x[0]) / (y1 - y0);
+            return c > 0 ? c : 0;
+        }
+        return x[0] / 2;
+    }
+    if (!isfinite(m[j]) || !(m[j - 1] > 0))
+        return (x[j - 1] + x[j]) / 2;
+    double ya = log(m[j - 1]), yb = log(m[j]);
+    return x[j - 1] + (ls - ya) / (yb - ya) * (x[j] - x[j - 1]);
+}
+
+/* ---- the targets file --------------------------------------------------- */
+
+typedef struct fit_series {
+    double *loads;
+    size_t n_loads;
+    double *values;
+    size_t n_values;
+    double tol;
+} fit_series;
+
+typedef struct fit_captgt {
+    double *slos;
+    size_t n_slos;
+    double *values;
+    size_t n_values;
+    double tol;
+    int metric; /* index into cap_metrics */
+} fit_captgt;
+
+/* Targets of one policy (targets.<policy>). */
+typedef struct fit_ptargets {
+    fit_series hit, ttft, e2e;
+    fit_captgt cap;
+} fit_ptargets;
+
+static const char *const cap_metrics[] = {"ttft_p99", "e2e_p99", NULL};
+
+#define PT(f) offsetof(fit_ptargets, f)
+#define SERIES(name, fld, vmin, vmax, vflags, vunit, what)                                    \
+    {.path = name ".loads", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(fld.loads),             \
+     .count_offset = PT(fld.n_loads), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN,  \
+     .def = "[]", .unit = "requests/s", .help = "offered loads of the observed " what},      \
+    {.path = name ".values", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(fld.values),          \
+     .count_offset = PT(fld.n_values), .min = vmin, .max = vmax, .flags = vflags,            \
+     .def = "[]", .unit = vunit, .help = "observed " what ", one per load"},                 \
+    {.path = name ".tol", .type = SIM_CFG_DOUBLE, .offset = PT(fld.tol), .min = 0,            \
+     .max = INFINITY, .def = "0", .unit = vunit,                                             \
+     .help = "tolerance of every " what " value (> 0 when values are given)"}
+
+static const sim_cfg_key policy_schema[] = {
+    SERIES("hit", hit, 0, 1, 0, "", "served KV hit rate (hit tokens / prompt tokens)"),
+    SERIES("ttft_p99", ttft, 0, INFINITY, SIM_CFG_EXCL_MIN, "s", "p99 TTFT"),
+    SERIES("e2e_p99", e2e, 0, INFINITY, SIM_CFG_EXCL_MIN, "s", "p99 end-to-end latency"),
+    {.path = "capacity.slos", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(cap.slos),
+     .count_offset = PT(cap.n_slos), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN,
+     .def = "[]", .unit = "s", .help = "SLO thresholds of the observed capacities"},
+    {.path = "capacity.values", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(cap.values),
+     .count_offset = PT(cap.n_values), .min = 0, .max = INFINITY, .def = "[]",
+     .unit = "requests/s", .help = "observed SLO capacities, one per threshold"},
+    {.path = "capacity.tol", .type = SIM_CFG_DOUBLE, .offset = PT(cap.tol), .min = 0,
+     .max = INFINITY, .def = "0", .unit = "requests/s",
+     .help = "tolerance of every capacity (> 0 when values are given)"},
+    {.path = "capacity.metric", .type = SIM_CFG_ENUM, .offset = PT(cap.metric),
+     .choices = cap_metrics, .def = "ttft_p99", .help = "latency the SLO applies to"},
+    {0},
+};
+
+/* The top level of the targets file. */
+typedef struct fit_top {
+    double *loads;
+    size_t n_loads;
+    int64_t *seeds;
+    size_t n_seeds;
+    char **set;
+    size_t n_set;
+    char **free;
+    size_t n_free;
+    char **alts;
+    size_t n_alts;
+    int64_t budget;
+    int64_t refine;
+} fit_top;
+
+#define TP(f) offsetof(fit_top, f)
+static const sim_cfg_key top_schema[] = {
+    {.path = "loads", .type = SIM_CFG_DOUBLE_LIST, .offset = TP(loads),
+     .count_offset = TP(n_loads), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN,
+     .def = "[]", .unit = "requests/s",
+     .help = "load grid of every candidate (with every target load added); capacity "
+             "targets need 2 or more"},
+    {.path = "seeds", .type = SIM_CFG_INT_LIST, .offset = TP(seeds), .count_offset = TP(n_seeds),
+     .min = 0, .max = 9007199254740992.0, .min_len = 1, .def = "[1]",
+     .help = "run seeds of every candidate (common random numbers)"},
+    {.path = "set", .type = SIM_CFG_STRING_LIST, .offset = TP(set), .count_offset = TP(n_set),
+     .def = "[]", .help = "KEY=VALUE overrides of the base config for every candidate"},
+    {.path = "free", .type = SIM_CFG_STRING_LIST, .offset = TP(free),
+     .count_offset = TP(n_free), .def = "[]",
+     .help = "free parameters: KEY=[LO, HI], KEY=log[LO, HI] or KEY=in[V1, V2, ...]"},
+    {.path = "alternatives", .type = SIM_CFG_STRING_LIST, .offset = TP(alts),
+     .count_offset = TP(n_alts), .def = "[]",
+     .help = "structural alternatives: \"NAME KEY=VALUE KEY=VALUE ...\" (none: the base)"},
+    {.path = "budget", .type = SIM_CFG_INT, .offset = TP(budget), .min = 1, .max = 100000,
+     .def = "16", .unit = "candidates",
+     .help = "coarse design size (Latin hypercube points x discrete cells, at least one per "
+             "cell)"},
+    {.path = "refine", .type = SIM_CFG_INT, .offset = TP(refine), .min = 0, .max = 100000,
+     .def = "24", .unit = "candidates",
+     .help = "Nelder-Mead evaluations per structural alternative (0: coarse design only)"},
+    {0},
+};
+
+enum { PAR_LIN, PAR_LOG, PAR_DISC };
+
+typedef struct fit_param {
+    char *key;
+    int kind;
+    double lo, hi;  /* continuous */
+    bool integer;   /* an integer key: values are rounded */
+    char **vals;    /* discrete */
+    size_t n_vals;
+    char loc[256];
+} fit_param;
+
+typedef struct fit_alt {
+    char *name;
+    char **sets;
+    size_t n_sets;
+    char loc[256];
+} fit_alt;
+
+/* One evaluated candidate. */
+typedef struct fit_cand {
+    size_t alt;
+    char *point;     /* the free parameters' overrides, "; "-joined */
+    const char *stage;
+    double obj, maxabs;
+    bool identified;
+    int64_t exp_id;
+    int64_t cand_id; /* its fit_candidates row */
+    exp_store_fit_residual *res; /* n_res entries; policy/metric strings static or fit-owned */
+    size_t n_res;
+    char **sets;     /* alt + param overrides (owned) */
+    size_t n_sets;
+} fit_cand;
+
+typedef struct fit {
+    const exp_fit_opts *o;
+    sim_cfgdoc *doc;
+    fit_top top;
+    fit_ptargets pt[64];
+    const char *pol[64];   /* policies with targets, registry order */
+    size_t pol_of[64];     /* their index into pt */
+    size_t n_pol;
+    double *grid;
+    size_t n_grid;
+    double *slos;
+    size_t n_slos;
+    fit_param *par;
+    size_t n_par, n_cont;
+    fit_alt *alt;
+    size_t n_alt;
+    char db[1024];
+    char out_path[1100];
+    char name[160];
+    char **fixed;          /* the fit's experiment overrides (owned) */
+    size_t n_fixed;
+    int64_t fit_id;
+    fit_cand *cand;
+    size_t n_cand, cap_cand;
+    size_t planned;
+    double t0;
+    FILE *devnull;
+    int err;               /* first evaluation error (Nelder-Mead callback) */
+    /* Nelder-Mead state */
+    size_t nm_alt;
+    const size_t *nm_disc;
+    size_t nm_evals;
+} fit;
+
+static void loc_of(const fit *f, const char *path, const char *item, char *buf, size_t n)
+{
+    if (!sim_cfgdoc_locate(f->doc, path, item, buf, n))
+        snprintf(buf, n, "%s", f->o->targets_path);
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = 0;
+    return s;
+}
+
+/* Parse "[a, b, ...]" (the text after KEY= and an optional word) into
+ * new strings. */
+static int split_list(const char *text, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    size_t len = strlen(text);
+    if (len < 2 || text[0] != '[' || text[len - 1] != ']')
+        return -1;
+    char *buf = sim_xstrdup(text + 1);
+    buf[len - 2] = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *t = trim(tok);
+        if (!*t) {
+            free(buf);
+            return -1;
+        }
+        *out = sim_xrealloc(*out, (*n + 1) * sizeof **out);
+        (*out)[(*n)++] = sim_xstrdup(t);
+    }
+    free(buf);
+    return *n ? 0 : -1;
+}
+
+static void strs_free(char **s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+static int parse_real(const char *s, double *v)
+{
+    char *end = NULL;
+    errno = 0;
+    *v = strtod(s, &end);
+    return (end == s || *end || errno || !isfinite(*v)) ? -1 : 0;
+}
+
+/* The fit's overrides of the candidate's experiment: the targets' policies,
+ * load grid, seeds, SLOs, database and name. */
+static void make_fixed(fit *f)
+{
+    char buf[8192];
+    size_t u;
+    f->fixed = sim_xcalloc(8, sizeof *f->fixed);
+    u = (size_t)snprintf(buf, sizeof buf, "experiment.policies=[");
+    for (size_t i = 0; i < f->n_pol; i++)
+        u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%s", i ? ", " : "", f->pol[i]);
+    snprintf(buf + u, sizeof buf - u, "]");
+    f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    u = (size_t)snprintf(buf, sizeof buf, "experiment.rates=[");
+    for (size_t i = 0; i < f->n_grid && u < sizeof buf - 32; i++)
+        u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%.17g", i ? ", " : "", f->grid[i]);
+    snprintf(buf + u, sizeof buf - u, "]");
+    f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    u = (size_t)snprintf(buf, sizeof buf, "experiment.seeds=[");
+    for (size_t i = 0; i < f->top.n_seeds && u < sizeof buf - 32; i++)
+        u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%lld", i ? ", " : "",
+                              (long long)f->top.seeds[i]);
+    snprintf(buf + u, sizeof buf - u, "]");
+    f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    if (f->n_slos) {
+        u = (size_t)snprintf(buf, sizeof buf, "experiment.slos=[");
+        for (size_t i = 0; i < f->n_slos && u < sizeof buf - 32; i++)
+            u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%.17g", i ? ", " : "", f->slos[i]);
+        snprintf(buf + u, sizeof buf - u, "]");
+        f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    }
+    snprintf(buf, sizeof buf, "experiment.db=%s", f->db);
+    f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    snprintf(buf, sizeof buf, "experiment.name=%s", f->name);
+    f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    f->fixed[f->n_fixed++] = sim_xstrdup("experiment.prune=false");
+    f->fixed[f->n_fixed++] = sim_xstrdup("experiment.sweep=[]");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void add_unique(double **arr, size_t *n, const double *v, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < *n; j++)
+            dup |= (*arr)[j] == v[i];
+        if (!dup) {
+            *arr = sim_xrealloc(*arr, (*n + 1) * sizeof **arr);
+            (*arr)[(*n)++] = v[i];
+        }
+    }
+}
+
+/* The sets a candidate's config is derived from (after the base's --set):
+ * targets' set, `extra`, then the fit's fixed overrides.  Caller frees
+ * the array (not the strings). */
+static const char **all_sets(const fit *f, char *const *extra, size_t n_extra, size_t *n)
+{
+    size_t k = f->top.n_set + n_extra + f->n_fixed, u = 0;
+    const char **s = sim_xcalloc(k + 1, sizeof *s);
+    for (size_t i = 0; i < f->top.n_set; i++)
+        s[u++] = f->top.set[i];
+    for (size_t i = 0; i < n_extra; i++)
+        s[u++] = extra[i];
+    for (size_t i = 0; i < f->n_fixed; i++)
+        s[u++] = f->fixed[i];
+    *n = u;
+    return s;
+}
+
+/* Check that the overrides `extra` derive a valid config of the fit;
+ * otherwise SIM_EINVAL "LOC: WHAT: <the config error>". */
+static int check_derive(const fit *f, char *const *extra, size_t n_extra, const char *loc,
+                        const char *what)
+{
+    size_t n = 0;
+    const char **s = all_sets(f, extra, n_extra, &n);
+    const exp_config_src src = {.path = f->o->config_path, .sets = f->o->sets,
+                                .n_set = f->o->n_set};
+    exp_config c;
+    int rc = exp_config_derive(&src, s, n, &c);
+    free(s);
+    exp_config_fini(&c);
+    if (rc == SIM_OK)
+        return SIM_OK;
+    char m[2048];
+    snprintf(m, sizeof m, "%s", sim_errmsg());
+    return SIM_ERROR(SIM_EINVAL, "%s: %s: %s", loc, what, m);
+}
+
+static int check_value(const fit *f, const char *key, const char *val, const char *loc)
+{
+    char as[1024];
+    snprintf(as, sizeof as, "%s=%s", key, val);
+    char *one[] = {as};
+    char what[600];
+    snprintf(what, sizeof what, "free parameter '%s' = %s", key, val);
+    return check_derive(f, one, 1, loc, what);
+}
+
+static void fmt_value(const fit_param *p, double v, char *buf, size_t n)
+{
+    if (p->integer)
+        snprintf(buf, n, "%.0f", round(v));
+    else
+        snprintf(buf, n, "%.6g", v);
+}
+
+static int parse_param(fit *f, const char *spec, fit_param *p)
+{
+    memset(p, 0, sizeof *p);
+    loc_of(f, "free", spec, p->loc, sizeof p->loc);
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec)
+        return SIM_ERROR(SIM_EINVAL,
+                         "%s: free parameter '%s'; expected KEY=[LO, HI], KEY=log[LO, HI] or "
+                         "KEY=in[V1, V2, ...]", p->loc, spec);
+    char keybuf[512];
+    snprintf(keybuf, sizeof keybuf, "%.*s", (int)(eq - spec), spec);
+    p->key = sim_xstrdup(trim(keybuf));
+    const char *rest = eq + 1;
+    while (isspace((unsigned char)*rest))
+        rest++;
+    char **items = NULL;
+    size_t n = 0;
+    if (strncmp(rest, "in[", 3) == 0) {
+        p->kind = PAR_DISC;
+        rest += 2;
+    } else if (strncmp(rest, "log[", 4) == 0) {
+        p->kind = PAR_LOG;
+        rest += 3;
+    } else {
+        p->kind = PAR_LIN;
+    }
+    if (split_list(rest, &items, &n))
+        return SIM_ERROR(SIM_EINVAL,
+                         "%s: free parameter '%s': range '%s'; expected [LO, HI], log[LO, HI] "
+                         "or in[V1, V2, ...]", p->loc, p->key, eq + 1);
+    if (p->kind == PAR_DISC) {
+        p->vals = items;
+        p->n_vals = n;
+        for (size_t i = 0; i < n; i++) {
+            int rc = check_value(f, p->key, items[i], p->loc);
+            if (rc)
+                return rc;
+        }
+        return SIM_OK;
+    }
+    int bad = n != 2 || parse_real(items[0], &p->lo) || parse_real(items[1], &p->hi);
+    strs_free(items, n);
+    if (bad)
+        return SIM_ERROR(SIM_EINVAL,
+                         "%s: free parameter '%s': range '%s'; expected two finite numbers "
+                         "[LO, HI]", p->loc, p->key, eq + 1);
+    if (!(p->lo < p->hi))
+        return SIM_ERROR(SIM_EINVAL,
+                         "%s: free parameter '%s': range lo %g >= hi %g; expected LO < HI",
+                         p->loc, p->key, p->lo, p->hi);
+    if (p->kind == PAR_LOG && !(p->lo > 0))
+        return SIM_ERROR(SIM_EINVAL,
+                         "%s: free parameter '%s': log range needs LO > 0 (is %g)", p->loc,
+                         p->key, p->lo);
+    /* An integer key rejects a fractional value: then the parameter
+     * is integer and its values are rounded. */
+    char lo[64], hi[64], mid[64];
+    snprintf(lo, sizeof lo, "%.17g", p->lo);
+    snprintf(hi, sizeof hi, "%.17g", p->hi);
+    snprintf(mid, sizeof mid, "%.17g", floor(p->lo) + 0.5);
+    int rc = check_value(f, p->key, lo, p->loc);
+    if (rc == SIM_OK)
+        rc = check_value(f, p->key, hi, p->loc);
+    if (rc)
+        return rc;
+    if (check_value(f, p->key, mid, p->loc) != SIM_OK)
+        p->integer = true;
+    return SIM_OK;
+}
+
+static int parse_alt(fit *f, const char *spec, fit_alt *a)
+{
+    memset(a, 0, sizeof *a);
+    loc_of(f, "alternatives", spec, a->loc, sizeof a->loc);
+    char *buf = sim_xstrdup(spec), *save = NULL;
+    for (char *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        if (!a->name) {
+            a->name = sim_xstrdup(tok);
+            continue;
+        }
+        if (!strchr(tok, '=') || tok[0] == '=') {
+            free(buf);
+            return SIM_ERROR(SIM_EINVAL,
+                             "%s: alternative '%s': '%s' is not KEY=VALUE; expected \"NAME "
+                             "KEY=VALUE KEY=VALUE ...\"", a->loc, a->name, tok);
+        }
+        a->sets = sim_xrealloc(a->sets, (a->n_sets + 1) * sizeof *a->sets);
+        a->sets[a->n_sets++] = sim_xstrdup(tok);
+    }
+    free(buf);
+    if (!a->name)
+        return SIM_ERROR(SIM_EINVAL, "%s: empty alternative; expected \"NAME KEY=VALUE ...\"",
+                         a->loc);
+    for (const char *c = a->name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+            return SIM_ERROR(SIM_EINVAL,
+                             "%s: alternative name '%s'; expected letters, digits, _ - .",
+                             a->loc, a->name);
+    char what[300];
+    snprintf(what, sizeof what, "alternative '%s'", a->name);
+    return check_derive(f, a->sets, a->n_sets, a->loc, what);
+}
+
+/* Check one series of policy `p`: equal lengths and tol > 0. */
+static int check_series(fit *f, const char *p, const char *name, size_t n_at, size_t n_val,
+                        double tol)
+{
+    char path[256], loc[300];
+    if (n_at != n_val) {
+        snprintf(path, sizeof path, "targets.%s.%s.values", p, name);
+        loc_of(f, path, NULL, loc, sizeof loc);
+        return SIM_ERROR(SIM_EINVAL, "%s: key '%s' has %zu values for %zu %s; expected one "
+                         "per entry", loc, path, n_val, n_at,
+                         strcmp(name, "capacity") ? "loads" : "thresholds");
+    }
+    if (n_val && !(tol > 0)) {
+        snprintf(path, sizeof path, "targets.%s.%s.tol", p, name);
+        if (!sim_cfgdoc_locate(f->doc, path, NULL, loc, sizeof loc)) {
+            snprintf(path, sizeof path, "targets.%s.%s", p, name);
+            loc_of(f, path, NULL, loc, sizeof loc);
+            return SIM_ERROR(SIM_EINVAL, "%s: missing key '%s.tol'; expected a tolerance > 0",
+                             loc, path);
+        }
+        return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is %g; expected a tolerance > 0", loc, path,
+                         tol);
+    }
+    return SIM_OK;
+}
+
+static void fit_fini(fit *f)
+{
+    sim_cfg_free(top_schema, &f->top);
+    for (size_t i = 0; route_names[i] && i < 64; i++)
+        sim_cfg_free(policy_schema, &f->pt[i]);
+    sim_cfgdoc_destroy(f->doc);
+    free(f->grid);
+    free(f->slos);
+    for (size_t i = 0; i < f->n_par; i++) {
+        free(f->par[i].key);
+        strs_free(f->par[i].vals, f->par[i].n_vals);
+    }
+    free(f->par);
+    for (size_t i = 0; i < f->n_alt; i++) {
+        free(f->alt[i].name);
+        strs_free(f->alt[i].sets, f->alt[i].n_sets);
+    }
+    free(f->alt);
+    strs_free(f->fixed, f->n_fixed);
+    for (size_t i = 0; i < f->n_cand; i++) {
+        free(f->cand[i].point);
+        free(f->cand[i].res);
+        strs_free(f->cand[i].sets, f->cand[i].n_sets);
+    }
+    free(f->cand);
+    if (f->devnull)
+        fclose(f->devnull);
+}
+
+static int load_targets(fit *f)
+{
+    const exp_fit_opts *o = f->o;
+    int rc = sim_cfgdoc_load(o->targets_path, &f->doc);
+    if (rc)
+        return rc;
+    size_t n_route = 0;
+    while (route_names[n_route])
+        n_route++;
+    if (n_route > 64)
+        n_route = 64;
+    sim_cfg_section *secs = sim_xcalloc(n_route + 1, sizeof *secs);
+    char (*pfx)[128] = sim_xcalloc(n_route, sizeof *pfx);
+    secs[0] = (sim_cfg_section){.prefix = NULL, .schema = top_schema, .out = &f->top};
+    for (size_t i = 0; i < n_route; i++) {
+        snprintf(pfx[i], sizeof pfx[i], "targets.%s", route_names[i]);
+        secs[i + 1] = (sim_cfg_section){.prefix = pfx[i], .schema = policy_schema,
+                                        .out = &f->pt[i]};
+    }
+    rc = sim_cfg_bind_sections(f->doc, secs, n_route + 1);
+    free(secs);
+    free(pfx);
+    if (rc)
+        return rc;
+    /* Policies with targets, and their checks. */
+    for (size_t i = 0; i < n_route; i++) {
+        const fit_ptargets *t = &f->pt[i];
+        const char *p = route_names[i];
+        if ((rc = check_series(f, p, "hit", t->hit.n_loads, t->hit.n_values, t->hit.tol)) ||
+            (rc = check_series(f, p, "ttft_p99", t->ttft.n_loads, t->ttft.n_values,
+                               t->ttft.tol)) ||
+            (rc = check_series(f, p, "e2e_p99", t->e2e.n_loads, t->e2e.n_values, t->e2e.tol)) ||
+            (rc = check_series(f, p, "capacity", t->cap.n_slos, t->cap.n_values, t->cap.tol)))
+            return rc;
+        if (t->hit.n_values + t->ttft.n_values + t->e2e.n_values + t->cap.n_values == 0)
+            continue;
+        f->pol[f->n_pol] = p;
+        f->pol_of[f->n_pol++] = i;
+        add_unique(&f->grid, &f->n_grid, t->hit.loads, t->hit.n_loads);
+        add_unique(&f->grid, &f->n_grid, t->ttft.loads, t->ttft.n_loads);
+        add_unique(&f->grid, &f->n_grid, t->e2e.loads, t->e2e.n_loads);
+        add_unique(&f->slos, &f->n_slos, t->cap.slos, t->cap.n_slos);
+    }
+    if (f->n_pol == 0)
+        return SIM_ERROR(SIM_EINVAL, "%s: no targets; expected targets.POLICY.hit, .ttft_p99, "
+                         ".e2e_p99 or .capacity with values", o->targets_path);
+    add_unique(&f->grid, &f->n_grid, f->top.loads, f->top.n_loads);
+    qsort(f->grid, f->n_grid, sizeof *f->grid, cmp_double);
+    qsort(f->slos, f->n_slos, sizeof *f->slos, cmp_double);
+    if (f->n_slos && f->n_grid < 2) {
+        char loc[300];
+        loc_of(f, "loads", NULL, loc, sizeof loc);
+        return SIM_ERROR(SIM_EINVAL, "%s: capacity targets need a load grid of 2 or more loads "
+                         "(key 'loads'); have %zu", loc, f->n_grid);
+    }
+    /* The base config (with the fit's overrides) must load: names the db. */
+    {
+        const exp_config_src src = {.path = o->config_path, .sets = o->sets, .n_set = o->n_set};
+        exp_config c;
+        const char *const *ts = (const char *const *)f->top.set;
+        if ((rc = exp_config_derive(&src, ts, f->top.n_set, &c)))
+            return rc;
+        snprintf(f->name, sizeof f->name, "%.120s-fit", c.name);
+        exp_config_fini(&c);
+    }
+    if (o->db)
+        snprintf(f->db, sizeof f->db, "%s", o->db);
+    else
+        snprintf(f->db, sizeof f->db, "results/%s.db", f->name);
+    if (o->out_path)
+        snprintf(f->out_path, sizeof f->out_path, "%s", o->out_path);
+    else {
+        size_t l = strlen(f->db);
+        int cut = l > 3 && strcmp(f->db + l - 3, ".db") == 0 ? 3 : 0;
+        snprintf(f->out_path, sizeof f->out_path, "%.*s-fitted.yaml", (int)(l - (size_t)cut),
+                 f->db);
+    }
+    make_fixed(f);
+    if ((rc = check_derive(f, NULL, 0, o->targets_path, "the fit's base config")))
+        return rc;
+    /* Free parameters: continuous first (Nelder-Mead coordinates), then
+     * discrete, each checked against the config. */
+    f->par = sim_xcalloc(f->top.n_free + 1, sizeof *f->par);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < f->top.n_free; i++) {
+            fit_param p;
+            if ((rc = parse_param(f, f->top.free[i], &p))) {
+                free(p.key);
+                strs_free(p.vals, p.n_vals);
+                return rc;
+            }
+            if ((p.kind == PAR_DISC) == (pass == 1)) {
+                for (size_t j = 0; j < f->n_par; j++)
+                    if (strcmp(f->par[j].key, p.key) == 0) {
+                        rc = SIM_ERROR(SIM_EINVAL, "%s: free parameter '%s' given twice",
+                                       p.loc, p.key);
+                        free(p.key);
+                        strs_free(p.vals, p.n_vals);
+                        return rc;
+                    }
+                f->par[f->n_par++] = p;
+                if (pass == 0)
+                    f->n_cont++;
+            } else {
+                free(p.key);
+                strs_free(p.vals, p.n_vals);
+            }
+            if (pass == 1 && rc)
+                return rc;
+        }
+    /* Structural alternatives (none: the base config itself). */
+    f->alt = sim_xcalloc(f->top.n_alts + 1, sizeof *f->alt);
+    if (f->top.n_alts == 0) {
+        f->alt[0].name = sim_xstrdup("base");
+        f->n_alt = 1;
+    }
+    for (size_t i = 0; i < f->top.n_alts; i++) {
+        fit_alt *a = &f->alt[f->n_alt];
+        rc = parse_alt(f, f->top.alts[i], a);
+        f->n_alt++;
+        if (rc)
+            return rc;
+        for (size_t j = 0; j + 1 < f->n_alt; j++)
+            if (strcmp(f->alt[j].name, a->name) == 0)
+                return SIM_ERROR(SIM_EINVAL, "%s: alternative '%s' given twice", a->loc,
+                                 a->name);
+    }
+    return SIM_OK;
+}
+
+/* ---- evaluating a candidate --------------------------------------------- */
+
+static double residual_of(double sim, double target, double tol)
+{
+    if (!isfinite(sim))
+        return EXP_FIT_RESIDUAL_NONFINITE;
+    return (sim - target) / tol;
+}
+
+static size_t grid_index(const fit *f, double load)
+{
+    for (size_t i = 0; i < f->n_grid; i++)
+        if (f->grid[i] == load)
+            return i;
+    return SIZE_MAX;
+}
+
+static const char *const cap_names[] = {"capacity_ttft_p99", "capacity_e2e_p99"};
+
+/* Residuals of experiment `exp_id` against the targets into c->res. */
+static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
+{
+    static const char *const cols[] = {"hit_rate", "ttft_p99", "e2e_p99"};
+    exp_store_run *runs = NULL;
+    size_t nr = 0;
+    int rc = exp_store_read_runs(st, exp_id, cols, 3, &runs, &nr);
+    if (rc)
+        return rc;
+    const size_t ns = f->top.n_seeds, ng = f->n_grid;
+    /* v[((p * ns + s) * ng + g) * 3 + col] */
+    double *v = sim_xmalloc(f->n_pol * ns * ng * 3 * sizeof *v);
+    for (size_t i = 0; i < f->n_pol * ns * ng * 3; i++)
+        v[i] = NAN;
+    for (size_t i = 0; i < nr; i++) {
+        size_t p = 0, s = 0, g = grid_index(f, runs[i].rate_rps);
+        while (p < f->n_pol && strcmp(f->pol[p], runs[i].policy))
+            p++;
+        while (s < ns && f->top.seeds[s] != runs[i].seed)
+            s++;
+        if (p == f->n_pol || s == ns || g == SIZE_MAX || !runs[i].has_metrics ||
+            runs[i].interrupted)
+            continue;
+        for (int k = 0; k < 3; k++)
+            v[((p * ns + s) * ng + g) * 3 + (size_t)k] = runs[i].v[k];
+    }
+    exp_store_runs_free(runs, nr);
+    size_t cap_res = 16;
+    c->res = sim_xcalloc(cap_res, sizeof *c->res);
+    c->n_res = 0;
+#define ADD(pol_, met_, at_, tgt_, tol_, sim_)                                       \
+    do {                                                                             \
+        if (c->n_res == cap_res)                                                     \
+            c->res = sim_xrealloc(c->res, (cap_res *= 2) * sizeof *c->res);          \
+        c->res[c->n_res++] = (exp_store_fit_residual){                               \
+            .policy = (pol_), .metric = (met_), .at = (at_), .target = (tgt_),       \
+            .tol = (tol_), .sim = (sim_), .residual = residual_of((sim_), (tgt_), (tol_))}; \
+    } while (0)
+    for (size_t p = 0; p < f->n_pol; p++) {
+        const fit_ptargets *t = &f->pt[f->pol_of[p]];
+        const fit_series *ser[3] = {&t->hit, &t->ttft, &t->e2e};
+        static const char *const names[3] = {"hit", "ttft_p99", "e2e_p99"};
+        for (int k = 0; k < 3; k++)
+            for (size_t j = 0; j < ser[k]->n_values; j++) {
+                size_t g = grid_index(f, ser[k]->loads[j]);
+                double sum = 0;
+                for (size_t s = 0; s < ns; s++)
+                    sum += v[((p * ns + s) * ng + g) * 3 + (size_t)k];
+                ADD(f->pol[p], names[k], ser[k]->loads[j], ser[k]->values[j], ser[k]->tol,
+                    sum / (double)ns);
+            }
+        double *m = sim_xmalloc(ng * sizeof *m);
+        for (size_t j = 0; j < t->cap.n_values; j++) {
+            double sum = 0;
+            for (size_t s = 0; s < ns; s++) {
+                for (size_t g = 0; g < ng; g++) {
+                    double x = v[((p * ns + s) * ng + g) * 3 + 1 + (size_t)t->cap.metric];
+                    m[g] = isnan(x) ? INFINITY : x;
+                }
+                sum += exp_fit_capacity_smooth(f->grid, m, ng, t->cap.slos[j]);
+            }
+            ADD(f->pol[p], cap_names[t->cap.metric], t->cap.slos[j], t->cap.values[j],
+                t->cap.tol, sum / (double)ns);
+        }
+        free(m);
+    }
+#undef ADD
+    free(v);
+    c->obj = 0;
+    c->maxabs = 0;
+    for (size_t i = 0; i < c->n_res; i++) {
+        double r = c->res[i].residual;
+        c->obj += r * r;
+        c->maxabs = fabs(r) > c->maxabs ? fabs(r) : c->maxabs;
+    }
+    c->identified = c->maxabs <= 1;
+    return SIM_OK;
+}
+
+/* The overrides of a candidate: the alternative's, then one per free
+ * parameter (x: continuous values; disc: indices of discrete values). */
+static void cand_sets(const fit *f, size_t alt, const size_t *disc, const double *x,
+                      fit_cand *c)
+{
+    const fit_alt *a = &f->alt[alt];
+    c->n_sets = 0;
+    c->sets = sim_xcalloc(a->n_sets + f->n_par + 1, sizeof *c->sets);
+    for (size_t i = 0; i < a->n_sets; i++)
+        c->sets[c->n_sets++] = sim_xstrdup(a->sets[i]);
+    char pt[4096] = "";
+    size_t u = 0;
+    for (size_t i = 0; i < f->n_par; i++) {
+        const fit_param *p = &f->par[i];
+        char val[64], as[1024];
+        if (p->kind == PAR_DISC)
+            snprintf(val, sizeof val, "%s", p->vals[disc[i - f->n_cont]]);
+        else
+            fmt_value(p, x[i], val, sizeof val);
+        snprintf(as, sizeof as, "%s=%s", p->key, val);
+        c->sets[c->n_sets++] = sim_xstrdup(as);
+        if (u < sizeof pt)
+            u += (size_t)snprintf(pt + u, sizeof pt - u, "%s%s", i ? "; " : "", as);
+    }
+    c->point = sim_xstrdup(pt);
+}
+
+static void progress(fit *f, const fit_cand *c)
+{
+    if (f->o->quiet)
+        return;
+    double el = sim_wall_s() - f->t0;
+    size_t done = f->n_cand;
+    double best = INFINITY;
+    for (size_t i = 0; i < f->n_cand; i++)
+        best = f->cand[i].obj < best ? f->cand[i].obj : best;
+    double eta = done < f->planned ? el / (double)done * (double)(f->planned - done) : 0;
+    fprintf(stderr, "fit: [%zu/%zu] %s %s {%s} objective %.4g (best %.4g)%s  %.0f s, ETA %.0f s\n",
+            done, f->planned, c->stage, f->alt[c->alt].name, c->point, c->obj, best,
+            c->identified ? " within tolerance" : "", el, eta);
+}
+
+/* Evaluate one candidate: one experiment of exp_run into the fit's
+ * database, its residuals stored.  *obj receives its objective. */
+static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, const char *stage,
+                    double *obj)
+{
+    if (f->o->stop && *f->o->stop)
+        return SIM_ERROR(SIM_EINTR, "fit interrupted");
+    if (f->n_cand == f->cap_cand) {
+        f->cap_cand = f->cap_cand ? 2 * f->cap_cand : 32;
+        f->cand = sim_xrealloc(f->cand, f->cap_cand * sizeof *f->cand);
+    }
+    fit_cand *c = &f->cand[f->n_cand];
+    memset(c, 0, sizeof *c);
+    c->alt = alt;
+    c->stage = stage;
+    cand_sets(f, alt, disc, x, c);
+    f->n_cand++;
+    size_t n = 0;
+    const char **s = all_sets(f, c->sets, c->n_sets, &n);
+    const char **runsets = sim_xcalloc(f->o->n_set + n + 1, sizeof *runsets);
+    for (size_t i = 0; i < f->o->n_set; i++)
+        runsets[i] = f->o->sets[i];
+    memcpy(runsets + f->o->n_set, s, n * sizeof *s);
+    free(s);
+    exp_run_opts ro = {.config_path = f->o->config_path, .sets = runsets,
+                       .n_set = f->o->n_set + n, .jobs = f->o->jobs ? f->o->jobs : 1,
+                       .quiet = true, .stop = f->o->stop};
+    int rc = exp_run(&ro, f->devnull);
+    free(runsets);
+    if (rc)
+        return rc;
+    exp_store *st = NULL;
+    if ((rc = exp_store_open(f->db, &st)))
+        return rc;
+    if ((rc = exp_store_latest_experiment(st, &c->exp_id)) == SIM_OK &&
+        (rc = residuals(f, st, c->exp_id, c)) == SIM_OK) {
+        exp_store_fit_candidate row = {
+            .fit_id = f->fit_id, .experiment_id = c->exp_id, .seq = (int64_t)(f->n_cand - 1),
+            .alternative = f->alt[alt].name, .stage = stage, .overrides = c->point,
+            .objective = c->obj, .max_abs_residual = c->maxabs, .identified = c->identified,
+            .targets_path = f->o->targets_path};
+        rc = exp_store_fit_add(st, &row, c->res, c->n_res, &c->cand_id);
+    }
+    exp_store_close(st);
+    if (rc)
+        return rc;
+    *obj = c->obj;
+    progress(f, c);
+    return SIM_OK;
+}
+
+/* ---- the search ----------------------------------------------------------- */
+
+static double to_value(const fit_param *p, double t)
+{
+    if (p->kind == PAR_LOG)
+        return exp(log(p->lo) + t * (log(p->hi) - log(p->lo)));
+    return p->lo + t * (p->hi - p->lo);
+}
+
+static double logistic(double u) { return 1 / (1 + exp(-u)); }
+
+static double nm_f(const gsl_vector *u, void *ctx)
+{
+    fit *f = ctx;
+    if (f->err)
+        return 1e300;
+    double x[64];
+    for (size_t i = 0; i < f->n_cont; i++)
+        x[i] = to_value(&f->par[i], logistic(gsl_vector_get(u, i)));
+    double obj = 0;
+    f->nm_evals++;
+    int rc = evaluate(f, f->nm_alt, f->nm_disc, x, "refine", &obj);
+    if (rc) {
+        f->err = rc;
+        return 1e300;
+    }
+    return obj;
+}
+
+/* The value of continuous parameter i of candidate c, parsed back from its
+ * override (what was run). */
+static double cand_value(const fit *f, const fit_cand *c, size_t i)
+{
+    const char *as = c->sets[f->alt[c->alt].n_sets + i];
+    return strtod(strchr(as, '=') + 1, NULL);
+}
+
+static size_t cand_disc(const fit *f, const fit_cand *c, size_t k)
+{
+    const fit_param *p = &f->par[f->n_cont + k];
+    const char *v = strchr(c->sets[f->alt[c->alt].n_sets + f->n_cont + k], '=') + 1;
+    for (size_t j = 0; j < p->n_vals; j++)
+        if (strcmp(p->vals[j], v) == 0)
+            return j;
+    return 0;
+}
+
+static int refine(fit *f, size_t alt)
+{
+    if (f->n_cont == 0 || f->top.refine == 0)
+        return SIM_OK;
+    /* Start: the alternative's best candidate so far. */
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < f->n_cand; i++)
+        if (f->cand[i].alt == alt && (best == SIZE_MAX || f->cand[i].obj < f->cand[best].obj))
+            best = i;
+    if (best == SIZE_MAX)
+        return SIM_OK;
+    size_t disc[64] = {0};
+    for (size_t k = 0; k + f->n_cont < f->n_par; k++)
+        disc[k] = cand_disc(f, &f->cand[best], k);
+    const size_t d = f->n_cont;
+    gsl_vector *u = gsl_vector_alloc(d), *step = gsl_vector_alloc(d);
+    for (size_t i = 0; i < d; i++) {
+        const fit_param *p = &f->par[i];
+        double v = cand_value(f, &f->cand[best], i);
+        double t = p->kind == PAR_LOG ? (log(v) - log(p->lo)) / (log(p->hi) - log(p->lo))
+                                      : (v - p->lo) / (p->hi - p->lo);
+        t = t < 0.02 ? 0.02 : t > 0.98 ? 0.98 : t;
+        gsl_vector_set(u, i, log(t / (1 - t)));
+        gsl_vector_set(step, i, 0.7);
+    }
+    gsl_multimin_function fn = {.f = nm_f, .n = d, .params = f};
+    gsl_multimin_fminimizer *m =
+        gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, d);
+    f->nm_alt = alt;
+    f->nm_disc = disc;
+    f->nm_evals = 0;
+    f->err = SIM_OK;
+    gsl_multimin_fminimizer_set(m, &fn, u, step);
+    while (!f->err && f->nm_evals < (size_t)f->top.refine) {
+        if (gsl_multimin_fminimizer_iterate(m))
+            break;
+        if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-3) == GSL_SUCCESS)
+            break;
+    }
+    gsl_multimin_fminimizer_free(m);
+    gsl_vector_free(u);
+    gsl_vector_free(step);
+    return f->err;
+}
+
+static int search(fit *f)
+{
+    /* Discrete cells: the alternatives x every discrete parameter's values. */
+    size_t n_cells = f->n_alt, n_disc = f->n_par - f->n_cont;
+    for (size_t k = 0; k < n_disc; k++)
+        n_cells *= f->par[f->n_cont + k].n_vals;
+    size_t per_cell = 1;
+    if (f->n_cont) {
+        per_cell = (size_t)f->top.budget / n_cells;
+        per_cell = per_cell ? per_cell : 1;
+    }
+    if (f->o->budget > 0 && f->n_cont)
+        per_cell = (size_t)f->o->budget / n_cells ? (size_t)f->o->budget / n_cells : 1;
+    /* A refinement takes at most `refine` evaluations plus the simplex's
+     * d + 1 initial points. */
+    f->planned = n_cells * per_cell +
+                 (f->n_cont && f->top.refine ? f->n_alt * ((size_t)f->top.refine + f->n_cont + 1)
+                                             : 0);
+    /* Latin hypercube in [0, 1)^d, the same for every cell (fixed seed 1,
+     * MT19937): stratum perm[i] of dimension j, uniform within it. */
+    const size_t d = f->n_cont;
+    double *t = sim_xcalloc(per_cell * (d ? d : 1), sizeof *t);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 1);
+    size_t *perm = sim_xcalloc(per_cell, sizeof *perm);
+    for (size_t j = 0; j < d; j++) {
+        for (size_t i = 0; i < per_cell; i++)
+            perm[i] = i;
+        gsl_ran_shuffle(r, perm, per_cell, sizeof *perm);
+        for (size_t i = 0; i < per_cell; i++)
+            t[i * d + j] = ((double)perm[i] + gsl_rng_uniform(r)) / (double)per_cell;
+    }
+    gsl_rng_free(r);
+    free(perm);
+    int rc = SIM_OK;
+    size_t disc[64] = {0};
+    for (size_t cell = 0; rc == SIM_OK && cell < n_cells; cell++) {
+        size_t q = cell, alt = q % f->n_alt;
+        q /= f->n_alt;
+        for (size_t k = 0; k < n_disc; k++) {
+            size_t nv = f->par[f->n_cont + k].n_vals;
+            disc[k] = q % nv;
+            q /= nv;
+        }
+        for (size_t i = 0; rc == SIM_OK && i < per_cell; i++) {
+            double x[64], obj;
+            for (size_t j = 0; j < d; j++)
+                x[j] = to_value(&f->par[j], t[i * d + j]);
+            rc = evaluate(f, alt, disc, x, "coarse", &obj);
+        }
+    }
+    free(t);
+    for (size_t a = 0; rc == SIM_OK && a < f->n_alt; a++)
+        rc = refine(f, a);
+    return rc;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void print_residuals(const fit_cand *c, FILE *out)
+{
+    fprintf(out, "  %-12s %-18s %10s %10s %8s %10s %9s\n", "policy", "metric", "at", "target",
+            "tol", "sim", "residual");
+    for (size_t i = 0; i < c->n_res; i++) {
+        const exp_store_fit_residual *r = &c->res[i];
+        fprintf(out, "  %-12s %-18s %10.4g %10.4g %8.3g %10.4g %9.3f%s\n", r->policy, r->metric,
+                r->at, r->target, r->tol, r->sim, r->residual,
+                fabs(r->residual) <= 1 ? "" : "  *");
+    }
+}
+
+static int write_fitted(const fit *f, const fit_cand *c)
+{
+    size_t n = f->top.n_set + c->n_sets;
+    const char **s = sim_xcalloc(n + 1, sizeof *s);
+    for (size_t i = 0; i < f->top.n_set; i++)
+        s[i] = f->top.set[i];
+    for (size_t i = 0; i < c->n_sets; i++)
+        s[f->top.n_set + i] = c->sets[i];
+    const exp_config_src src = {.path = f->o->config_path, .sets = f->o->sets,
+                                .n_set = f->o->n_set};
+    exp_config cfg;
+    int rc = exp_config_derive(&src, s, n, &cfg);
+    free(s);
+    if (rc)
+        return rc;
+    char *text = exp_config_dump(&cfg);
+    exp_config_fini(&cfg);
+    FILE *fp = fopen(f->out_path, "w");
+    if (!fp) {
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot write the fitted config: %s", f->out_path,
+                       strerror(errno));
+        free(text);
+        return rc;
+    }
+    fprintf(fp, "# crsim fit: %s with targets %s, alternative %s, objective %.6g\n# %s\n%s",
+            f->o->config_path, f->o->targets_path, f->alt[c->alt].name, c->obj, c->point, text);
+    free(text);
+    if (fclose(fp))
+        return SIM_ERROR(SIM_EIO, "%s: cannot write the fitted config", f->out_path);
+    return SIM_OK;
+}
+
+static int report(fit *f, FILE *out)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < f->n_cand; i++)
+        if (f->cand[i].obj < f->cand[best].obj)
+            best = i;
+    fprintf(out, "fit %lld: %zu candidates of %s against %s, stored in %s (%.0f s)\n",
+            (long long)f->fit_id, f->n_cand, f->o->config_path, f->o->targets_path, f->db,
+            sim_wall_s() - f->t0);
+    fprintf(out, "\n%-28s %10s %10s %12s  %s\n", "alternative", "candidates", "identified",
+            "best obj", "best point");
+    for (size_t a = 0; a < f->n_alt; a++) {
+        size_t n = 0, id = 0, b = SIZE_MAX;
+        for (size_t i = 0; i < f->n_cand; i++) {
+            if (f->cand[i].alt != a)
+                continue;
+            n++;
+            id += f->cand[i].identified;
+            if (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj)
+                b = i;
+        }
+        fprintf(out, "%-28s %10zu %10zu %12.4g  %s\n", f->alt[a].name, n, id,
+                b == SIZE_MAX ? NAN : f->cand[b].obj, b == SIZE_MAX ? "" : f->cand[b].point);
+    }
+    for (size_t a = 0; a < f->n_alt; a++) {
+        size_t b = SIZE_MAX;
+        for (size_t i = 0; i < f->n_cand; i++)
+            if (f->cand[i].alt == a && (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj))
+                b = i;
+        if (b == SIZE_MAX)
+            continue;
+        fprintf(out, "\nresiduals of the best point of %s (experiment %lld): %s\n",
+                f->alt[a].name, (long long)f->cand[b].exp_id, f->cand[b].point);
+        print_residuals(&f->cand[b], out);
+        fprintf(out, "identified set of %s (every |residual| <= 1):\n", f->alt[a].name);
+        size_t k = 0;
+        for (size_t i = 0; i < f->n_cand; i++)
+            if (f->cand[i].alt == a && f->cand[i].identified) {
+                fprintf(out, "  #%zu %-6s objective %8.4g  %s\n", i, f->cand[i].stage,
+                        f->cand[i].obj, f->cand[i].point);
+                k++;
+            }
+        if (!k)
+            fprintf(out, "  (empty)\n");
+    }
+    fprintf(out, "\nbest: %s {%s} objective %.6g%s\n", f->alt[f->cand[best].alt].name,
+            f->cand[best].point, f->cand[best].obj,
+            f->cand[best].identified ? " (within tolerance)" : " (NOT within tolerance)");
+    exp_store *st = NULL;
+    int rc = exp_store_open(f->db, &st);
+    if (rc == SIM_OK)
+        rc = exp_store_fit_mark_best(st, f->cand[best].cand_id);
+    exp_store_close(st);
+    if (rc)
+        return rc;
+    if ((rc = write_fitted(f, &f->cand[best])))
+        return rc;
+    fprintf(out, "fitted config: %s (crsim run %s)\n", f->out_path, f->out_path);
+    return SIM_OK;
+}
+
+int exp_fit_run(const exp_fit_opts *o, FILE *out)
+{
+    fit f = {.o = o};
+    int rc = load_targets(&f);
+    if (rc == SIM_OK) {
+        f.devnull = fopen("/dev/null", "w");
+        f.t0 = sim_wall_s();
+        exp_store *st = NULL;
+        /* The database is created by the first candidate's exp_run; the
+         * fit id is read from it when it exists. */
+        FILE *probe = fopen(f.db, "r");
+        f.fit_id = 1;
+        if (probe) {
+            fclose(probe);
+            if ((rc = exp_store_open(f.db, &st)) == SIM_OK)
+                rc = exp_store_fit_next_id(st, &f.fit_id);
+            exp_store_close(st);
+        }
+    }
+    if (rc == SIM_OK && !o->quiet)
+        fprintf(stderr, "fit: %zu policies, %zu loads, %zu seeds, %zu free parameters, %zu "
+                "alternatives; database %s\n", f.n_pol, f.n_grid, f.top.n_seeds, f.n_par,
+                f.n_alt, f.db);
+    if (rc == SIM_OK)
+        rc = search(&f);
+    if ((rc == SIM_OK || rc == SIM_EINTR) && f.n_cand && f.cand[f.n_cand - 1].res) {
+        int rc2 = report(&f, out);
+        rc = rc ? rc : rc2;
+    }
+    fit_fini(&f);
+    return rc;
+}
+
+int exp_fit_main(const exp_cli_args *a, const volatile sig_atomic_t *stop)
+{
+    exp_fit_opts o = {.config_path = a->pos[0], .stop = stop};
+    o.sets = exp_cli_list(a, "set", &o.n_set);
+    o.targets_path = exp_cli_str(a, "targets", NULL);
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    o.jobs = (unsigned)exp_cli_int(a, "jobs", nc > 0 ? nc : 1);
+    o.db = exp_cli_str(a, "db", NULL);
+    o.budget = exp_cli_int(a, "budget", 0);
+    o.out_path = exp_cli_str(a, "out", NULL);
+    o.quiet = exp_cli_has(a, "quiet");
+    return exp_fit_run(&o, stdout);
+}

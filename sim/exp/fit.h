@@ -1,0 +1,78 @@
+/*
+ * `crsim fit` (docs/fit.md): identify the free parameters of a config from
+ * observed metrics.  A targets file names, per policy, observed KV hit
+ * rates, p99 TTFT / E2E at loads (one load or a p99-vs-load curve) and SLO
+ * capacities, each with a tolerance; the free parameters (config keys with
+ * continuous or discrete ranges); and structural alternatives (named sets
+ * of overrides: where the request-size tail lives).  The search runs a
+ * Latin-hypercube design crossed with the discrete axes, then GSL
+ * Nelder-Mead (nmsimplex2) per structural alternative on the
+ * tolerance-scaled residual, every candidate one experiment of `crsim run`
+ * in the fit's database with the same seeds (common random numbers).
+ */
+#ifndef CRSIM_SIM_EXP_FIT_H
+#define CRSIM_SIM_EXP_FIT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/exp/cli.h"
+
+/* Residual given to a simulated metric that is not finite (+Inf p99 from
+ * unfinished requests, NaN from a run with no served request): a large
+ * constant, in tolerance units, so such a candidate is never identified
+ * and the objective stays finite for Nelder-Mead. */
+#define EXP_FIT_RESIDUAL_NONFINITE 1000.0
+
+/* Options of `crsim fit`. */
+typedef struct exp_fit_opts {
+    const char *config_path;   /* base config (as given) */
+    const char *const *sets;   /* --set overrides of the base, in order */
+    size_t n_set;
+    const char *targets_path;  /* the targets file */
+    unsigned jobs;             /* parallel runs per candidate (>= 1) */
+    const char *db;            /* fit database, or NULL: results/<name>-fit.db */
+    int64_t budget;            /* coarse design size, or 0: the targets' budget */
+    const char *out_path;      /* fitted config, or NULL: the db path with
+                                  ".db" replaced by "-fitted.yaml" */
+    bool quiet;                /* no progress on stderr */
+    const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM, or NULL */
+} exp_fit_opts;
+
+/*
+ * Smoothed SLO capacity, requests/s, from `n` loads `loads` (ascending,
+ * > 0, requests/s) and the SLO metric measured at each (`metric`, s; +Inf
+ * or NaN fail).  With j the first load where the SLO fails (metric >
+ * slo_s), the capacity is the load where log(metric) crosses log(slo_s),
+ * linearly interpolated between loads j-1 and j (so it moves continuously
+ * with the metric, unlike the step capacity of sim/exp/capacity.h, which
+ * is loads[j-1]); when metric[j] is not finite, the midpoint of the two.
+ * Censored ends: holding at every load extrapolates the last two points'
+ * log-metric line (at most 2 loads[n-1]; exactly that when it does not
+ * rise); failing at the lowest load extrapolates the first two (at least
+ * 0; loads[0] / 2 when they do not rise or are not finite).  n == 1
+ * gives 2 loads[0] or loads[0] / 2.  Returns NAN when n == 0 or slo_s is
+ * not > 0.  Cannot fail otherwise.
+ */
+double exp_fit_capacity_smooth(const double *loads, const double *metric, size_t n,
+                               double slo_s);
+
+/*
+ * Run the fit: load and check the targets (every error before any run:
+ * SIM_EINVAL naming "TARGETS:LINE"), evaluate the coarse design and the
+ * refinement, store every candidate (one experiment each) with its
+ * residuals in the fit database, print the residual tables, the best
+ * point and the identified set per structural alternative to `out`,
+ * progress and ETA to stderr, and write the fitted config.  Returns
+ * SIM_OK; SIM_EINVAL/SIM_EIO for bad input; SIM_EDB; SIM_EINTR.
+ */
+int exp_fit_run(const exp_fit_opts *o, FILE *out);
+
+/* `crsim fit`: the CLI glue (sim/exp/cli.c's table entry).  Returns the
+ * status code of exp_fit_run. */
+int exp_fit_main(const exp_cli_args *a, const volatile sig_atomic_t *stop);
+
+#endif
