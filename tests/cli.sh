@@ -116,10 +116,10 @@ ace=x"
 # Special files are refused at once: before, a FIFO blocked forever (the
 # timeout turns that into a failure) and /dev/zero was read for gigabytes.
 mkfifo "$TMP/fifo.jsonl" "$TMP/fifo.yaml" "$TMP/fifo.csv"
-expect_error 2 "fifo.jsonl: Mooncake trace is a FIFO (named pipe), not a regular file" -- timeout 20 "$CRSIM" run "$SMALL" --set "workload.trace=$TMP/fifo.jsonl" --set "experiment.db=$DB"
+expect_error 2 "fifo.jsonl: trace is a FIFO (named pipe), not a regular file" -- timeout 20 "$CRSIM" run "$SMALL" --set "workload.trace=$TMP/fifo.jsonl" --set "experiment.db=$DB"
 expect_error 2 "fifo.yaml: config is a FIFO (named pipe), not a regular file" -- timeout 20 "$CRSIM" run "$TMP/fifo.yaml"
 expect_error 2 "fifo.csv: key-rate file is a FIFO (named pipe)" -- timeout 20 "$CRSIM" plan --rates "$TMP/fifo.csv" --destinations 2 --q-cap 1 --slots 1
-expect_error 2 "/dev/zero: Mooncake trace is a character device, not a regular file" -- timeout 20 "$CRSIM" run "$SMALL" --set workload.trace=/dev/zero --set "experiment.db=$DB"
+expect_error 2 "/dev/zero: trace is a character device, not a regular file" -- timeout 20 "$CRSIM" run "$SMALL" --set workload.trace=/dev/zero --set "experiment.db=$DB"
 expect_error 2 "/dev/zero: inter-arrival file is a character device" -- timeout 20 "$CRSIM" workload describe "$PRESET" $IAT=/dev/zero
 [ -e "$DB" ] && fail "a failed run left a database behind"
 

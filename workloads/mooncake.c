@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,9 @@
 struct loader {
     const char *path;
     uint32_t block_tokens;
+    const char *key_field;   /* "" = no key field */
+    int synth;               /* ignore hash_ids: synthetic ids come later */
+    uint64_t *keys;          /* with key_field: one per request (cap entries) */
     size_t line;             /* 1-based number of the line being parsed */
     wl_trace_req *reqs;
     size_t n, cap;
@@ -210,6 +214,13 @@ static int reserve_req(struct loader *ld)
                          "to %zu requests; expected a smaller trace", ld->path, ld->line,
                          cap);
     ld->reqs = p;
+    if (*ld->key_field) {
+        uint64_t *k = realloc(ld->keys, cap * sizeof *k);
+        if (!k)
+            return SIM_ERROR(SIM_ENOMEM, "%s:%zu: out of memory growing the key array; "
+                             "expected a smaller trace", ld->path, ld->line);
+        ld->keys = k;
+    }
     ld->cap = cap;
     return SIM_OK;
 }
@@ -237,6 +248,44 @@ static int add_request(struct loader *ld, const json_t *obj)
         return rc;
     if ((rc = get_length(ld, obj, "output_length", &r.output_tokens)))
         return rc;
+
+    if (*ld->key_field) {
+        const json_t *kv = json_object_get(obj, ld->key_field);
+        if (!kv)
+            return SIM_ERROR(SIM_EINVAL, "%s:%zu: missing key field \"%s\" "
+                             "(workload.key_field); expected a string or integer field "
+                             "\"%s\" on every line", ld->path, ld->line, ld->key_field,
+                             ld->key_field);
+        char what[96];
+        snprintf(what, sizeof what, "key field \"%.60s\"", ld->key_field);
+        char num[32];
+        const char *txt;
+        size_t tlen;
+        if (json_is_string(kv)) {
+            txt = json_string_value(kv);
+            tlen = json_string_length(kv);
+        } else if (json_is_integer(kv)) {
+            tlen = (size_t)snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT,
+                                    json_integer_value(kv));
+            txt = num;
+        } else {
+            return type_error(ld, what, kv, "a string or an integer (the routing key)");
+        }
+        if ((rc = reserve_req(ld)))
+            return rc;
+        ld->keys[ld->n] = wl__trace_text_key(txt, tlen);
+    }
+    if (ld->synth) {
+        if ((rc = reserve_req(ld)))
+            return rc;
+        r.t_s = (double)ts / 1000.0;
+        r.n_ids = 0;
+        r.ids_off = 0;
+        ld->reqs[ld->n++] = r;
+        ld->prev_ts = ts;
+        ld->prev_line = ld->line;
+        return SIM_OK;
+    }
 
     const json_t *arr = json_object_get(obj, "hash_ids");
     if (!arr)
@@ -378,7 +427,13 @@ static int read_line(struct loader *ld, FILE *f, char **buf, size_t *cap, size_t
 
 int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
 {
-    SIM_ALWAYS(path != NULL && out != NULL);
+    return wl__mooncake_load_opts(path, block_tokens, "", 0, 0, out);
+}
+
+int wl__mooncake_load_opts(const char *path, uint32_t block_tokens, const char *key_field,
+                           int synth, uint64_t prefix_tokens, wl_trace **out)
+{
+    SIM_ALWAYS(path != NULL && out != NULL && key_field != NULL);
     if (block_tokens == 0)
         return SIM_ERROR(SIM_EINVAL, "%s: block size is 0 tokens; expected a positive "
                          "number of tokens per hash id (512 for Mooncake)", path);
@@ -388,7 +443,8 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
     if (rc)
         return rc;
 
-    struct loader ld = {.path = path, .block_tokens = block_tokens};
+    struct loader ld = {.path = path, .block_tokens = block_tokens, .key_field = key_field,
+                        .synth = synth};
     wl_trace *t = NULL;
     char *buf = NULL;
     size_t bufcap = 0, got;
@@ -444,12 +500,20 @@ int wl_mooncake_load(const char *path, uint32_t block_tokens, wl_trace **out)
         .n_ids_total = ld.n_ids,
         .block_tokens = block_tokens,
         .path = pcopy,
+        .keys = ld.keys,
+        .format = "mooncake",
+        .prefix = synth ? (prefix_tokens ? "per_key" : "none") : "hashes",
+        .prefix_tokens = synth ? prefix_tokens : 0,
     };
     free(buf);
     fclose(f);
     sim_u64map_fini(&ld.tree);
     free(ld.parent);
     free(ld.first_line);
+    if (synth && (rc = wl__trace_synth_ids(t, prefix_tokens))) {
+        wl_trace_destroy(t);
+        return rc;
+    }
     *out = t;
     return SIM_OK;
 
@@ -461,6 +525,7 @@ fail:
     sim_u64map_fini(&ld.tree);
     free(ld.parent);
     free(ld.first_line);
+    free(ld.keys);
     fclose(f);
     return rc;
 }
@@ -472,6 +537,7 @@ void wl_trace_destroy(wl_trace *t)
     free(t->reqs);
     free(t->ids);
     free(t->path);
+    free(t->keys);
     free(t);
 }
 
@@ -491,6 +557,8 @@ double wl_trace_mean_rate(const wl_trace *t)
 uint64_t wl_trace_routing_key(const wl_trace *t, size_t i, uint32_t key_ids)
 {
     SIM_ALWAYS(t != NULL && i < t->n);
+    if (t->keys)
+        return t->keys[i];
     const wl_trace_req *r = &t->reqs[i];
     size_t k = key_ids < r->n_ids ? key_ids : r->n_ids;
     const uint64_t *ids = t->ids + r->ids_off;
@@ -507,4 +575,26 @@ uint64_t wl_trace_routing_key(const wl_trace *t, size_t i, uint32_t key_ids)
     if (b != stackbuf)
         free(b);
     return h;
+}
+
+double wl_trace_detect_tick(const wl_trace *t)
+{
+    if (t->n < 2)
+        return 0.0;
+    double g = INFINITY;
+    for (size_t i = 1; i < t->n; i++) {
+        double d = t->reqs[i].t_s - t->reqs[i - 1].t_s;
+        if (d >= 1.0 && d < g)
+            g = d;
+    }
+    if (!isfinite(g))
+        return 0.0;
+    double T = floor(g + 0.5);
+    const double t0 = t->reqs[0].t_s, tol = 0.01 * T;
+    for (size_t i = 0; i < t->n; i++) {
+        double d = t->reqs[i].t_s - t0;
+        if (fabs(d - floor(d / T + 0.5) * T) > tol)
+            return 0.0;
+    }
+    return T;
 }

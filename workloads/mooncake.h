@@ -70,7 +70,65 @@ typedef struct wl_trace {
     size_t n_ids_total;      /* entries in ids */
     uint32_t block_tokens;   /* tokens per hash id (512 for Mooncake) */
     char *path;              /* copy of the path, for messages */
+    uint64_t *keys;          /* n routing keys chosen at load (workload.key_field,
+                                or one per request for synthetic ids), or NULL:
+                                then the first-hash-ids rule applies */
+    const char *format;      /* "mooncake", "azure" or "burstgpt" (static) */
+    const char *prefix;      /* prefix model: "hashes" (the trace's ids), "none"
+                                or "per_key" (synthetic ids; static string) */
+    uint64_t prefix_tokens;  /* per_key: shared tokens per key */
+    size_t n_skipped;        /* CSV rows skipped for 0 tokens (failed requests) */
 } wl_trace;
+
+/*
+ * What wl_trace_load reads and how (the workload.trace_* keys, see
+ * docs/trace-replay.md).  Strings are not owned and may be NULL for the
+ * default shown.
+ */
+typedef struct wl_trace_opts {
+    uint32_t block_tokens;   /* tokens per (real or synthetic) id; > 0 */
+    const char *format;      /* "auto" (NULL), "mooncake", "azure", "burstgpt" */
+    const char *key_field;   /* JSONL field or CSV column whose value is the
+                                routing key; "" (NULL) = first-hash-ids rule */
+    const char *prefix;      /* "auto" (NULL): hashes when the format has them
+                                (Mooncake JSONL), else none; "hashes", "none",
+                                "per_key" */
+    uint64_t prefix_tokens;  /* per_key: shared prefix per key, tokens; a
+                                positive multiple of block_tokens */
+} wl_trace_opts;
+
+/*
+ * Load the trace at `path` as `o` says: the Mooncake JSONL reader below
+ * (with key_field and synthetic prefixes) or the CSV readers of
+ * workloads/trace_csv.h (Azure LLM inference 2023/2024, BurstGPT).
+ * "auto" decides by the first non-blank line: '{' is JSONL, a CSV header
+ * with ContextTokens is Azure, one with "Request tokens" is BurstGPT.
+ * Keys from key_field are XXH3_64bits (seed 0) of the value's text (a
+ * string's bytes, an integer's decimal digits); with synthetic ids and no
+ * key_field every request is its own key (XXH3 of its 0-based row index as
+ * a little-endian uint64).  Synthetic ids (prefix none/per_key): block k
+ * of request i is shared by its key when k·block_tokens < prefix_tokens
+ * (per_key; id = low 47 bits of XXH3 of (key, k) as two little-endian
+ * uint64), else unique (id = 2^47 + running block number).
+ * Returns SIM_OK, or SIM_EIO/SIM_EINVAL/SIM_ENOMEM as wl_mooncake_load,
+ * plus SIM_EINVAL for an unknown format or prefix, a header of no known
+ * format, prefix "hashes" on a format without ids, per_key without a
+ * positive multiple of block_tokens, and a missing key field
+ * ("PATH:LINE: missing key field \"session_id\" (workload.key_field);
+ * expected ...").  On error *out is unchanged.
+ */
+int wl_trace_load(const char *path, const wl_trace_opts *o, wl_trace **out);
+
+/*
+ * The arrival tick of the trace, seconds, for workload.tick_s: auto.  Let g
+ * be the smallest gap >= 1 s between consecutive timestamps and T = g
+ * rounded to whole seconds; if every timestamp lies within 1 % of T of a
+ * multiple of T (measured from the first), the trace was recorded in ticks
+ * of T s and T is returned; otherwise (or with no gap >= 1 s) 0: the
+ * stamps are used as recorded.  The Mooncake conversation trace gives 3
+ * (stamps are multiples of 3,000 ms within -1..+3 ms).  Cannot fail.
+ */
+double wl_trace_detect_tick(const wl_trace *t);
 
 /*
  * Load the Mooncake JSONL trace at `path`, checking every line, with
@@ -126,7 +184,8 @@ double wl_trace_span_s(const wl_trace *t);
 double wl_trace_mean_rate(const wl_trace *t);
 
 /*
- * Routing key of request `i` (< t->n): the XXH3_64bits hash (seed 0) of its
+ * Routing key of request `i` (< t->n): t->keys[i] when the trace has keys
+ * (workload.key_field, synthetic ids), else the XXH3_64bits hash (seed 0) of its
  * first min(key_ids, n_ids) hash ids, each encoded as a little-endian
  * uint64, so keys are the same on every host.  Requests that share those
  * leading prefix blocks get the same key; WL_MOONCAKE_KEY_IDS (2) is the
@@ -136,5 +195,19 @@ double wl_trace_mean_rate(const wl_trace *t);
  * an out-of-range `i` is a bug that aborts.
  */
 uint64_t wl_trace_routing_key(const wl_trace *t, size_t i, uint32_t key_ids);
+
+/* Internal to workloads/ (mooncake.c, trace_csv.c): give `t` (whose reqs
+ * hold input_tokens and whose keys are set) synthetic ids by the rule of
+ * wl_trace_load; prefix_tokens 0 means none.  SIM_OK or SIM_ENOMEM. */
+int wl__trace_synth_ids(wl_trace *t, uint64_t prefix_tokens);
+
+/* Internal (trace_csv.c): the JSONL loader behind wl_mooncake_load, with a
+ * key field ("" = none) and, if `synth`, hash_ids ignored and synthetic ids
+ * of wl__trace_synth_ids(prefix_tokens) given instead. */
+int wl__mooncake_load_opts(const char *path, uint32_t block_tokens, const char *key_field,
+                           int synth, uint64_t prefix_tokens, wl_trace **out);
+
+/* Internal: XXH3_64bits of `len` bytes, the key of a field's text. */
+uint64_t wl__trace_text_key(const char *s, size_t len);
 
 #endif

@@ -17,6 +17,8 @@
 #include "workloads/keyrates.h"
 
 static const char *const types[] = {"mooncake", "synthetic", NULL};
+static const char *const trace_formats[] = {"auto", "mooncake", "azure", "burstgpt", NULL};
+static const char *const trace_prefixes[] = {"auto", "hashes", "none", "per_key", NULL};
 const char *const wl_lendist_names[] = {WL_LENDISTS(SIM_XENUM_NAME) NULL};
 
 int wl__name_index(const char *const names[], const char *name)
@@ -73,9 +75,27 @@ const sim_cfg_key wl_config_schema[] = {
      .help = "mooncake: tokens per hash id in the trace"},
     {.path = "key_ids", .type = SIM_CFG_INT, .offset = OFF(key_ids), .min = 1, .max = 1e6,
      .def = "2", .help = "mooncake: leading hash ids forming the routing key"},
-    {.path = "tick_s", .type = SIM_CFG_DOUBLE, .offset = OFF(tick_s), .min = 0, .max = 1e6,
-     .def = "3", .unit = "s",
-     .help = "mooncake: spread arrivals uniformly within ticks of this length; 0 = as recorded"},
+    {.path = "tick_s", .type = SIM_CFG_DOUBLE, .offset = OFF(tick_s), .min = -1, .max = 1e6,
+     .def = "-1", .unit = "s",
+     .help = "mooncake: spread arrivals uniformly within ticks of this length; 0 = as "
+             "recorded; -1 = detect from the timestamps (3 for the Mooncake conversation "
+             "trace, 0 for millisecond stamps; docs/trace-replay.md)"},
+    {.path = "trace_format", .type = SIM_CFG_STRING, .offset = OFF(trace_format),
+     .choices = trace_formats, .def = "auto",
+     .help = "mooncake: trace format: auto (from the first line), mooncake (JSONL), azure "
+             "(Azure LLM inference CSV 2023/2024), burstgpt (BurstGPT CSV)"},
+    {.path = "key_field", .type = SIM_CFG_STRING, .offset = OFF(key_field), .def = "\"\"",
+     .help = "mooncake: JSONL field or CSV column whose value (hashed, XXH3-64) is the "
+             "routing key, e.g. session_id; \"\" = first key_ids hash ids"},
+    {.path = "trace_prefix", .type = SIM_CFG_STRING, .offset = OFF(trace_prefix),
+     .choices = trace_prefixes, .def = "auto",
+     .help = "mooncake: prompt content: hashes (the trace's hash_ids), none (every block "
+             "unique), per_key (trace_prefix_tokens shared per key); auto = hashes for "
+             "Mooncake JSONL, none for CSV"},
+    {.path = "trace_prefix_tokens", .type = SIM_CFG_INT, .offset = OFF(trace_prefix_tokens),
+     .min = 0, .max = 1e8, .def = "0", .unit = "tokens",
+     .help = "mooncake: per_key: synthetic prefix shared by a key's prompts (a positive "
+             "multiple of trace_block_tokens; no default: state it)"},
     /* synthetic */
     {.path = "seed", .type = SIM_CFG_UINT64, .offset = OFF(seed), .def = "1",
      .help = "synthetic: workload seed fixing the key population (not the run seed)"},
@@ -168,6 +188,17 @@ int wl_config_check(const wl_config *c, const char *where)
         if (!*c->trace)
             return SIM_ERROR(SIM_EINVAL, "%s: workload.trace is empty; expected a JSONL trace "
                              "path when workload.type is mooncake", where);
+        if (c->tick_s < 0 && c->tick_s != -1)
+            return SIM_ERROR(SIM_EINVAL, "%s: workload.tick_s is %g; expected -1 (detect), 0 "
+                             "(as recorded) or a tick > 0 (s)", where, c->tick_s);
+        if (strcmp(c->trace_prefix, "per_key") == 0 &&
+            (c->trace_prefix_tokens <= 0 ||
+             c->trace_prefix_tokens % c->trace_block_tokens != 0))
+            return SIM_ERROR(SIM_EINVAL, "%s: workload.trace_prefix_tokens is %lld with "
+                             "workload.trace_prefix per_key; expected a positive multiple of "
+                             "workload.trace_block_tokens (%lld)", where,
+                             (long long)c->trace_prefix_tokens,
+                             (long long)c->trace_block_tokens);
         return SIM_OK;
     }
     if (c->max_requests == 0 && c->duration_s == 0)
@@ -253,4 +284,21 @@ void wl_config_fini(wl_config *cfg)
 {
     if (cfg)
         sim_cfg_free(wl_config_schema, cfg);
+}
+
+int wl_config_trace_load(const wl_config *cfg, wl_trace **out)
+{
+    wl_trace_opts o = {.block_tokens = (uint32_t)cfg->trace_block_tokens,
+                       .format = cfg->trace_format, .key_field = cfg->key_field,
+                       .prefix = cfg->trace_prefix,
+                       .prefix_tokens = (uint64_t)cfg->trace_prefix_tokens};
+    return wl_trace_load(cfg->trace, &o, out);
+}
+
+double wl_config_trace_tick(const wl_config *cfg, const wl_trace *t, int *detected)
+{
+    int det = cfg->tick_s < 0;
+    if (detected)
+        *detected = det;
+    return det ? wl_trace_detect_tick(t) : cfg->tick_s;
 }

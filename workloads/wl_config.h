@@ -16,6 +16,7 @@
 
 #include "sim/core/config.h"
 #include "sim/core/xenum.h"
+#include "workloads/mooncake.h"
 
 /* The length distributions, defined once (X-macro, sim/core/xenum.h): X(constant,
  * name of `dist`).  The order is the enum value; append only. */
@@ -56,7 +57,11 @@ typedef struct wl_config {
     char *trace;            /* JSONL path, resolved against the config file */
     int64_t trace_block_tokens;
     int64_t key_ids;
-    double tick_s;
+    double tick_s;          /* -1 = auto (wl_trace_detect_tick) */
+    char *trace_format;     /* auto | mooncake | azure | burstgpt */
+    char *key_field;        /* field/column naming the routing key ("" = none) */
+    char *trace_prefix;     /* auto | hashes | none | per_key */
+    int64_t trace_prefix_tokens; /* per_key: shared tokens per key */
     /* synthetic */
     uint64_t seed;          /* workload seed: fixes the key population */
     double duration_s;      /* stop at this simulated time, s; 0 = no limit */
@@ -136,6 +141,18 @@ int wl_config_check(const wl_config *cfg, const char *where);
 /* Canonical YAML of the section (every key, defaults included), nested
  * under `workload:`; the caller frees it.  Cannot fail. */
 char *wl_config_dump(const wl_config *cfg);
+
+/*
+ * Load the trace of a trace-replay config (workload.trace with its
+ * trace_format, key_field, trace_prefix, trace_prefix_tokens and
+ * trace_block_tokens) through wl_trace_load.  Same returns.
+ */
+int wl_config_trace_load(const wl_config *cfg, wl_trace **out);
+
+/* The tick a replay of `t` uses: workload.tick_s if >= 0, else
+ * wl_trace_detect_tick(t); *detected (if not NULL) says which.  Cannot
+ * fail. */
+double wl_config_trace_tick(const wl_config *cfg, const wl_trace *t, int *detected);
 
 /* Free what the config owns and zero those fields.  Safe on a zeroed
  * config and twice.  Cannot fail. */

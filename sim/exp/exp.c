@@ -1414,7 +1414,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     int rc = SIM_OK;
     wl_keystats ks;
     if (s.is_trace) {
-        if ((rc = wl_mooncake_load(wl->trace, (uint32_t)wl->trace_block_tokens, &s.trace)))
+        if ((rc = wl_config_trace_load(wl, &s.trace)))
             return rc;
         /* Per-key request counts of the whole trace. */
         size_t n = s.trace->n;

@@ -16,6 +16,7 @@
 #include "workloads/keyrates.h"
 #include "workloads/replay.h"
 #include "workloads/synth.h"
+#include "workloads/wl_config.h"
 #include "sim/core/error.h"
 
 static int cmp_str(const void *a, const void *b)
@@ -130,8 +131,10 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         goto fail;
     s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
     if (s->is_trace &&
-        (rc = wl_mooncake_load(cfg->wl.trace, (uint32_t)cfg->wl.trace_block_tokens, &s->trace)))
+        (rc = wl_config_trace_load(&cfg->wl, &s->trace)))
         goto fail;
+    if (s->is_trace)
+        s->tick_s = wl_config_trace_tick(&cfg->wl, s->trace, &s->tick_detected);
     /* The key population depends on the workload seed only: build it once
      * for every run of this config.  A config it cannot be built from is
      * left to exp_stream_open(), which reports the error as before. */
@@ -260,7 +263,7 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
     if (s->is_trace) {
         wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
                                .key_ids = (uint32_t)cfg->wl.key_ids, .rate = rate,
-                               .tick_s = cfg->wl.tick_s, .seed = seed,
+                               .tick_s = s->tick_s, .seed = seed,
                                .max_requests = (uint64_t)cfg->wl.max_requests};
         rc = wl_replay_create(s->trace, &wp, &st->replay);
     } else {
@@ -368,9 +371,35 @@ void exp_setup_print(const exp_setup *s, FILE *out)
             s->pool_blocks, (long long)cfg->block_size, (unsigned long long)s->pool_tokens,
             (double)s->pool_tokens * spec_kv_bytes_per_token(&s->model, s->dep.kv_dtype) / 1e9);
     if (s->is_trace) {
+        const wl_trace *t = s->trace;
         fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n",
-                cfg->wl.trace, s->trace->n, wl_trace_span_s(s->trace),
-                wl_trace_mean_rate(s->trace));
+                cfg->wl.trace, t->n, wl_trace_span_s(t), wl_trace_mean_rate(t));
+        char keyrule[160], prefix[200], skipped[64] = "";
+        if (*cfg->wl.key_field)
+            snprintf(keyrule, sizeof keyrule, "field '%s' (XXH3-64 of its text)",
+                     cfg->wl.key_field);
+        else if (t->keys)
+            snprintf(keyrule, sizeof keyrule, "one per request (no key field)");
+        else
+            snprintf(keyrule, sizeof keyrule, "first %lld hash ids", (long long)cfg->wl.key_ids);
+        if (strcmp(t->prefix, "hashes") == 0)
+            snprintf(prefix, sizeof prefix, "the trace's hash ids (%u tokens each)",
+                     t->block_tokens);
+        else if (strcmp(t->prefix, "none") == 0)
+            snprintf(prefix, sizeof prefix, "none (synthetic: every block unique, no reuse)");
+        else
+            snprintf(prefix, sizeof prefix, "per_key (synthetic: %llu tokens shared per key%s)",
+                     (unsigned long long)t->prefix_tokens,
+                     t->keys && !*cfg->wl.key_field ? "; every request its own key, so no "
+                                                      "reuse" : "");
+        if (t->n_skipped)
+            snprintf(skipped, sizeof skipped, "; %zu rows with 0 tokens skipped", t->n_skipped);
+        fprintf(out, "trace: format %s, key %s, prefix %s, tick %g s (%s)%s\n", t->format,
+                keyrule, prefix, s->tick_s,
+                s->tick_detected ? (s->tick_s > 0 ? "detected" : "detected: no tick, stamps "
+                                                                  "as recorded")
+                                 : "workload.tick_s",
+                skipped);
         return;
     }
     wl_keyrates kr = {0};

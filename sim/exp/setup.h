@@ -32,6 +32,8 @@ typedef struct exp_setup {
     cluster_params cp;       /* everything but `stop` */
     bool is_trace;           /* workload.type mooncake */
     wl_trace *trace;         /* loaded trace (shared, read-only), or NULL */
+    double tick_s;           /* replay tick, s (workload.tick_s or detected) */
+    int tick_detected;       /* tick_s came from wl_trace_detect_tick */
     bool has_keys;           /* synthetic workload: its key population is built */
     wl_keyrates keys;        /* ... here once (wl_synth_keys), shared by the runs */
     double keys_theta;       /* its shape parameter */
