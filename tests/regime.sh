@@ -40,6 +40,9 @@ printf 'key,rate\na,0\nb,0\n' >"$TMP/zero.csv"
 expect2 "zero.csv:2: rate 0" "$CRSIM" regime "$BASE" --rates "$TMP/zero.csv" --fast
 expect2 "needs a base config" "$CRSIM" regime --rates "$TMP/zero.csv"
 expect2 "--tie '1.5'" "$CRSIM" regime "$BASE" --tie 1.5
+# --iat cannot apply to a trace (its arrivals are recorded): refused, not ignored.
+printf '0.5\n1.0\n' >"$TMP/iat.csv"
+expect2 "--iat '$TMP/iat.csv' with --trace" "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" --iat "$TMP/iat.csv" --fast
 
 # A real estimate in fast mode on real per-tenant rates (ServeGen m-small).
 if mkdir "$TMP/sg" && tar -xJf "$SRC/data/servegen/servegen_m-small_deepseek-r1.tar.xz" -C "$TMP/sg" 2>/dev/null; then

@@ -6,9 +6,23 @@
 #include "sim/exp/regime.h"
 #include "check.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 int main(void)
 {
     double r, lo, hi;
+    /* Grid loads round-trip through "%g" text (the stored experiment.rates)
+     * exactly: the hit@mid lookup matches rates exactly (issue 16). */
+    CHECK(exp_regime_round_load(0.0411) == 0.0411);
+    CHECK(exp_regime_round_load(0.20550000000000002) == 0.206);
+    CHECK(exp_regime_round_load(143.25) == 143);
+    for (int i = 1; i < 5000; i++) {
+        double x = exp_regime_round_load(i * 0.0137);
+        char b[32];
+        snprintf(b, sizeof b, "%g", x);
+        CHECK(strtod(b, NULL) == x);
+    }
     /* Clear win: 150-160 vs 100-105. */
     exp_cap_interval c1[3] = {{150, 150}, {160, 160}, {155, 155}};
     exp_cap_interval b1[3] = {{100, 100}, {105, 105}, {102, 102}};

@@ -14,7 +14,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 run() { # name want_requests want_trace_line --set...
     name=$1; want=$2; line=$3; shift 3
     "$crsim" run "$S" --set "experiment.policies=[$ALL]" --set experiment.rates=[2] \
-        --set experiment.warmup_s=0 --set router.cacheroute.q_cap=2 --set router.cacheroute.slots=16 \
+        --set experiment.warmup_s=0 --set experiment.min_measured=0 \
+        --set router.cacheroute.q_cap=2 --set router.cacheroute.slots=16 \
         --set experiment.db="$tmp/$name.db" -j 2 "$@" \
         > "$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "$name: crsim run failed"; }
     grep -qF "$line" "$tmp/$name.out" || { cat "$tmp/$name.out"; fail "$name: no '$line'"; }

@@ -57,7 +57,20 @@ const sim_cfg_key exp_config_schema[] = {
      .def = "[1]", .help = "seeds; each (seed, rate) is one request stream shared by all policies"},
     {.path = "experiment.warmup_s", .type = SIM_CFG_DOUBLE, .offset = OFF(warmup_s), .min = 0,
      .max = 1e9, .def = "60", .unit = "s",
-     .help = "requests arriving earlier are simulated but not measured"},
+     .help = "requests arriving earlier are simulated but not measured (unless "
+             "experiment.warmup_requests or experiment.warmup_share is set)"},
+    {.path = "experiment.warmup_requests", .type = SIM_CFG_INT, .offset = OFF(warmup_requests),
+     .min = 0, .max = 1e12, .def = "0", .unit = "requests",
+     .help = "warm-up by count: the first N arrivals of each run are simulated but not "
+             "measured (replaces warmup_s); 0 = off (docs/harness.md, \"Measurement window\")"},
+    {.path = "experiment.warmup_share", .type = SIM_CFG_DOUBLE, .offset = OFF(warmup_share),
+     .min = 0, .max = 1, .flags = SIM_CFG_EXCL_MAX, .def = "0",
+     .help = "warm-up by share: the first floor(share x n) of a run's n arrivals are not "
+             "measured (replaces warmup_s; for time-scaled traces); 0 = off"},
+    {.path = "experiment.min_measured", .type = SIM_CFG_INT, .offset = OFF(min_measured),
+     .min = 0, .max = 1e12, .def = "100", .unit = "requests",
+     .help = "fewest measured requests a run may have; a load with fewer is refused before "
+             "running (with under 100 samples a p99 is the sample maximum); 0 = no check"},
     {.path = "experiment.drain_s", .type = SIM_CFG_DOUBLE, .offset = OFF(drain_s), .min = 0,
      .max = 1e9, .def = "600", .unit = "s",
      .help = "simulate at most this long after the last arrival; later = unfinished"},
@@ -311,6 +324,14 @@ static int check_windows(const sim_cfgdoc *d, const exp_config *cfg)
 
 static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
 {
+    if (cfg->warmup_requests > 0 && cfg->warmup_share > 0) {
+        char at[512];
+        return SIM_ERROR(SIM_EINVAL, "%s: keys 'experiment.warmup_requests' (%lld) and "
+                         "'experiment.warmup_share' (%g) are both set; expected at most one "
+                         "warm-up by count", where_key(d, "experiment.warmup_share", at,
+                                                        sizeof at),
+                         (long long)cfg->warmup_requests, cfg->warmup_share);
+    }
     int rc = check_name(d, cfg->name);
     if (rc == SIM_OK)
         rc = check_unique(d, cfg);
@@ -652,6 +673,7 @@ typedef struct task {
     int done;
     int rc;
     char err[1024];
+    double warmup_s;     /* measurement window start of the run (exp_setup_window), s */
     cluster_result res;
     char started[32];
     double wall_s;
@@ -734,6 +756,7 @@ static void run_task(pool *pl, task *t)
         exp_setup_route_env(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir]);
     cluster_params cp = pt->setup.cp;
     cp.stop = pl->stop;
+    cp.warmup_s = t->warmup_s;
     exp_stream *st = NULL;
     exp_utc_now(t->started, sizeof t->started);
     double t0 = sim_wall_s();
@@ -987,6 +1010,53 @@ static int probe_points(const sweep_point *pts, size_t np, double *mean_blocks)
     return rc;
 }
 
+/* Every run's measurement window (exp_setup_window) into its tasks'
+ * warmup_s, and the minimum: a (point, rate, seed) with fewer than
+ * experiment.min_measured measured requests is refused before any
+ * database is opened — no load is stored as a pass or a failure on too
+ * few requests (a trace replayed at a high load may end inside the
+ * warm-up).  Returns SIM_OK or SIM_EINVAL naming the run. */
+static int check_measured(const sweep_point *pts, size_t np, task *tasks, size_t n_tasks)
+{
+    for (size_t i = 0; i < n_tasks; i++) {
+        task *t = &tasks[i];
+        if (t->ip != 0) { /* every policy shares the stream of (point, rate, seed) */
+            t->warmup_s = tasks[i - t->ip].warmup_s;
+            continue;
+        }
+        const exp_config *c = &pts[t->point].cfg;
+        exp_window w;
+        int rc = exp_setup_window(&pts[t->point].setup, (uint64_t)c->seeds[t->is],
+                                  c->rates[t->ir], (uint64_t)c->min_measured, &w);
+        if (rc)
+            return np > 1 ? point_error(rc, t->point, pts[t->point].label) : rc;
+        t->warmup_s = w.warmup_s;
+        if (c->min_measured > 0 && w.n_measured < (uint64_t)c->min_measured) {
+            char warm[128];
+            if (c->warmup_requests > 0)
+                snprintf(warm, sizeof warm, "warm-up the first %lld arrivals",
+                         (long long)c->warmup_requests);
+            else if (c->warmup_share > 0)
+                snprintf(warm, sizeof warm, "warm-up the first %g of the arrivals",
+                         c->warmup_share);
+            else
+                snprintf(warm, sizeof warm, "warm-up %g s", c->warmup_s);
+            char pt[600] = "";
+            if (np > 1)
+                snprintf(pt, sizeof pt, "sweep point %zu (%s), ", t->point, pts[t->point].label);
+            return SIM_ERROR(SIM_EINVAL, "%s: %sload %g requests/s, seed %lld: no data: %llu of "
+                             "%llu requests measured (%s), fewer than experiment.min_measured "
+                             "%lld; expected a longer workload, a shorter warm-up, "
+                             "experiment.warmup_share for a time-scaled trace, or a lower "
+                             "experiment.min_measured (docs/harness.md)",
+                             c->src.path ? c->src.path : "config", pt, c->rates[t->ir],
+                             (long long)c->seeds[t->is], (unsigned long long)w.n_measured,
+                             (unsigned long long)w.n, warm, (long long)c->min_measured);
+        }
+    }
+    return SIM_OK;
+}
+
 /* Estimate each run still to simulate (selected, not resumed): its
  * requests and peak memory; print the estimate, and refuse (unless
  * --force) when the `jobs` largest runs at once exceed MemAvailable.
@@ -1189,7 +1259,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
 
     /* Every point's stream opens, before any database is touched. */
     mean_blocks = sim_xcalloc(np, sizeof *mean_blocks);
-    if ((rc = probe_points(pts, np, mean_blocks)))
+    if ((rc = probe_points(pts, np, mean_blocks)) ||
+        (rc = check_measured(pts, np, tasks, n_tasks)))
         goto done;
     if (o->dry_run) {
         /* The config hashes are what --resume matches and what old

@@ -54,7 +54,10 @@ typedef struct exp_config {
     size_t n_rates;
     int64_t *seeds;
     size_t n_seeds;
-    double warmup_s;
+    double warmup_s;          /* s; unused when warmup_requests or warmup_share > 0 */
+    int64_t warmup_requests;  /* first N arrivals unmeasured; 0 = off */
+    double warmup_share;      /* first floor(share x n) arrivals unmeasured; 0 = off */
+    int64_t min_measured;     /* fewest measured requests of a run; 0 = no check */
     double drain_s;
     double *slos;             /* SLO thresholds, s */
     size_t n_slos;

@@ -113,6 +113,15 @@ typedef struct regime_eval {
     double calib_wall_s, diag_wall_s, sim_wall_s;
 } regime_eval;
 
+double exp_regime_round_load(double x)
+{
+    if (!(x > 0) || !isfinite(x))
+        return x;
+    char b[32];
+    snprintf(b, sizeof b, "%.3g", x);
+    return strtod(b, NULL);
+}
+
 /* Relative key shares of the workload, descending (for the conditions). */
 static int key_shares(const exp_setup *s, double **out, size_t *n)
 {
@@ -158,7 +167,10 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     int rc;
     double t0;
     char rates[256], qcap[64], slots[64], dbset[1200], slos[64], seeds[128], name[64];
-    snprintf(rates, sizeof rates, "experiment.rates=[%g, %g, %g, %g, %g, %g, %g]",
+    /* %.17g: the stored rates are these doubles bit for bit, so the exact
+     * rate match of exp_store_policy_means finds the mid load. */
+    snprintf(rates, sizeof rates, "experiment.rates=[%.17g, %.17g, %.17g, %.17g, %.17g, %.17g, "
+             "%.17g]",
              ev->loads[0], ev->loads[1], ev->loads[2], ev->loads[3], ev->loads[4],
              ev->loads[5], ev->loads[6]);
     snprintf(qcap, sizeof qcap, "router.cacheroute.q_cap=%.17g", ev->q_cap);
@@ -370,9 +382,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     bool nothing = ev->diag.affinity_hit < 0.005;
     for (int attempt = 0; attempt < 3 && !o->fast && !nothing; attempt++) {
         for (int i = 0; i < 7; i++) {
-            double x = fr[i] * scale * ev->n_dest * ev->q_cap;
-            double mag = pow(10, floor(log10(x)) - 2); /* 3 significant digits */
-            ev->loads[i] = round(x / mag) * mag;
+            ev->loads[i] = exp_regime_round_load(fr[i] * scale * ev->n_dest * ev->q_cap);
         }
         if ((rc = simulate(o, all, n_all, db, log, ev)))
             goto out_setup;
@@ -633,6 +643,12 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
                          route_find(o.baseline) ? "cacheroute is what it is compared with"
                                                 : "unknown router", names);
     }
+    /* A trace carries its own arrival times: --iat would be ignored. */
+    if (exp_cli_has(a, "iat") && exp_cli_has(a, "trace"))
+        return SIM_ERROR(SIM_EINVAL, "--iat '%s' with --trace '%s': a trace replays its own "
+                         "recorded arrival times, so inter-arrival gaps do not apply; expected "
+                         "--iat with --rates, --servegen or a synthetic base config only",
+                         exp_cli_str(a, "iat", ""), exp_cli_str(a, "trace", ""));
     const exp_cli_val *map = exp_cli_get(a, "map");
     if (map->count) {
         o.map[0] = map->str;

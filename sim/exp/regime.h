@@ -38,6 +38,16 @@ enum exp_verdict exp_regime_verdict(const exp_cap_interval *cand, const exp_cap_
                                     size_t n, double tie, double *ratio, double *ratio_lo,
                                     double *ratio_hi);
 
+/*
+ * A grid load `x` (requests/s) rounded to 3 significant digits, as the
+ * double that "%.3g" text parses to, so the load printed, passed as
+ * experiment.rates and stored are one value (round(x / 10^k) · 10^k is not:
+ * 0.0411 became 0.041100000000000005, whose stored runs an exact rate
+ * match then missed, printing hit@mid 0.0 %).  x <= 0 or not finite:
+ * returned unchanged.  Cannot fail.
+ */
+double exp_regime_round_load(double x);
+
 /* The verdict's name ("win", "tie", "lose"). */
 const char *exp_verdict_name(enum exp_verdict v);
 

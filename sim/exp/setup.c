@@ -6,6 +6,7 @@
 #include "sim/exp/setup.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <gsl/gsl_sort.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,54 @@ int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max
     if (out->n) {
         out->mean_blocks = blocks / (double)out->n;
         out->mean_prompt = prompt / (double)out->n;
+    }
+    return SIM_OK;
+}
+
+int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t enough,
+                     exp_window *out)
+{
+    const exp_config *cfg = s->cfg;
+    *out = (exp_window){.warmup_s = cfg->warmup_s};
+    const bool share = cfg->warmup_share > 0;
+    const uint64_t nreq = cfg->warmup_requests > 0 ? (uint64_t)cfg->warmup_requests : 0;
+    out->by_count = share || nreq > 0;
+    if (out->by_count)
+        out->warmup_s = INFINITY;
+    exp_stream *st = NULL;
+    int rc = exp_stream_open(s, seed, rate, &st);
+    if (rc)
+        return name_input(rc, cfg);
+    wl_source src = exp_stream_source(st);
+    wl_request r;
+    double *arr = NULL;
+    size_t cap = 0;
+    int got;
+    while ((got = src.next(src.state, &r)) > 0) {
+        const double a = r.arrival_s;
+        wl_request_fini(&r);
+        if (share) {
+            if (out->n == cap)
+                arr = sim_xrealloc(arr, (cap = cap ? 2 * cap : 1024) * sizeof *arr);
+            arr[out->n] = a;
+        } else if (nreq > 0 && out->n == nreq) {
+            out->warmup_s = a;
+        }
+        out->n++;
+        if (!share && a >= out->warmup_s && ++out->n_measured >= enough && enough > 0)
+            break;
+    }
+    exp_stream_close(st);
+    if (got < 0) {
+        free(arr);
+        return -got;
+    }
+    if (share) {
+        const uint64_t k = (uint64_t)floor(cfg->warmup_share * (double)out->n);
+        out->warmup_s = k < out->n ? arr[k] : INFINITY;
+        for (uint64_t i = 0; i < out->n; i++)
+            out->n_measured += arr[i] >= out->warmup_s;
+        free(arr);
     }
     return SIM_OK;
 }

@@ -91,6 +91,30 @@ typedef struct exp_probe {
 int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max,
                     exp_probe *out);
 
+/* The measurement window of one run (exp_setup_window). */
+typedef struct exp_window {
+    double warmup_s;     /* requests arriving at or after it are measured, s */
+    uint64_t n;          /* arrivals read (all, unless the count stopped early) */
+    uint64_t n_measured; /* of them, arriving at or after warmup_s */
+    bool by_count;       /* warm-up from experiment.warmup_requests/_share */
+} exp_window;
+
+/*
+ * The measurement window of the run (seed, rate requests/s), from the
+ * stream itself (docs/harness.md, "Measurement window").  Warm-up by
+ * time (experiment.warmup_s, both counts 0): warmup_s as configured.  By
+ * count: N = experiment.warmup_requests, or floor(warmup_share x n) for a
+ * stream of n arrivals; warmup_s = the arrival time of the request of
+ * 0-based index N (arrival order), so N requests are unmeasured (more only
+ * when arrivals tie at that time), +INFINITY when N >= n.  `enough` > 0
+ * stops reading once that many are measured (a minimum check: n and
+ * n_measured are then lower bounds), unless the share needs n.  O(n) time,
+ * O(n) memory (arrival times) for a share.  Returns SIM_OK or the errors
+ * of exp_stream_open / the stream.
+ */
+int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t enough,
+                     exp_window *out);
+
 /* The stream as a wl_source for cluster_run. */
 wl_source exp_stream_source(exp_stream *st);
 
