@@ -156,6 +156,7 @@ if command -v python3 >/dev/null 2>&1; then
 import sqlite3, sys, time
 db, hold, need = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 deadline = time.time() + 30
+print("ready", flush=True)
 while time.time() < deadline:
     try:
         c = sqlite3.connect(db, isolation_level=None, timeout=0.05)
@@ -177,10 +178,14 @@ EOF
     wait $lp
     # taken after the first stored run and released 1.5 s later: the run
     # fails (exit 2) but the experiment ends 'incomplete', not 'running'
+    # The locker is started (and ready) before crsim, and the experiment
+    # has 32 runs, so the lock lands while runs remain on a loaded machine.
     rm -f "$L"
-    python3 "$TMP/locker.py" "$L" 1.5 1 >/dev/null &
+    python3 "$TMP/locker.py" "$L" 1.5 1 >"$TMP/lk2" &
     lp=$!
-    CRSIM_DB_BUSY_TIMEOUT_S=0.3 $RUN --set "experiment.db=$L" --set workload.max_requests=3000 --jobs 1 >/dev/null 2>"$TMP/err"
+    while ! grep -q ready "$TMP/lk2" 2>/dev/null; do sleep 0.05; done
+    CRSIM_DB_BUSY_TIMEOUT_S=0.3 $RUN --set "experiment.db=$L" --set workload.max_requests=3000 \
+        --set "experiment.seeds=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]" --jobs 1 >/dev/null 2>"$TMP/err"
     st=$?
     wait $lp
     s=$(sqlite3 "$L" "SELECT status FROM experiments")
