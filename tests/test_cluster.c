@@ -110,7 +110,10 @@ static void same_result(const cluster_result *a, const cluster_result *b)
     cluster_result x = *a, y = *b;
     x.dest = y.dest = NULL;
     x.rec = y.rec = NULL;
+    x.keys = y.keys = NULL;
     CHECK(memcmp(&x, &y, sizeof x) == 0);
+    CHECK(a->n_keys == b->n_keys &&
+          (a->n_keys == 0 || memcmp(a->keys, b->keys, a->n_keys * sizeof *a->keys) == 0));
     CHECK(memcmp(a->dest, b->dest, a->n_dest * sizeof *a->dest) == 0);
     CHECK(memcmp(a->rec, b->rec, a->n_arrived * sizeof *a->rec) == 0);
 }
