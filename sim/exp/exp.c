@@ -98,8 +98,9 @@ const sim_cfg_key exp_config_schema[] = {
              "experiment.min_measured; docs/report.md, \"Fairness\")"},
     {.path = "experiment.requests", .type = SIM_CFG_BOOL, .offset = OFF(requests),
      .def = "false",
-     .help = "store one row per request in the requests table (crsim export; about "
-             "REQSIZE MB per million requests, docs/results-schema.md)"},
+     .help = "store one row per arrived request in the requests table (crsim export; about "
+             "100 MB of database per million requests, docs/results-schema.md); off by "
+             "default"},
     {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
      .count_offset = CNT(n_sweep), .def = "[]",
      .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
