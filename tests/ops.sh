@@ -106,6 +106,20 @@ DB0=$TMP/n.db
 [ "$(sqlite3 "$DB0" 'SELECT count(*) FROM requests')" = 0 ] &&
     ok "records are off by default" || fail "requests stored without experiment.requests"
 
+# --resume copies a run's requests and key rows with its metrics.
+cp "$DB" "$TMP/res.db"
+"$CRSIM" run "$ROOT/tests/configs/small.yaml" --set workload.trace="$TRACE" \
+    --set experiment.db="$TMP/res.db" --set engine.max_model_len=20000 \
+    --set experiment.fair_min_requests=2 --requests --resume --quiet -j 1 > /dev/null 2>&1 ||
+    fail "resume exited $?"
+bad=$(sqlite3 "$TMP/res.db" "SELECT count(*) FROM runs n JOIN run_metrics m ON m.run_id = n.id
+      WHERE n.resumed_from IS NOT NULL AND (m.n_too_long != $want
+      OR (SELECT count(*) FROM requests WHERE run_id = n.id) != m.n_arrived
+      OR (SELECT count(*) FROM key_metrics WHERE run_id = n.id) != m.fair_keys)")
+nres=$(sqlite3 "$TMP/res.db" "SELECT count(*) FROM runs WHERE resumed_from IS NOT NULL")
+[ "$nres" = 4 ] && [ "$bad" = 0 ] && ok "--resume copies requests, key_metrics and n_too_long" ||
+    fail "resume: $nres resumed runs, $bad disagree"
+
 # ---- fairness: recompute from the stored rows -----------------------------
 python3 - "$DB" <<'PY' && ok "fairness columns = recomputation from the requests rows (p99 type 7, Jain)" || fail "fairness recomputation"
 import math, sqlite3, sys
