@@ -93,6 +93,7 @@ static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
     rec->ttft_s = t - er->r->arrival_s;
     rec->hit_tokens = er->hit_tokens;
     rec->admitted = 1;
+    rec->queue_s = er->admit_s - er->r->arrival_s;
     if (c->rt->on_first_token) { /* er is the first member of creq */
         const creq *cr = (const creq *)er;
         c->rt->on_first_token(c->rstate[cr->replica], &cr->r, dest, t);
@@ -117,8 +118,10 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
         rec->e2e_s = t - er->r->arrival_s;
         rec->hit_tokens = er->hit_tokens;
         rec->admitted = 1;
+        rec->queue_s = er->admit_s - er->r->arrival_s;
         c->res->n_completed++;
     }
+    rec->preemptions = er->preemptions;
     uint32_t *own = c->outstanding + (size_t)cr->replica * c->p->n_dest;
     SIM_ALWAYS(own[dest] > 0);
     own[dest]--;
@@ -360,6 +363,18 @@ static int on_arrival(cluster *c, double now)
         res->first_arrival_s = now;
     res->last_arrival_s = now;
 
+    const wl_request *rq = &cr->r;
+    if (c->p->max_model_len &&
+        (uint64_t)rq->prompt_tokens + rq->output_tokens > c->p->max_model_len) {
+        /* vLLM's HTTP 400: refused before any routing or scheduling. */
+        res->rec[rq->id] = (cluster_rec){
+            .arrival_s = now, .ttft_s = -1, .e2e_s = -1, .queue_s = -1, .key = rq->key,
+            .dest = CLUSTER_NO_DEST, .prompt_tokens = rq->prompt_tokens,
+            .output_tokens = rq->output_tokens, .too_long = 1};
+        res->n_too_long++;
+        free_creq(cr);
+        return SIM_OK;
+    }
     uint32_t i = 0;
     if (c->n_rep > 1)
         i = c->p->gateway.assign == CLUSTER_ASSIGN_RANDOM
@@ -375,8 +390,9 @@ static int on_arrival(cluster *c, double now)
     SIM_ALWAYS(d < c->p->n_dest);
     bool measured = now >= c->p->warmup_s;
     res->rec[cr->r.id] = (cluster_rec){
-        .arrival_s = now, .ttft_s = -1, .e2e_s = -1, .dest = d,
-        .prompt_tokens = cr->r.prompt_tokens, .output_tokens = cr->r.output_tokens};
+        .arrival_s = now, .ttft_s = -1, .e2e_s = -1, .queue_s = -1, .key = cr->r.key,
+        .dest = d, .replica = i, .prompt_tokens = cr->r.prompt_tokens,
+        .output_tokens = cr->r.output_tokens};
     res->dest[d].routed++;
     res->dest[d].routed_measured += measured;
     own[d]++;
@@ -391,6 +407,10 @@ static void count_unfinished(void *ctx, engine_req *er)
     cluster *c = ctx;
     creq *cr = (creq *)er;
     c->res->n_unfinished++;
+    cluster_rec *rec = &c->res->rec[er->r->id];
+    rec->preemptions = er->preemptions;
+    if (er->admitted_once)
+        rec->queue_s = er->admit_s - er->r->arrival_s;
     c->outstanding[(size_t)cr->replica * c->p->n_dest + c->res->rec[er->r->id].dest]--;
     free_creq(cr);
 }
@@ -416,7 +436,7 @@ static void summarize(cluster *c)
     size_t k = 0, kt = 0;
     for (uint64_t i = 0; i < n; i++) {
         const cluster_rec *r = &res->rec[i];
-        if (r->arrival_s < c->p->warmup_s)
+        if (r->arrival_s < c->p->warmup_s || r->too_long)
             continue;
         res->n_measured++;
         if (r->admitted && !r->rejected) {
@@ -462,6 +482,101 @@ static void summarize(cluster *c)
     res->throughput_rps = span > 0 ? (double)res->measured_completed / span : NAN;
 }
 
+/* qsort order of (key, record id) pairs: by key, then id (ids are unique,
+ * so the order is total and the result deterministic). */
+static int cmp_pair(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* Per-key fairness (models/cluster.h cluster_result.keys): group measured,
+ * routed records by key, keep keys with >= fair_min_requests of them. */
+static void fairness(const cluster_params *p, cluster_result *res)
+{
+    res->fair_worst_p99 = res->fair_spread_p99 = res->fair_jain = NAN;
+    const uint64_t min = p->fair_min_requests ? p->fair_min_requests : 1;
+    /* (key, id) pairs sorted: records of one key become a contiguous run. */
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < res->n_arrived; i++)
+        n += res->rec[i].arrival_s >= p->warmup_s && !res->rec[i].too_long;
+    if (n == 0)
+        return;
+    uint64_t *pair = sim_xmalloc(2 * n * sizeof *pair);
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < res->n_arrived; i++)
+        if (res->rec[i].arrival_s >= p->warmup_s && !res->rec[i].too_long) {
+            pair[2 * m] = res->rec[i].key;
+            pair[2 * m + 1] = i;
+            m++;
+        }
+    qsort(pair, n, 2 * sizeof *pair, cmp_pair);
+    double *v = sim_xmalloc(n * sizeof *v);
+    size_t cap = 0;
+    static const double q99 = 0.99;
+    for (uint64_t a = 0, b; a < n; a = b) {
+        const uint64_t key = pair[2 * a];
+        uint64_t hit = 0, prompt = 0;
+        for (b = a; b < n && pair[2 * b] == key; b++) {
+            const cluster_rec *r = &res->rec[pair[2 * b + 1]];
+            v[b - a] = r->ttft_s >= 0 ? r->ttft_s : INFINITY;
+            if (r->admitted && !r->rejected) {
+                hit += r->hit_tokens;
+                prompt += r->prompt_tokens;
+            }
+        }
+        if (b - a < min)
+            continue;
+        if (res->n_keys == cap) {
+            cap = cap ? 2 * cap : 64;
+            res->keys = sim_xrealloc(res->keys, cap * sizeof *res->keys);
+        }
+        cluster_key *k = &res->keys[res->n_keys++];
+        k->key = key;
+        k->requests = b - a;
+        k->hit_rate = prompt ? (double)hit / (double)prompt : NAN;
+        k->ttft_mean = sim_finite_mean(v, b - a);
+        sim_quantiles(v, b - a, &q99, 1, &k->ttft_p99);
+    }
+    free(pair);
+    if (res->n_keys) {
+        double sx = 0, sxx = 0, worst = -INFINITY;
+        size_t nm = 0;
+        for (size_t i = 0; i < res->n_keys; i++) {
+            v[i] = res->keys[i].ttft_p99;
+            if (v[i] > worst || isnan(worst))
+                worst = v[i];
+            const double x = res->keys[i].ttft_mean;
+            if (isfinite(x)) {
+                sx += x;
+                sxx += x * x;
+                nm++;
+            }
+        }
+        res->fair_worst_p99 = worst;
+        sim_quantiles(v, res->n_keys, &q99, 1, &res->fair_spread_p99);
+        res->fair_jain = cluster_jain_index_sums(sx, sxx, nm);
+    }
+    free(v);
+}
+
+double cluster_jain_index(const double *x, size_t n)
+{
+    double sx = 0, sxx = 0;
+    for (size_t i = 0; i < n; i++) {
+        sx += x[i];
+        sxx += x[i] * x[i];
+    }
+    return cluster_jain_index_sums(sx, sxx, n);
+}
+
+double cluster_jain_index_sums(double sx, double sxx, size_t n)
+{
+    return n > 0 && sxx > 0 ? sx * sx / ((double)n * sxx) : NAN;
+}
+
 /* Per-window hit rate and p99 TTFT by arrival time (for drift timelines). */
 static void timeline(const cluster_params *p, cluster_result *res)
 {
@@ -495,7 +610,8 @@ static void timeline(const cluster_params *p, cluster_result *res)
         res->win_hit_rate[w] = prompt[w] > 0 ? hit[w] / prompt[w] : NAN;
         size_t k = 0;
         for (size_t i = start[w]; i < start[w + 1]; i++)
-            v[k++] = res->rec[i].ttft_s >= 0 ? res->rec[i].ttft_s : INFINITY;
+            if (!res->rec[i].too_long)
+                v[k++] = res->rec[i].ttft_s >= 0 ? res->rec[i].ttft_s : INFINITY;
         sim_quantiles(v, k, &q99, 1, &res->win_ttft_p99[w]);
     }
     free(v);
@@ -567,6 +683,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
      * absorbs rounding of k * interval. */
     c.n_ring = c.exact ? 1 : (uint32_t)floor(gw->scrape_delay_s / gw->scrape_interval_s) + 3;
     out->n_dest = p->n_dest;
+    out->warmup_s = p->warmup_s;
     out->dest = sim_xcalloc(p->n_dest, sizeof *out->dest);
     c.q = sim_evq_create();
     c.eng = sim_xcalloc(p->n_dest, sizeof *c.eng);
@@ -678,8 +795,10 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     if (c.have_pending)
         wl_request_fini(&c.pending);
     if (rc == SIM_OK) {
-        SIM_ALWAYS(out->n_arrived == out->n_completed + out->n_unfinished + out->n_rejected);
+        SIM_ALWAYS(out->n_arrived ==
+                   out->n_completed + out->n_unfinished + out->n_rejected + out->n_too_long);
         summarize(&c);
+        fairness(p, out);
         timeline(p, out);
         if (rt->telemetry)
             rt->telemetry(c.rstate[0], &out->tel);
@@ -725,5 +844,8 @@ void cluster_result_fini(cluster_result *r)
     r->win_t0 = r->win_hit_rate = r->win_ttft_p99 = NULL;
     r->win_arrivals = NULL;
     r->n_win = 0;
+    free(r->keys);
+    r->keys = NULL;
+    r->n_keys = 0;
 }
 

@@ -14,6 +14,7 @@
 #define CRSIM_MODELS_CLUSTER_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "models/cost.h"
@@ -85,6 +86,17 @@ typedef struct cluster_params {
                                arrival, s */
     double timeline_s;      /* window of the per-window timeline, s (0 = none) */
     cluster_gateway gateway; /* information model (zeroed = exact, one router) */
+    uint32_t max_model_len; /* context limit, tokens (vLLM max_model_len);
+                               0 = none.  A request with prompt_tokens +
+                               output_tokens > max_model_len is rejected at
+                               the gateway on arrival (never routed; counted
+                               in n_too_long), as vLLM's OpenAI server
+                               answers HTTP 400 before scheduling when the
+                               prompt plus the requested max_tokens exceed
+                               it (docs/report.md, "Context limit") */
+    uint32_t fair_min_requests; /* per-key fairness counts keys with at
+                               least this many measured requests (0 is read
+                               as 1; docs/report.md, "Fairness") */
     const volatile sig_atomic_t *stop; /* optional: non-zero interrupts the run */
 } cluster_params;
 
@@ -100,17 +112,38 @@ typedef struct cluster_rec {
     double arrival_s;
     double ttft_s;     /* < 0 if no first token */
     double e2e_s;      /* < 0 if unfinished */
-    uint32_t dest;
+    double queue_s;    /* first scheduled (the step that admitted it) −
+                          arrival, s; < 0 if never admitted */
+    uint64_t key;      /* routing key (wl_request.key) */
+    uint32_t dest;     /* CLUSTER_NO_DEST if too long (never routed) */
+    uint32_t replica;  /* gateway replica that routed it */
     uint32_t prompt_tokens;
     uint32_t hit_tokens;
     uint32_t output_tokens;
+    uint32_t preemptions; /* times preempted (recomputed) */
     uint8_t admitted;  /* reached an engine's running set at least once */
     uint8_t rejected;  /* could never fit in the destination's KV pool */
+    uint8_t too_long;  /* over max_model_len: rejected at the gateway */
 } cluster_rec;
 
+/* cluster_rec.dest of a request never routed (too long). */
+#define CLUSTER_NO_DEST UINT32_MAX
+
+/* Per-key (tenant) metrics of keys with at least fair_min_requests
+ * measured requests (too-long ones excluded; docs/report.md, "Fairness"). */
+typedef struct cluster_key {
+    uint64_t key;
+    uint64_t requests;  /* measured requests */
+    double hit_rate;    /* hit / prompt tokens of its admitted requests */
+    double ttft_p99;    /* s; +Inf if over 1 % of them had no first token */
+    double ttft_mean;   /* s; mean over those with a first token */
+} cluster_key;
+
 typedef struct cluster_result {
-    /* Conservation: n_arrived == n_completed + n_unfinished + n_rejected. */
-    uint64_t n_arrived, n_completed, n_unfinished, n_rejected;
+    /* Conservation: n_arrived == n_completed + n_unfinished + n_rejected
+     * + n_too_long.  Too-long requests (max_model_len) are counted in no
+     * other field: not measured, not in any percentile. */
+    uint64_t n_arrived, n_completed, n_unfinished, n_rejected, n_too_long;
     uint64_t n_measured, measured_completed;
     uint64_t prompt_tokens, hit_tokens; /* measured, admitted requests */
     double hit_rate;            /* hit_tokens / prompt_tokens */
@@ -120,6 +153,8 @@ typedef struct cluster_result {
     double imbalance_work;      /* max/mean served tokens in the window */
     double imbalance_requests;  /* max/mean measured requests routed */
     double first_arrival_s, last_arrival_s, sim_end_s;
+    double warmup_s;            /* cluster_params.warmup_s: records arriving
+                                   at or after it are measured */
     double throughput_rps;      /* measured completions / (end − warm-up) */
     uint64_t steps, events, preemptions;
     uint32_t pool_blocks;       /* KV pool per destination, blocks */
@@ -133,6 +168,13 @@ typedef struct cluster_result {
     uint64_t scrapes;           /* engine snapshots taken (0 when exact) */
     uint64_t kv_events;         /* engine KV events queued (0 unless the
                                    router consumes them) */
+    /* Fairness over routing keys (docs/report.md, "Fairness"): keys[0..n_keys)
+     * in ascending key order, owned; worst = max of their p99 TTFTs, spread
+     * = p99 of their p99s (Hyndman-Fan type 7), jain = Jain's index of
+     * their mean TTFTs, (Σx)² / (n Σx²); all NaN when no key qualifies. */
+    size_t n_keys;
+    cluster_key *keys;
+    double fair_worst_p99, fair_spread_p99, fair_jain; /* s, s, in [1/n, 1] */
     /* Timeline: per window of cluster_params.timeline_s of arrival time. */
     size_t n_win;
     double *win_t0;             /* window start, s */
@@ -154,6 +196,14 @@ typedef struct cluster_result {
  */
 int cluster_run(const cluster_params *p, const route_type *rt, const route_env *env,
                 const route_config *rcfg, wl_source src, cluster_result *out);
+
+/* Jain's fairness index of x[0..n): (Σx)² / (n Σx²) (R. Jain, D. Chiu,
+ * W. Hawe, DEC-TR-301, 1984), in [1/n, 1]: 1 when all are equal, 1/n when
+ * one is nonzero.  NaN when n = 0 or all are 0.  Cannot fail. */
+double cluster_jain_index(const double *x, size_t n);
+
+/* The same from the sums Σx, Σx² of n values.  Cannot fail. */
+double cluster_jain_index_sums(double sx, double sxx, size_t n);
 
 /* Free what a result owns.  Safe on a zeroed result and twice. */
 void cluster_result_fini(cluster_result *r);

@@ -547,6 +547,7 @@ double engine_try_start(engine *e, double now)
         er->computed = ctok;
         if (!er->admitted_once) {
             er->admitted_once = true;
+            er->admit_s = now;
             er->hit_tokens = ctok;
             e->st.hit_tokens += ctok;
             e->st.prompt_tokens += r->prompt_tokens;

@@ -53,6 +53,8 @@ typedef struct engine_req {
     uint32_t preemptions;
     bool admitted_once;
     bool rejected;        /* can never fit in this engine's pool */
+    double admit_s;       /* start of the step that first admitted it
+                             (first scheduled), s; valid when admitted_once */
     double first_token_s; /* time of the first output token, s (< 0 if none) */
     double finish_s;      /* completion time, s (< 0 if unfinished) */
     struct engine_req *qnext, *qprev; /* waiting- or running-list links */

@@ -128,7 +128,7 @@ for t in 0 1000 2000 3000 4000 5000; do
 done >"$HUGE"
 N="$TMP/nothing.db"
 $CRSIM run "$SMALL" --set "workload.trace=$HUGE" --set "experiment.db=$N" --set experiment.rates=[1] --set cluster.mem_util=0.47 --set experiment.warmup_s=0 --set experiment.min_measured=0 >"$TMP/out" 2>"$TMP/err"
-grep -q "unfin     rej preempt" "$TMP/out" && grep -q "^flat_lb .* 0       0       6       0  SERVED NOTHING" "$TMP/out" &&
+grep -q "unfin     rej preempt" "$TMP/out" && grep -q "^flat_lb .* 0       0       6       0       0  SERVED NOTHING" "$TMP/out" &&
     grep -q "WARNING: 2 run(s) served nothing" "$TMP/out" &&
     grep -q "warning: flat_lb rate 1 seed 5 served nothing: all 6 requests were rejected" "$TMP/err" &&
     echo "ok: served-nothing runs flagged in the table" || fail "served nothing: $(cat "$TMP/out" "$TMP/err")"

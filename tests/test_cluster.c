@@ -110,9 +110,78 @@ static void same_result(const cluster_result *a, const cluster_result *b)
     cluster_result x = *a, y = *b;
     x.dest = y.dest = NULL;
     x.rec = y.rec = NULL;
+    x.keys = y.keys = NULL;
     CHECK(memcmp(&x, &y, sizeof x) == 0);
+    CHECK(a->n_keys == b->n_keys &&
+          (a->n_keys == 0 || memcmp(a->keys, b->keys, a->n_keys * sizeof *a->keys) == 0));
     CHECK(memcmp(a->dest, b->dest, a->n_dest * sizeof *a->dest) == 0);
     CHECK(memcmp(a->rec, b->rec, a->n_arrived * sizeof *a->rec) == 0);
+}
+
+/* Jain's index, closed forms: equal values 1; one nonzero among n 1/n;
+ * (1, 2, 3): 36 / (3 x 14) = 6/7. */
+static void test_jain(void)
+{
+    const double eq[4] = {3, 3, 3, 3}, one[5] = {0, 0, 7, 0, 0}, x[3] = {1, 2, 3};
+    CHECK_NEAR(cluster_jain_index(eq, 4), 1.0, 1e-15);
+    CHECK_NEAR(cluster_jain_index(one, 5), 0.2, 1e-15);
+    CHECK_NEAR(cluster_jain_index(x, 3), 6.0 / 7.0, 1e-15);
+    CHECK(isnan(cluster_jain_index(x, 0)));
+}
+
+/* engine.max_model_len: exactly the requests with prompt + output over the
+ * limit are refused at arrival (never routed), conservation holds with
+ * them, the others are served as before the limit existed when it is
+ * above every request, and fairness keys are sorted and count only
+ * measured, routed requests. */
+static void test_context_limit(void)
+{
+    cluster_params p = params(4, 1e6);
+    cluster_result base, lim, same;
+    run(&p, "flat_lb", 3, 5, 300, &base);
+    uint64_t want = 0, longest = 0;
+    for (uint64_t i = 0; i < base.n_arrived; i++) {
+        const uint64_t len = (uint64_t)base.rec[i].prompt_tokens + base.rec[i].output_tokens;
+        want += len > 20000;
+        longest = len > longest ? len : longest;
+    }
+    CHECK(want > 0 && want < base.n_arrived);
+    CHECK_INT_EQ(base.n_too_long, 0);
+    p.max_model_len = 20000;
+    run(&p, "flat_lb", 3, 5, 300, &lim);
+    CHECK_INT_EQ(lim.n_too_long, want);
+    CHECK_INT_EQ(lim.n_arrived, lim.n_completed + lim.n_unfinished + lim.n_rejected +
+                                lim.n_too_long);
+    uint64_t routed = 0, measured = 0;
+    for (uint32_t d = 0; d < 4; d++)
+        routed += lim.dest[d].routed;
+    CHECK_INT_EQ(routed, lim.n_arrived - want);
+    for (uint64_t i = 0; i < lim.n_arrived; i++) {
+        const cluster_rec *c = &lim.rec[i];
+        const bool over = (uint64_t)c->prompt_tokens + c->output_tokens > 20000;
+        CHECK_INT_EQ(c->too_long, over);
+        if (over)
+            CHECK(c->dest == CLUSTER_NO_DEST && c->ttft_s < 0 && c->queue_s < 0);
+        measured += c->arrival_s >= p.warmup_s && !over;
+    }
+    CHECK_INT_EQ(lim.n_measured, measured);
+    uint64_t in_keys = 0;
+    for (size_t k = 0; k < lim.n_keys; k++) {
+        in_keys += lim.keys[k].requests;
+        CHECK(lim.keys[k].requests >= 1);
+        if (k)
+            CHECK(lim.keys[k].key > lim.keys[k - 1].key);
+    }
+    CHECK_INT_EQ(in_keys, measured); /* fair_min_requests 0 = every key */
+    CHECK(lim.fair_jain > 0 && lim.fair_jain <= 1);
+    CHECK(lim.fair_worst_p99 >= lim.fair_spread_p99);
+    /* A limit above every request changes nothing. */
+    p.max_model_len = (uint32_t)longest;
+    run(&p, "flat_lb", 3, 5, 300, &same);
+    same_result(&base, &same);
+    cluster_result_fini(&base);
+    cluster_result_fini(&lim);
+    cluster_result_fini(&same);
 }
 
 static void test_determinism_and_pairing(void)
@@ -225,6 +294,8 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(spec_model_load("llama-3.3-70b", &model), SIM_OK);
     test_conservation();
     test_determinism_and_pairing();
+    test_jain();
+    test_context_limit();
     test_interrupt();
     golden(argv[3]);
     wl_trace_destroy(trace);

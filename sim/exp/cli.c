@@ -28,6 +28,7 @@
 #include "sim/exp/plot.h"
 #include "sim/exp/regime.h"
 #include "sim/exp/report.h"
+#include "sim/exp/store.h"
 #include "version.h"
 
 /* ---- exit statuses ------------------------------------------------------ */
@@ -113,6 +114,14 @@ static int cmd_run(const exp_cli_args *a)
     o.resume_any_build = exp_cli_has(a, "resume-any-build");
     o.force = exp_cli_has(a, "force");
     o.dry_run = exp_cli_has(a, "dry-run");
+    const char **sets = NULL;
+    if (exp_cli_has(a, "requests")) { /* the flag is the config key: same hash */
+        sets = sim_xmalloc((o.n_set + 1) * sizeof *sets);
+        for (size_t i = 0; i < o.n_set; i++)
+            sets[i] = o.sets[i];
+        sets[o.n_set++] = "experiment.requests=true";
+        o.sets = sets;
+    }
     const char *shard = exp_cli_str(a, "shard", NULL);
     int rc = shard ? parse_shard(shard, &o.shard_i, &o.shard_n) : SIM_OK;
     if (rc)
@@ -124,6 +133,34 @@ static int cmd_run(const exp_cli_args *a)
     setup_flag = 1;
     rc = exp_run(&o, stdout);
     setup_flag = 0;
+    free(sets);
+    return exp_cli_fail(rc);
+}
+
+static int cmd_export(const exp_cli_args *a)
+{
+    const char *table = exp_cli_str(a, "table", "requests");
+    const int format = (int)exp_cli_int(a, "format", EXP_EXPORT_CSV);
+    const int64_t run = exp_cli_int(a, "run", 0);
+    const char *path = exp_cli_str(a, "out", NULL);
+    exp_store *db = NULL;
+    int rc = exp_store_open_read(a->pos[0], &db);
+    if (rc)
+        return exp_cli_fail(rc);
+    FILE *out = stdout;
+    if (path && !(out = fopen(path, "w"))) {
+        rc = SIM_ERROR(SIM_EIO, "export: cannot create %s: %s", path, strerror(errno));
+        exp_store_close(db);
+        return exp_cli_fail(rc);
+    }
+    uint64_t rows = 0;
+    rc = exp_store_export(db, table, run, format, out, &rows);
+    if (path && fclose(out) != 0 && rc == SIM_OK)
+        rc = SIM_ERROR(SIM_EIO, "export: cannot write %s: %s", path, strerror(errno));
+    if (rc == SIM_OK && path)
+        fprintf(stderr, "crsim: export: %llu rows of %s to %s\n", (unsigned long long)rows,
+                table, path);
+    exp_store_close(db);
     return exp_cli_fail(rc);
 }
 
@@ -206,6 +243,21 @@ static const exp_cli_opt run_opts[] = {
      .help = "check everything, print the experiment's and every run's config hash and run "
              "nothing (no database is opened)"},
     {.name = "quiet", .kind = EXP_CLI_FLAG, .help = "no progress output"},
+    {.name = "requests", .kind = EXP_CLI_FLAG,
+     .help = "store per-request records (as --set experiment.requests=true; crsim export)"},
+    {0},
+};
+
+static const exp_cli_opt export_opts[] = {
+    {.name = "run", .kind = EXP_CLI_INT, .metavar = "N", .lo = 1, .hi = INFINITY,
+     .help = "only run N's rows (runs.id; default: every run)"},
+    {.name = "table", .kind = EXP_CLI_STR, .metavar = "T",
+     .help = "table to write (default requests; any table: runs, run_metrics, key_metrics, "
+             "timeline, ...)"},
+    {.name = "format", .kind = EXP_CLI_CHOICE, .metavar = "csv|jsonl", .choices = "csv|jsonl",
+     .help = "CSV (RFC 4180, header row) or JSON Lines (default csv)"},
+    {.name = "out", .kind = EXP_CLI_STR, .metavar = "FILE",
+     .help = "write to FILE (default: standard output)"},
     {0},
 };
 
@@ -362,6 +414,13 @@ static const exp_cli_cmd commands[] = {
                 "point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
                 "SLO metric's p99 and load imbalance at the report rate R.  See docs/report.md.\n",
      .opts = report_opts, .main = cmd_report},
+    {.name = "export", .summary = "write a table of a result database as CSV or JSON Lines",
+     .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
+     .details = "Write one table of a result database (default: requests, the per-request\n"
+                "records of runs with experiment.requests or crsim run --requests) as CSV or\n"
+                "JSON Lines for pandas, duckdb or a spreadsheet; --run N keeps one run's rows.\n"
+                "See docs/results-schema.md.\n",
+     .opts = export_opts, .main = cmd_export},
     {.name = "plot", .summary = "capacity, p99-vs-load and hit-rate figures (gnuplot)",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Figures of one experiment (default: the latest): SLO capacity per policy and\n"

@@ -91,6 +91,16 @@ const sim_cfg_key exp_config_schema[] = {
      .min = 0, .max = 1e9, .def = "60", .unit = "s",
      .help = "window of the per-run timeline (hit rate, p99 TTFT by arrival time); 0 = none, "
              "else >= 0.1 s (one stored row per window)"},
+    {.path = "experiment.fair_min_requests", .type = SIM_CFG_INT,
+     .offset = OFF(fair_min_requests), .min = 1, .max = 1e9, .def = "100", .unit = "requests",
+     .help = "per-tenant fairness counts routing keys with at least this many measured "
+             "requests (with fewer a key's p99 is its sample maximum, as for "
+             "experiment.min_measured; docs/report.md, \"Fairness\")"},
+    {.path = "experiment.requests", .type = SIM_CFG_BOOL, .offset = OFF(requests),
+     .def = "false",
+     .help = "store one row per arrived request in the requests table (crsim export; about "
+             "100 MB of database per million requests, docs/results-schema.md); off by "
+             "default"},
     {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
      .count_offset = CNT(n_sweep), .def = "[]",
      .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
@@ -123,6 +133,12 @@ const sim_cfg_key exp_config_schema[] = {
      .max = 1e6, .def = "256", .help = "running requests per engine at most"},
     {.path = "engine.prefix_caching", .type = SIM_CFG_BOOL, .offset = OFF(prefix_caching),
      .def = "true", .help = "reuse cached prompt prefixes"},
+    {.path = "engine.max_model_len", .type = SIM_CFG_INT, .offset = OFF(max_model_len),
+     .min = 0, .max = 1e9, .def = "0", .unit = "tokens",
+     .help = "context limit (vLLM --max-model-len): a request whose prompt + output tokens "
+             "exceed it is rejected at the gateway (vLLM: HTTP 400), counted as too_long; "
+             "0 = none (vLLM's default is the model's max_position_embeddings, 131072 for "
+             "Llama 3.1/3.3)"},
     /* gateway: what the routers know (docs/information-model.md) */
     {.path = "gateway.scrape_interval_s", .type = SIM_CFG_DOUBLE,
      .offset = OFF(scrape_interval_s), .min = 0, .max = 1e6, .def = "0.05", .unit = "s",
@@ -814,9 +830,9 @@ static bool served_nothing(const cluster_result *r)
 
 static void print_header(FILE *out, bool sweep)
 {
-    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s\n", sweep ? "point " : "",
-            "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99", "E2Ep99", "imbal", "done",
-            "unfin", "rej", "preempt");
+    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
+            sweep ? "point " : "", "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
+            "E2Ep99", "imbal", "done", "unfin", "rej", "preempt", "toolong");
 }
 
 static void print_row(FILE *out, bool sweep, size_t point, const char *policy, double rate,
@@ -828,11 +844,11 @@ static void print_row(FILE *out, bool sweep, size_t point, const char *policy, d
     fmt_s(e99, sizeof e99, r->e2e_p99);
     if (sweep)
         fprintf(out, "%5zu ", point);
-    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu%s\n", policy,
-            rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
+    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
+            policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)r->n_unfinished,
             (unsigned long long)r->n_rejected, (unsigned long long)r->preemptions,
-            served_nothing(r) ? "  SERVED NOTHING" : "");
+            (unsigned long long)r->n_too_long, served_nothing(r) ? "  SERVED NOTHING" : "");
 }
 
 static void progress(bool tty, size_t done, size_t total, double elapsed, const task *t,
@@ -1368,7 +1384,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
         exp_run_row row = {.policy = pt->cfg.policies[t->ip], .seed = pt->cfg.seeds[t->is],
                            .rate_rps = pt->cfg.rates[t->ir], .config_text = t->config_text,
                            .config_hash = t->hash, .run_index = (int64_t)t->run_index,
-                           .point = (int64_t)t->point, .point_label = pt->label};
+                           .point = (int64_t)t->point, .point_label = pt->label,
+                           .requests = pt->cfg.requests};
         if (t->resume_from > 0) {
             if (rc == SIM_OK)
                 rc = exp_store_copy_run(store, exp_id, &row, t->resume_from);
@@ -1437,7 +1454,9 @@ int exp_run(const exp_run_opts *o, FILE *out)
         fprintf(out, "\nhit%% = served token-weighted KV prefix-hit rate; times in seconds; "
                 "imbal = max/mean served tokens per destination;\nunfin = unfinished at the end "
                 "of the drain window; rej = rejected (prompt longer than the KV pool); both "
-                "count as SLO violations.\n");
+                "count as SLO violations;\ntoolong = prompt + output over "
+                "engine.max_model_len, rejected at the gateway (vLLM: HTTP 400), in no "
+                "percentile.\n");
         if (n_nothing)
             fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
                     "rejected); their latencies are undefined.\n", n_nothing);

@@ -64,6 +64,9 @@ typedef struct exp_config {
     int slo_metric;           /* index into exp_slo_metric_names */
     double report_rate;       /* requests/s; 0 = median tested load */
     double timeline_s;        /* window of the stored per-run timeline, s */
+    int64_t fair_min_requests; /* per-key fairness: keys with at least this
+                                  many measured requests */
+    bool requests;            /* store per-request records (requests table) */
     char **sweep;             /* axes "KEY=[v1, ...]" */
     size_t n_sweep;
     int sweep_mode;           /* 0 grid, 1 zip */
@@ -81,6 +84,7 @@ typedef struct exp_config {
     int64_t max_num_batched_tokens;
     int64_t max_num_seqs;
     bool prefix_caching;
+    int64_t max_model_len;    /* context limit, tokens; 0 = none */
     /* gateway (models/cluster.h cluster_gateway) */
     double scrape_interval_s; /* s; 0 = exact view */
     double scrape_delay_s;    /* s */

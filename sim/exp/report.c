@@ -78,6 +78,7 @@ typedef struct run_rec {
     int64_t point, seed;
     const char *label, *policy;  /* point into the statement-independent copies */
     double rate, hit, p99, slo, imb;
+    double too_long, f_worst, f_spread, f_jain; /* run_metrics n_too_long, fair_* */
 } run_rec;
 
 void exp__report_free(exp__report *r)
@@ -193,6 +194,10 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
     double *p99 = sim_xmalloc((n_runs + 1) * sizeof *p99);
     double *slo = sim_xmalloc((n_runs + 1) * sizeof *slo);
     double *imb = sim_xmalloc((n_runs + 1) * sizeof *imb);
+    double *tl = sim_xmalloc((n_runs + 1) * sizeof *tl);
+    double *fw = sim_xmalloc((n_runs + 1) * sizeof *fw);
+    double *fs = sim_xmalloc((n_runs + 1) * sizeof *fs);
+    double *fj = sim_xmalloc((n_runs + 1) * sizeof *fj);
     int64_t *seeds = NULL;
     size_t n_loads = 0, n_seeds = 0;
     for (size_t i = 0; i < n_runs; i++) {
@@ -216,6 +221,10 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
             p99[k] = runs[i].p99;
             slo[k] = runs[i].slo;
             imb[k] = runs[i].imb;
+            tl[k] = runs[i].too_long;
+            fw[k] = runs[i].f_worst;
+            fs[k] = runs[i].f_spread;
+            fj[k] = runs[i].f_jain;
             k++;
         }
         exp__rep_load *e = &c->loads[l];
@@ -225,7 +234,15 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
         mean_sd(p99, k, &e->p99_mean, NULL, NULL);
         mean_sd(slo, k, &e->slo_mean, NULL, &e->slo_n_inf);
         mean_sd(imb, k, &e->imb_mean, &e->imb_sd, NULL);
+        mean_sd(tl, k, &e->too_long_mean, NULL, NULL);
+        mean_sd(fw, k, &e->fair_worst_mean, NULL, NULL);
+        mean_sd(fs, k, &e->fair_spread_mean, NULL, NULL);
+        mean_sd(fj, k, &e->fair_jain_mean, NULL, NULL);
     }
+    free(tl);
+    free(fw);
+    free(fs);
+    free(fj);
     free(loads);
     free(seeds);
     free(hit);
@@ -252,8 +269,9 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
         goto done;
 
     const char *cols[] = {"hit_rate", r->p99_metric, r->slo_metric, "imbalance_work",
-                          "n_completed", "n_rejected"};
-    if ((rc = exp_store_read_runs(db, r->id, cols, 6, &stored, &n_stored)))
+                          "n_completed", "n_rejected", "n_too_long", "fair_worst_p99",
+                          "fair_spread_p99", "fair_jain"};
+    if ((rc = exp_store_read_runs(db, r->id, cols, 10, &stored, &n_stored)))
         goto done;
     for (size_t i = 0; i < n_stored; i++) {
         const exp_store_run *sr = &stored[i];
@@ -275,7 +293,9 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
             .rate = sr->rate_rps,
             /* A run without a metrics row is counted as unfinished. */
             .hit = has_m ? sr->v[0] : NAN, .p99 = has_m ? sr->v[1] : INFINITY,
-            .slo = has_m ? sr->v[2] : INFINITY, .imb = has_m ? sr->v[3] : NAN};
+            .slo = has_m ? sr->v[2] : INFINITY, .imb = has_m ? sr->v[3] : NAN,
+            .too_long = has_m ? sr->v[6] : NAN, .f_worst = has_m ? sr->v[7] : NAN,
+            .f_spread = has_m ? sr->v[8] : NAN, .f_jain = has_m ? sr->v[9] : NAN};
     }
     exp_store_runs_free(stored, n_stored);
     stored = NULL;
@@ -613,12 +633,28 @@ static void print_legend(const exp__report *r, enum fmt f, FILE *out)
             "< X (L k/n): k seeds fail at the lowest load (left-censored).\n", r->slo_metric);
     fprintf(out, "%s: mean over seeds at %g requests/s (inf: a seed had unfinished requests). "
             "imbalance: max/mean served work over destinations.\n", r->p99_metric, r->rate_rps);
+    fprintf(out, "tenants: routing keys with at least experiment.fair_min_requests measured "
+            "requests; worst p99 = the largest per-key p99 TTFT, spread = p99 of the per-key "
+            "p99s, Jain = Jain's index of per-key mean TTFT (1 = equal), means over seeds. "
+            "too long: requests over engine.max_model_len, rejected at the gateway (not in "
+            "any percentile), mean over seeds.\n");
+}
+
+/* A count (mean over seeds): integral when it is, "-" when undefined. */
+static void fmt_count(double x, char *buf, size_t n)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else if (x == floor(x))
+        snprintf(buf, n, "%.0f", x);
+    else
+        snprintf(buf, n, "%.1f", x);
 }
 
 static void print_tables(const exp__report *r, enum fmt f, FILE *out)
 {
     print_header(r, f, out);
-    size_t cols = 4 + r->n_slos;
+    size_t cols = 8 + r->n_slos;
     char buf[160];
     for (size_t p = 0; p < r->n_points; p++) {
         const exp__rep_point *pt = &r->points[p];
@@ -640,6 +676,10 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
         table_set(&t, 0, 2 + r->n_slos, buf);
         snprintf(buf, sizeof buf, "imbalance @%g", r->rate_rps);
         table_set(&t, 0, 3 + r->n_slos, buf);
+        table_set(&t, 0, 4 + r->n_slos, "tenant worst p99");
+        table_set(&t, 0, 5 + r->n_slos, "tenant p99 spread");
+        table_set(&t, 0, 6 + r->n_slos, "Jain");
+        table_set(&t, 0, 7 + r->n_slos, "too long");
         for (size_t c = 0; c < pt->n_cells; c++) {
             const exp__rep_cell *cell = &pt->cells[c];
             table_set(&t, c + 1, 0, cell->policy);
@@ -653,6 +693,18 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
             table_set(&t, c + 1, 2 + r->n_slos, buf);
             fmt_imb(cell->at_rate, buf, sizeof buf);
             table_set(&t, c + 1, 3 + r->n_slos, buf);
+            const exp__rep_load *e = cell->at_rate;
+            fmt_seconds(e ? e->fair_worst_mean : NAN, buf, sizeof buf);
+            table_set(&t, c + 1, 4 + r->n_slos, buf);
+            fmt_seconds(e ? e->fair_spread_mean : NAN, buf, sizeof buf);
+            table_set(&t, c + 1, 5 + r->n_slos, buf);
+            if (e && !isnan(e->fair_jain_mean))
+                snprintf(buf, sizeof buf, "%.3f", e->fair_jain_mean);
+            else
+                snprintf(buf, sizeof buf, "-");
+            table_set(&t, c + 1, 6 + r->n_slos, buf);
+            fmt_count(e ? e->too_long_mean : NAN, buf, sizeof buf);
+            table_set(&t, c + 1, 7 + r->n_slos, buf);
         }
         table_print(&t, f, out);
         table_free(&t);
@@ -701,7 +753,7 @@ static void print_csv(const exp__report *r, FILE *out)
         fprintf(out, ",cap_mean_%g,cap_sd_%g,n_exact_%g,n_left_%g,n_right_%g,cap_left_bound_%g,"
                 "cap_right_bound_%g", r->slos[s], r->slos[s], r->slos[s], r->slos[s],
                 r->slos[s], r->slos[s], r->slos[s]);
-    fputs("\n", out);
+    fputs(",fair_worst_p99_mean,fair_spread_p99_mean,fair_jain_mean,too_long_mean\n", out);
     for (size_t p = 0; p < r->n_points; p++) {
         const exp__rep_point *pt = &r->points[p];
         for (size_t c = 0; c < pt->n_cells; c++) {
@@ -734,6 +786,10 @@ static void print_csv(const exp__report *r, FILE *out)
                 csv_num(a->left_bound, out);
                 csv_num(a->right_bound, out);
             }
+            csv_num(e ? e->fair_worst_mean : NAN, out);
+            csv_num(e ? e->fair_spread_mean : NAN, out);
+            csv_num(e ? e->fair_jain_mean : NAN, out);
+            csv_num(e ? e->too_long_mean : NAN, out);
             fputs("\n", out);
         }
     }

@@ -27,6 +27,10 @@ typedef struct exp__rep_load {
     size_t slo_n_inf;    /* seeds whose SLO metric is +Inf */
     double imb_mean;     /* imbalance_work (max/mean served work); NAN if none */
     double imb_sd;
+    double too_long_mean;    /* n_too_long (engine.max_model_len); NAN if none */
+    double fair_worst_mean;  /* fair_worst_p99, s (+INF as p99_mean) */
+    double fair_spread_mean; /* fair_spread_p99, s */
+    double fair_jain_mean;   /* fair_jain, in (0, 1]; NAN if no key qualified */
 } exp__rep_load;
 
 /* One (point, policy): a row of a report table. */

@@ -167,6 +167,8 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
         .timeline_s = cfg->timeline_s,
+        .max_model_len = (uint32_t)cfg->max_model_len,
+        .fair_min_requests = (uint32_t)cfg->fair_min_requests,
         .gateway = {.scrape_interval_s = cfg->scrape_interval_s,
                     .scrape_delay_s = cfg->scrape_delay_s,
                     .replicas = (uint32_t)cfg->replicas,

@@ -64,7 +64,26 @@ static const char schema_sql[] =
     "  imbalance_work REAL, imbalance_requests REAL,\n"
     "  first_arrival_s REAL, last_arrival_s REAL, sim_end_s REAL, throughput_rps REAL,\n"
     "  steps INTEGER NOT NULL, events INTEGER NOT NULL, preemptions INTEGER NOT NULL,\n"
-    "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL);\n"
+    "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,\n"
+    "  n_too_long INTEGER NOT NULL DEFAULT 0, fair_keys INTEGER NOT NULL DEFAULT 0,\n"
+    "  fair_worst_p99 REAL, fair_spread_p99 REAL, fair_jain REAL);\n"
+    "CREATE TABLE IF NOT EXISTS key_metrics(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  routing_key TEXT NOT NULL, requests INTEGER NOT NULL,\n"
+    "  hit_rate REAL, ttft_p99 REAL, ttft_mean REAL,\n"
+    "  PRIMARY KEY (run_id, routing_key));\n"
+    "CREATE TABLE IF NOT EXISTS requests(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  id INTEGER NOT NULL, arrival_s REAL NOT NULL, routing_key TEXT NOT NULL,\n"
+    "  measured INTEGER NOT NULL,\n"
+    "  status TEXT NOT NULL CHECK (status IN ('completed','unfinished','rejected',"
+    "'too_long')),\n"
+    "  dest INTEGER, replica INTEGER,\n"
+    "  prompt_tokens INTEGER NOT NULL, hit_tokens INTEGER NOT NULL,\n"
+    "  output_tokens INTEGER NOT NULL,\n"
+    "  queue_s REAL, ttft_s REAL, e2e_s REAL,\n"
+    "  preemptions INTEGER NOT NULL, retries INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (run_id, id));\n"
     "CREATE TABLE IF NOT EXISTS dest_metrics(\n"
     "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
     "  dest INTEGER NOT NULL,\n"
@@ -476,6 +495,82 @@ static int add_extras(exp_store *s, int64_t rid, const cluster_result *res)
     return SIM_OK;
 }
 
+/* The fairness keys of a run (cluster_result.keys) into key_metrics. */
+static int add_keys(exp_store *s, int64_t rid, const cluster_result *res)
+{
+    if (!res->n_keys)
+        return SIM_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO key_metrics VALUES (?,?,?,?,?,?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot prepare key metrics");
+    for (size_t i = 0; i < res->n_keys; i++) {
+        const cluster_key *k = &res->keys[i];
+        char key[17];
+        snprintf(key, sizeof key, "%016llx", (unsigned long long)k->key);
+        sqlite3_bind_int64(st, 1, rid);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)k->requests);
+        bind_real(st, 4, k->hit_rate);
+        bind_real(st, 5, k->ttft_p99);
+        bind_real(st, 6, k->ttft_mean);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            sqlite3_finalize(st);
+            return exp__store_dberr(s, "cannot add key metrics");
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
+/* One requests row per arrived request (docs/results-schema.md). */
+static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO requests VALUES "
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot prepare request records");
+    const double warmup = res->warmup_s;
+    for (uint64_t n = 0; n < res->n_arrived; n++) {
+        const cluster_rec *r = &res->rec[n];
+        char key[17];
+        snprintf(key, sizeof key, "%016llx", (unsigned long long)r->key);
+        const char *status = r->too_long ? "too_long"
+                             : r->rejected ? "rejected"
+                             : r->e2e_s >= 0 ? "completed" : "unfinished";
+        int i = 1;
+        sqlite3_bind_int64(st, i++, rid);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)n);
+        sqlite3_bind_double(st, i++, r->arrival_s);
+        sqlite3_bind_text(st, i++, key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(st, i++, r->arrival_s >= warmup && !r->too_long);
+        sqlite3_bind_text(st, i++, status, -1, SQLITE_STATIC);
+        if (r->too_long) {
+            sqlite3_bind_null(st, i++);
+            sqlite3_bind_null(st, i++);
+        } else {
+            sqlite3_bind_int64(st, i++, r->dest);
+            sqlite3_bind_int64(st, i++, r->replica);
+        }
+        sqlite3_bind_int64(st, i++, r->prompt_tokens);
+        sqlite3_bind_int64(st, i++, r->hit_tokens);
+        sqlite3_bind_int64(st, i++, r->output_tokens);
+        bind_real(st, i++, r->queue_s >= 0 ? r->queue_s : NAN);
+        bind_real(st, i++, r->ttft_s >= 0 ? r->ttft_s : NAN);
+        bind_real(st, i++, r->e2e_s >= 0 ? r->e2e_s : NAN);
+        sqlite3_bind_int64(st, i++, r->preemptions);
+        sqlite3_bind_int64(st, i++, 0); /* retries: no faults yet (issue 15 item 1) */
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            sqlite3_finalize(st);
+            return exp__store_dberr(s, "cannot add request records");
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
 int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
                       const cluster_result *res, int64_t *run_id)
 {
@@ -518,7 +613,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
 
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           "?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot prepare a metrics row");
         goto fail;
@@ -555,6 +650,11 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_bind_int64(st, i++, (sqlite3_int64)res->preemptions);
     sqlite3_bind_int64(st, i++, res->pool_blocks);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_too_long);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_keys);
+    bind_real(st, i++, res->fair_worst_p99);
+    bind_real(st, i++, res->fair_spread_p99);
+    bind_real(st, i++, res->fair_jain);
     if (sqlite3_step(st) != SQLITE_DONE) {
         rc = exp__store_dberr(s, "cannot add run metrics");
         goto fail;
@@ -596,7 +696,8 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     }
     sqlite3_finalize(st);
     st = NULL;
-    if ((rc = add_extras(s, rid, res)))
+    if ((rc = add_extras(s, rid, res)) || (rc = add_keys(s, rid, res)) ||
+        (row->requests && (rc = add_requests(s, rid, res))))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot commit a run");
@@ -717,8 +818,17 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " hit_rate, ttft_p50, ttft_p90, ttft_p99, ttft_mean, tpot_p50, tpot_p90,"
                        " tpot_p99, e2e_p50, e2e_p90, e2e_p99, imbalance_work, imbalance_requests,"
                        " first_arrival_s, last_arrival_s, sim_end_s, throughput_rps, steps,"
-                       " events, preemptions, kv_pool_blocks, kv_pool_tokens"
+                       " events, preemptions, kv_pool_blocks, kv_pool_tokens, n_too_long,"
+                       " fair_keys, fair_worst_p99, fair_spread_p99, fair_jain"
                        " FROM run_metrics WHERE run_id = ?2", rid, from, 0, 2)))
+        goto fail;
+    if ((rc = exec3(s, "INSERT INTO key_metrics SELECT ?1, routing_key, requests, hit_rate,"
+                       " ttft_p99, ttft_mean FROM key_metrics WHERE run_id = ?2", rid, from, 0,
+                    2)) ||
+        (rc = exec3(s, "INSERT INTO requests SELECT ?1, id, arrival_s, routing_key, measured,"
+                       " status, dest, replica, prompt_tokens, hit_tokens, output_tokens,"
+                       " queue_s, ttft_s, e2e_s, preemptions, retries FROM requests"
+                       " WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO dest_metrics SELECT ?1, dest, routed, routed_measured,"
                        " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
@@ -935,8 +1045,15 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " hit_tokens, hit_rate, ttft_p50, ttft_p90, ttft_p99, ttft_mean, tpot_p50,"
         " tpot_p90, tpot_p99, e2e_p50, e2e_p90, e2e_p99, imbalance_work,"
         " imbalance_requests, first_arrival_s, last_arrival_s, sim_end_s,"
-        " throughput_rps, steps, events, preemptions, kv_pool_blocks, kv_pool_tokens"
+        " throughput_rps, steps, events, preemptions, kv_pool_blocks, kv_pool_tokens,"
+        " n_too_long, fair_keys, fair_worst_p99, fair_spread_p99, fair_jain"
         " FROM src.run_metrics r JOIN idmap i ON i.old = r.run_id;"
+        "INSERT INTO main.key_metrics SELECT i.new, routing_key, requests, hit_rate,"
+        " ttft_p99, ttft_mean FROM src.key_metrics k JOIN idmap i ON i.old = k.run_id;"
+        "INSERT INTO main.requests SELECT i.new, id, arrival_s, routing_key, measured,"
+        " status, dest, replica, prompt_tokens, hit_tokens, output_tokens, queue_s,"
+        " ttft_s, e2e_s, preemptions, retries"
+        " FROM src.requests q JOIN idmap i ON i.old = q.run_id;"
         "INSERT INTO main.dest_metrics SELECT i.new, dest, routed, routed_measured,"
         " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
         " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"

@@ -26,7 +26,7 @@
 #include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 5
+#define EXP_STORE_SCHEMA_VERSION 6
 
 /* Default busy timeout of a connection, s: how long a write waits for
  * another process's lock on the database before failing with SIM_EIO
@@ -64,6 +64,8 @@ typedef struct exp_run_row {
     const char *config_hash;  /* hex XXH3-64 of config_text */
     const char *started_at;   /* ISO-8601 UTC */
     double wall_s;            /* wall-clock seconds of the simulation */
+    bool requests;            /* also store one requests row per arrived
+                                 request (experiment.requests, --requests) */
 } exp_run_row;
 
 /* Open (creating if needed, with its parent folder) the database at `path`
@@ -134,6 +136,23 @@ void exp_utc_now(char *buf, size_t n);
  * writes anything. */
 int exp_store_open_read(const char *path, exp_store **out);
 
+/* Formats of exp_store_export. */
+enum { EXP_EXPORT_CSV = 0, EXP_EXPORT_JSONL = 1 };
+
+/*
+ * Write table `table` of the database to `out` (store_export.c): CSV
+ * (RFC 4180: a header row of the column names, CRLF line ends, fields
+ * with , " CR LF quoted, NULL empty) or JSON Lines (one object per row,
+ * NULL as null); integers in full, reals with 17 significant digits
+ * (exact round trip).  With run_id > 0 only that run's rows (run_id
+ * column; id for the runs table).  Rows in insertion order.  *rows
+ * receives the number of rows written.  Returns SIM_OK; SIM_EINVAL for a
+ * table that does not exist (the message lists those that do) or --run
+ * with a table without run_id; SIM_EIO when `out` fails; SIM_EDB.
+ */
+int exp_store_export(exp_store *s, const char *table, int64_t run_id, int format, FILE *out,
+                     uint64_t *rows);
+
 /* The database path the store was opened with.  Owned by `s`. */
 const char *exp_store_path(const exp_store *s);
 
@@ -162,7 +181,7 @@ void exp_store_experiment_fini(exp_store_experiment *e);
 int exp_store_latest_experiment(exp_store *s, int64_t *id);
 
 /* Most run_metrics columns exp_store_read_runs returns per run. */
-#define EXP_STORE_RUN_COLS 8
+#define EXP_STORE_RUN_COLS 12
 
 /* One stored run of an experiment with selected run_metrics values. */
 typedef struct exp_store_run {

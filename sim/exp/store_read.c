@@ -158,8 +158,9 @@ static const char *const real_columns[] = {
     "hit_rate", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_mean", "tpot_p50", "tpot_p90",
     "tpot_p99", "e2e_p50", "e2e_p90", "e2e_p99", "imbalance_work", "imbalance_requests",
     "first_arrival_s", "last_arrival_s", "sim_end_s", "throughput_rps",
+    "fair_worst_p99", "fair_spread_p99", "fair_jain",
     /* request counts, read as doubles (exact below 2^53) */
-    "n_arrived", "n_completed", "n_unfinished", "n_rejected", NULL,
+    "n_arrived", "n_completed", "n_unfinished", "n_rejected", "n_too_long", "fair_keys", NULL,
 };
 
 static int check_column(const char *c)

@@ -1,0 +1,201 @@
+/*
+ * `crsim export`: any table of a result database as CSV or JSON Lines
+ * (sim/exp/store.h, exp_store_export).  The store is the only module that
+ * speaks SQL; this file holds the export's statements.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/core/error.h"
+#include "sim/exp/store_int.h"
+
+/* Whether `table` is a table of the database (sqlite_master), and whether
+ * it has a column run_id (*has_run) or is the runs table itself. */
+static int find_table(exp_store *s, const char *table, bool *found, bool *has_run)
+{
+    sqlite3_stmt *st = NULL;
+    *found = *has_run = false;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                           "AND name = ?1 AND name NOT LIKE 'sqlite_%'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot list the tables");
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return exp__store_dberr(s, "cannot list the tables");
+    }
+    *found = sqlite3_column_int64(st, 0) > 0;
+    sqlite3_finalize(st);
+    if (!*found)
+        return SIM_OK;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = "
+                           "'run_id'", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the table's columns");
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return exp__store_dberr(s, "cannot read the table's columns");
+    }
+    *has_run = sqlite3_column_int64(st, 0) > 0;
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
+/* The table names, comma-separated, into a new string (for messages). */
+static char *table_list(exp_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    size_t cap = 256, n = 0;
+    char *b = sim_xmalloc(cap);
+    b[0] = '\0';
+    if (sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                           "name NOT LIKE 'sqlite_%' ORDER BY name", -1, &st, NULL) != SQLITE_OK)
+        return b;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        size_t need = n + strlen(t) + 3;
+        if (need > cap) {
+            cap = 2 * need;
+            b = sim_xrealloc(b, cap);
+        }
+        n += (size_t)sprintf(b + n, "%s%s", n ? ", " : "", t);
+    }
+    sqlite3_finalize(st);
+    return b;
+}
+
+/* A text field of CSV (RFC 4180): quoted when it holds , " CR or LF, with
+ * inner quotes doubled. */
+static void csv_text(FILE *f, const char *t)
+{
+    if (!strpbrk(t, ",\"\r\n")) {
+        fputs(t, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *t; t++) {
+        if (*t == '"')
+            fputc('"', f);
+        fputc(*t, f);
+    }
+    fputc('"', f);
+}
+
+/* A JSON string (RFC 8259): quotes, backslashes and control characters
+ * escaped; other bytes (UTF-8 as stored) as they are. */
+static void json_text(FILE *f, const char *t)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* One value: integers in full, reals with 17 significant digits (they
+ * read back to the same double), NULL as an empty CSV field or null. */
+static void put_value(FILE *f, sqlite3_stmt *st, int i, int format)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_NULL:
+        if (format == EXP_EXPORT_JSONL)
+            fputs("null", f);
+        break;
+    case SQLITE_INTEGER:
+        fprintf(f, "%lld", (long long)sqlite3_column_int64(st, i));
+        break;
+    case SQLITE_FLOAT: {
+        const double x = sqlite3_column_double(st, i);
+        if (isfinite(x))
+            fprintf(f, "%.17g", x);
+        else if (format == EXP_EXPORT_JSONL) /* JSON has no infinities */
+            fputs("null", f);
+        else
+            fputs(x > 0 ? "inf" : "-inf", f);
+        break;
+    }
+    default: {
+        const char *t = (const char *)sqlite3_column_text(st, i);
+        if (format == EXP_EXPORT_JSONL)
+            json_text(f, t ? t : "");
+        else
+            csv_text(f, t ? t : "");
+    }
+    }
+}
+
+int exp_store_export(exp_store *s, const char *table, int64_t run_id, int format, FILE *out,
+                     uint64_t *rows)
+{
+    *rows = 0;
+    bool found, has_run;
+    int rc = find_table(s, table, &found, &has_run);
+    if (rc)
+        return rc;
+    if (!found) {
+        char *list = table_list(s);
+        rc = SIM_ERROR(SIM_EINVAL, "export: %s has no table '%s'; expected one of %s",
+                       exp_store_path(s), table, list);
+        free(list);
+        return rc;
+    }
+    const bool is_runs = strcmp(table, "runs") == 0;
+    if (run_id > 0 && !has_run && !is_runs)
+        return SIM_ERROR(SIM_EINVAL, "export: --run %lld with table '%s', which has no run_id "
+                         "column; expected a per-run table (requests, run_metrics, "
+                         "dest_metrics, key_metrics, timeline, ...) or no --run",
+                         (long long)run_id, table);
+    /* The name is a checked table name; quoted as an identifier anyway. */
+    char *sql = sqlite3_mprintf("SELECT * FROM \"%w\"%s ORDER BY rowid", table,
+                                run_id > 0 ? (is_runs ? " WHERE id = ?1" : " WHERE run_id = ?1")
+                                           : "");
+    if (!sql)
+        return SIM_ERROR(SIM_ENOMEM, "export: out of memory");
+    sqlite3_stmt *st = NULL;
+    int prc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (prc != SQLITE_OK) /* a WITHOUT ROWID table: no rowid order */
+        return exp__store_dberr(s, "cannot read the table");
+    if (run_id > 0)
+        sqlite3_bind_int64(st, 1, run_id);
+    const int nc = sqlite3_column_count(st);
+    if (format == EXP_EXPORT_CSV) {
+        for (int i = 0; i < nc; i++) {
+            if (i)
+                fputc(',', out);
+            csv_text(out, sqlite3_column_name(st, i));
+        }
+        fputs("\r\n", out);
+    }
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (format == EXP_EXPORT_JSONL)
+            fputc('{', out);
+        for (int i = 0; i < nc; i++) {
+            if (i)
+                fputc(',', out);
+            if (format == EXP_EXPORT_JSONL) {
+                json_text(out, sqlite3_column_name(st, i));
+                fputc(':', out);
+            }
+            put_value(out, st, i, format);
+        }
+        fputs(format == EXP_EXPORT_JSONL ? "}\n" : "\r\n", out);
+        (*rows)++;
+    }
+    rc = step == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot read the table");
+    sqlite3_finalize(st);
+    if (rc == SIM_OK && ferror(out))
+        rc = SIM_ERROR(SIM_EIO, "export: cannot write the output");
+    return rc;
+}
