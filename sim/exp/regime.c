@@ -341,11 +341,12 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
                     ev->q_cap = mx;
                 } else {
                     rc = SIM_ERROR(SIM_EINVAL, "%s: one destination misses the %g s SLO even at "
-                                   "the lowest calibration load (grid extended down to the "
-                                   "floor %.4g requests/s: left-censored), so q_cap cannot be "
+                                   "the lowest calibration load (grid extended down to %.4g "
+                                   "requests/s, floor %.4g: left-censored), so q_cap cannot be "
                                    "measured; expected a workload a destination can serve (or "
                                    "a looser --slo, or a lower --grid)", o->config, ev->slo_s,
-                                   isnan(ev->ext_low) ? cr.ext_floor_rps : ev->ext_low);
+                                   isnan(ev->ext_low) ? cr.probes[0].load_rps : ev->ext_low,
+                                   cr.ext_floor_rps);
                 }
             }
         }
