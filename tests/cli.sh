@@ -68,6 +68,8 @@ else
     fail "workload describe failed: $(cat "$TMP/err")"
 fi
 FILEKEYS="--set workload.keys.distribution=file --set workload.keys.file"
+expect_error 2 "workload.loop_s is 3 with workload.type synthetic; expected 0" -- "$CRSIM" workload describe "$PRESET" --set workload.loop_s=3
+expect_error 2 "key 'workload.loop_s' is -3; expected a number in \\[0, 1000000000\\] (s)" -- "$CRSIM" run "$SMALL" --set workload.loop_s=-3 --dry-run
 # Issue 16: the bound describe prints holds for what a run measures.  On
 # the flagship workload (active set of 128 keys) with a 1,000-request
 # warm-up, sticky's measured hit rate (0.860) exceeds the whole-stream
