@@ -68,6 +68,33 @@ else
     fail "workload describe failed: $(cat "$TMP/err")"
 fi
 FILEKEYS="--set workload.keys.distribution=file --set workload.keys.file"
+expect_error 2 "workload.loop_s is 3 with workload.type synthetic; expected 0" -- "$CRSIM" workload describe "$PRESET" --set workload.loop_s=3
+expect_error 2 "key 'workload.loop_s' is -3; expected a number in \\[0, 1000000000\\] (s)" -- "$CRSIM" run "$SMALL" --set workload.loop_s=-3 --dry-run
+# Issue 16: the bound describe prints holds for what a run measures.  On
+# the flagship workload (active set of 128 keys) with a 1,000-request
+# warm-up, sticky's measured hit rate (0.860) exceeds the whole-stream
+# infinite-cache hit rate (0.819: the cold start is not measured) and must
+# not exceed the measured window's (0.861); the population (128,824 keys)
+# is described as well as the active set.
+FLAGSHIP="$T/../experiments/flagship.yaml"
+W="--set experiment.warmup_requests=1000 --set experiment.policies=[sticky] --set experiment.rates=[20] --set experiment.seeds=[1] --set workload.duration_s=100 --set experiment.db=$TMP/window.db"
+if "$CRSIM" run "$FLAGSHIP" $W --quiet >"$TMP/out" 2>"$TMP/err" &&
+    "$CRSIM" workload describe "$FLAGSHIP" $W --rate 20 --seed 1 >"$TMP/desc" 2>>"$TMP/err"; then
+    hit=$(sqlite3 "$TMP/window.db" "select hit_rate from run_metrics")
+    whole=$(sed -n 's/.*infinite-cache hit rate \([0-9.]*\) (.*/\1/p' "$TMP/desc")
+    win=$(sed -n 's/^measured window.*: 996 of the 1996 requests, infinite-cache hit rate \([0-9.]*\)$/\1/p' "$TMP/desc")
+    if [ -n "$whole" ] && [ -n "$win" ] &&
+        awk -v h="$hit" -v a="$whole" -v b="$win" 'BEGIN { exit !(h > a && h <= b + 0.0005) }' &&
+        grep -q "^key-rate population (all keys): 128824 keys, Gini 0.7560" "$TMP/desc" &&
+        grep -q "^active set: workload.keys.active_set 128 keys hold 7.4% of the population's rate" "$TMP/desc" &&
+        grep -q "^active set (renormalised): 128 keys" "$TMP/desc"; then
+        echo "ok: describe's measured-window bound ($win) holds for a run's hit rate ($hit > whole stream $whole)"
+    else
+        fail "describe window bound: hit $hit, whole $whole, window $win: $(cat "$TMP/desc")"
+    fi
+else
+    fail "describe window run: $(cat "$TMP/err")"
+fi
 expect_error 2 "empty_rates.csv: no key-rate rows" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/empty_rates.csv"
 expect_error 2 "zero_rate.csv:2: rate 0" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/zero_rate.csv"
 expect_error 2 "negative_rate.csv:2: rate -1" -- "$CRSIM" workload describe "$PRESET" $FILEKEYS="$T/bad-inputs/negative_rate.csv"

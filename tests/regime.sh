@@ -68,5 +68,44 @@ fi
 expect2 "--baseline 'nope': unknown router" "$CRSIM" regime "$BASE" --baseline nope --fast
 expect2 "--baseline 'cacheroute'" "$CRSIM" regime "$BASE" --baseline cacheroute --fast
 
+# Issue 16: a long-prompt workload (30,000 unique input tokens, about
+# 2 s of prefill on one destination) whose knee (about 0.03 requests/s)
+# lies below the default calibration grid (lowest 0.25).  Before, calibrate
+# printed "the SLO fails at the lowest load; widen --grid" and regime
+# failed; now the grid is halved down to the floor max(lowest/64, 0.01),
+# each extension printed, and the knee is exact.
+LONG="--set workload.keys.active_set=4 --set workload.duration_s=600 --set experiment.warmup_s=30 --set cluster.destinations=4 --seeds 1"
+LONGIN="--set workload.input.dist=const --set workload.input.mean=30000 --set workload.input.min=1 --set workload.input.max=30000"
+if "$CRSIM" calibrate "$BASE" $LONG $LONGIN --jobs 2 >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^ *1 *0.125 .* FAIL  extend$" "$TMP/out" && grep -q " pass  extend$" "$TMP/out" &&
+        grep -q "^ *1 .* exact$" "$TMP/out" && grep -q "^router.cacheroute.q_cap: 0.0" "$TMP/out" &&
+        grep -q "calibrate: seed 1: the SLO fails at 0.25 req/s; extending the grid down to 0.125 req/s (floor 0.01)" "$TMP/err" &&
+        ! grep -q "widen --grid" "$TMP/out" &&
+        echo "ok: calibrate extends the grid down to a knee below it" ||
+        fail "calibrate extension output: $(cat "$TMP/out" "$TMP/err")"
+else
+    fail "calibrate extension failed: $(cat "$TMP/err")"
+fi
+if "$CRSIM" regime "$BASE" --input-tokens 30000 $LONG --grid 0.5,1,2 --fast --jobs 2 >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^calibration: q_cap 0.0[0-9]* requests/s" "$TMP/out" &&
+        grep -q "^calibration: the SLO failed at the lowest grid load; the grid was extended down to 0.01562 requests/s (5 probes)" "$TMP/out" &&
+        grep -q "^regime: calibration seed 1: the SLO fails at 0.5 requests/s; grid extended down to 0.25 requests/s" "$TMP/err" &&
+        [ "$(grep -c "^regime: calibration seed 1: .*grid extended down" "$TMP/err")" -eq 5 ] &&
+        echo "ok: regime --grid and the downward extension" ||
+        fail "regime --grid output: $(cat "$TMP/out" "$TMP/err")"
+else
+    fail "regime --grid failed: $(cat "$TMP/err")"
+fi
+# An SLO no load meets: extended to the floor, then left-censored (exit 2).
+"$CRSIM" regime "$BASE" --input-tokens 30000 $LONG --slo 0.5 --fast --jobs 2 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "grid extended down to 0.01562 requests/s, floor 0.01: left-censored" "$TMP/err" &&
+    [ "$(grep -c "grid extended down to .*FAIL$" "$TMP/err")" -eq 4 ]; then
+    echo "ok: left-censored only after the extension"
+else
+    fail "regime left-censoring: exit $rc, $(cat "$TMP/err")"
+fi
+expect2 "regime: --grid '2,1'; expected ascending comma-separated loads" "$CRSIM" regime "$BASE" --grid 2,1 --fast
+
 if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "regime: ok"

@@ -116,6 +116,72 @@ static void test_knee(void)
     CHECK_STR_CONTAINS(sim_errmsg(), "probe failed");
 }
 
+/* Issue 16: when the SLO fails at the lowest grid load the search halves
+ * it down to a floor and finds a knee below the grid (before: left-
+ * censored at once, "widen --grid"). */
+static void test_knee_down(void)
+{
+    const double grid[] = {0.25, 0.5, 1, 2, 4};
+    exp_knee k;
+    CHECK_NEAR(exp_calib_ext_floor(0.25), 0.01, 0);     /* 0.25/64 < 0.01 */
+    CHECK_NEAR(exp_calib_ext_floor(8), 0.125, 0);       /* 8/64 */
+    /* metric = 35 x load, SLO 3.5: the knee is 0.1 requests/s.  The old
+     * search is left-censored after one probe... */
+    lin l = {.slope = 35};
+    CHECK_INT_EQ(exp_knee_search(grid, 5, 3.5, 0.02, lin_probe, &l, &k), SIM_OK);
+    CHECK_INT_EQ(k.censoring, 1);
+    CHECK_INT_EQ(k.n_ext, 0);
+    /* ...the extended one probes 0.125 (fails) and 0.0625 (passes), then
+     * bisects [0.0625, 0.125] to 2 %: an exact knee at 0.1. */
+    l.calls = 0;
+    CHECK_INT_EQ(exp_knee_search_down(grid, 5, 3.5, 0.02, exp_calib_ext_floor(0.25), lin_probe,
+                                      &l, &k), SIM_OK);
+    CHECK_INT_EQ(k.censoring, 0);
+    CHECK_INT_EQ(k.n_ext, 2);
+    CHECK(k.knee_rps <= 0.1 && k.fail_rps > 0.1);
+    CHECK(k.knee_rps >= 0.0625 && k.fail_rps <= 0.125);
+    CHECK(k.fail_rps - k.knee_rps <= 0.02 * k.knee_rps);
+    CHECK_INT_EQ(k.n_evals, l.calls);
+    /* 0.0625 -> bracket width 0.0625 halves until <= 0.02 x knee (about
+     * 0.002): 5 bisections. */
+    CHECK_INT_EQ(k.n_evals, 1 + 2 + 5);
+    /* A knee below the floor (0.0035 requests/s): 0.125, 0.0625, 0.03125,
+     * 0.015625 all fail, 0.0078 is under the 0.01 floor: left-censored
+     * with the lowest probed load as the failing one. */
+    l = (lin){.slope = 1000};
+    CHECK_INT_EQ(exp_knee_search_down(grid, 5, 3.5, 0.02, exp_calib_ext_floor(0.25), lin_probe,
+                                      &l, &k), SIM_OK);
+    CHECK_INT_EQ(k.censoring, 1);
+    CHECK_INT_EQ(k.n_ext, 4);
+    CHECK_INT_EQ(k.n_evals, 5);
+    CHECK(isnan(k.knee_rps));
+    CHECK_NEAR(k.fail_rps, 0.015625, 0);
+    /* A floor at or above the lowest load: no extension. */
+    l = (lin){.slope = 35};
+    CHECK_INT_EQ(exp_knee_search_down(grid, 5, 3.5, 0.02, 0.25, lin_probe, &l, &k), SIM_OK);
+    CHECK_INT_EQ(k.censoring, 1);
+    CHECK_INT_EQ(l.calls, 1);
+    /* A knee inside the grid: no extension, as before. */
+    l = (lin){.slope = 1};
+    CHECK_INT_EQ(exp_knee_search_down(grid, 5, 3.5, 0.02, 0.01, lin_probe, &l, &k), SIM_OK);
+    CHECK_INT_EQ(k.censoring, 0);
+    CHECK_INT_EQ(k.n_ext, 0);
+    CHECK(k.knee_rps <= 3.5 && k.fail_rps > 3.5);
+    /* The --grid parser shared by calibrate and regime. */
+    double *g = NULL;
+    size_t n = 0;
+    CHECK_INT_EQ(exp_calib_parse_grid("regime: --grid", "0.5, 1,2.5", &g, &n), SIM_OK);
+    CHECK_INT_EQ(n, 3);
+    CHECK_NEAR(g[0], 0.5, 0);
+    CHECK_NEAR(g[2], 2.5, 0);
+    free(g);
+    CHECK_INT_EQ(exp_calib_parse_grid("regime: --grid", "1,1", &g, &n), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "regime: --grid '1,1'; expected ascending");
+    CHECK_INT_EQ(exp_calib_parse_grid("regime: --grid", "", &g, &n), SIM_EINVAL);
+    CHECK_INT_EQ(exp_calib_parse_grid("regime: --grid", "1,x", &g, &n), SIM_EINVAL);
+    CHECK_INT_EQ(exp_calib_parse_grid("regime: --grid", "-1,2", &g, &n), SIM_EINVAL);
+}
+
 /* ---- W ---- */
 
 static void test_slots(void)
@@ -296,6 +362,7 @@ static void test_end_to_end(void)
 int main(void)
 {
     test_knee();
+    test_knee_down();
     test_slots();
     test_footprint();
     test_end_to_end();

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "sim/core/error.h"
 #include "workloads/mooncake.h"
+#include "workloads/replay.h"
 #include "check.h"
 #include "sim/core/wall.h"
 
@@ -259,6 +261,91 @@ static void test_small_valid(void)
     CHECK_NEAR(wl_trace_mean_rate(t), 0.0, 0.0);
     wl_trace_destroy(t);
     wl_trace_destroy(NULL);
+}
+
+/* Issue 16: trace looping (workload.loop_s). */
+static void replay_times(const wl_trace *t, double rate, double loop_s, uint64_t max,
+                         double *arr, uint64_t *n_out, wl_request *keep, size_t n_keep)
+{
+    wl_replay_params p = {.block_size = 16, .key_ids = 1, .rate = rate, .seed = 1,
+                          .max_requests = max, .loop_s = loop_s};
+    wl_replay *rp = NULL;
+    CHECK_INT_EQ(wl_replay_create(t, &p, &rp), SIM_OK);
+    uint64_t n = 0;
+    wl_request r;
+    while (wl_replay_next(rp, &r) > 0) {
+        CHECK_U64_EQ(r.id, n); /* dense, increasing over the passes */
+        arr[n] = r.arrival_s;
+        if (n < n_keep)
+            keep[n] = r;
+        else
+            wl_request_fini(&r);
+        n++;
+    }
+    CHECK_U64_EQ(wl_replay_count(rp), n);
+    *n_out = n;
+    wl_replay_destroy(rp);
+}
+
+static void test_loop(void)
+{
+    char path[512];
+    write_tmp("{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [0, 1]}\n"
+              "{\"timestamp\": 1000, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [2, 3]}\n"
+              "{\"timestamp\": 3000, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [0, 4]}\n",
+              path, sizeof path);
+    wl_trace *t = NULL;
+    CHECK_INT_EQ(wl_mooncake_load(path, 512, &t), SIM_OK);
+    unlink(path);
+    double a[16];
+    uint64_t n;
+    wl_request k[4];
+    /* As recorded: span 3 s, n = 3, period P = 3 x 3/2 = 4.5 s.  To 10 s:
+     * 0 1 3 | 4.5 5.5 7.5 | 9 (10 is not before 10). */
+    replay_times(t, 0, 10, 0, a, &n, k, 4);
+    CHECK_U64_EQ(n, 7);
+    const double want[7] = {0, 1, 3, 4.5, 5.5, 7.5, 9};
+    for (int i = 0; i < 7; i++)
+        CHECK_NEAR(a[i], want[i], 1e-12);
+    /* A repeat has the key and block hashes of its first pass. */
+    CHECK_U64_EQ(k[3].key, k[0].key);
+    CHECK_INT_EQ(k[3].n_blocks, k[0].n_blocks);
+    for (uint32_t j = 0; j < k[0].n_blocks; j++)
+        CHECK_U64_EQ(k[3].blocks[j], k[0].blocks[j]);
+    CHECK(k[1].key != k[0].key);
+    for (int i = 0; i < 4; i++)
+        wl_request_fini(&k[i]);
+    /* At most max_requests in all; a loop shorter than a pass truncates;
+     * loop_s 0 replays once (as before). */
+    replay_times(t, 0, 10, 5, a, &n, NULL, 0);
+    CHECK_U64_EQ(n, 5);
+    replay_times(t, 0, 2, 0, a, &n, NULL, 0);
+    CHECK_U64_EQ(n, 2);
+    replay_times(t, 0, 0, 0, a, &n, NULL, 0);
+    CHECK_U64_EQ(n, 3);
+    CHECK_NEAR(a[2], 3, 0);
+    /* Scaled to 2 requests/s (recorded mean rate 3/3 = 1: times halved):
+     * P = 2.25 s; to 5 s: 0 .5 1.5 | 2.25 2.75 3.75 | 4.5. */
+    replay_times(t, 2, 5, 0, a, &n, NULL, 0);
+    CHECK_U64_EQ(n, 7);
+    CHECK_NEAR(a[3], 2.25, 1e-12);
+    CHECK_NEAR(a[6], 4.5, 1e-12);
+    /* Bad values. */
+    wl_replay *rp = NULL;
+    wl_replay_params p = {.block_size = 16, .key_ids = 1, .loop_s = -1};
+    CHECK_INT_EQ(wl_replay_create(t, &p, &rp), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "workload.loop_s -1");
+    p.loop_s = INFINITY;
+    CHECK_INT_EQ(wl_replay_create(t, &p, &rp), SIM_EINVAL);
+    wl_trace_destroy(t);
+    write_tmp("{\"timestamp\": 7, \"input_length\": 1, \"output_length\": 1, "
+              "\"hash_ids\": [3]}\n", path, sizeof path);
+    CHECK_INT_EQ(wl_mooncake_load(path, 512, &t), SIM_OK);
+    unlink(path);
+    p.loop_s = 10;
+    CHECK_INT_EQ(wl_replay_create(t, &p, &rp), SIM_EINVAL);
+    CHECK_STR_CONTAINS(sim_errmsg(), "share one timestamp");
+    wl_trace_destroy(t);
 }
 
 #define GOOD0 "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [0, 1]}\n"
@@ -502,6 +589,7 @@ int main(int argc, char **argv)
         return 99;
     }
     test_small_valid();
+    test_loop();
     test_broken();
     test_lines();
     if (argc > 2)

@@ -7,6 +7,7 @@
  * reproducible from the seed, the target rate, the presets'
  * self-description and bad config values.  Usage: test_synth SPEC_DIR.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,8 @@ static void test_structure(void)
     for (int i = 0; i < 6; i++)
         CHECK_U64_EQ(r[2].blocks[i], r[0].blocks[i]); /* global + prefix = 96 tokens */
     CHECK(r[2].blocks[6] != r[0].blocks[6]);          /* new conversation */
+    const double a1 = r[1].arrival_s;
+    CHECK(a1 > r[0].arrival_s);
     for (int i = 0; i < 3; i++)
         wl_request_fini(&r[i]);
     wl_synth_destroy(s);
@@ -231,6 +234,30 @@ static void test_structure(void)
     CHECK_U64_EQ(st.requests, 3);
     CHECK_U64_EQ(st.hit_tokens, 160 + 96);
     CHECK_NEAR(st.inf_hit_rate, 256.0 / 500.0, 1e-15);
+    CHECK_U64_EQ(st.win_requests, 3); /* whole stream by default */
+    CHECK_NEAR(st.win_inf_hit_rate, st.inf_hit_rate, 0);
+    wl_synth_destroy(s);
+    /* The measured window after a warm-up ending at request 1's arrival:
+     * requests 1 and 2, hits 160 + 96 of 212 + 144 prompt tokens, counted
+     * against the cache warmed by request 0 — above the whole-stream rate,
+     * as a run's measured hit rate is (issue 16: the bound must be the
+     * window's). */
+    s = make(&c, 1, 1, 16);
+    CHECK_INT_EQ(wl_stream_describe_from(wl_synth_source(s), 0, 16, a1, &st), SIM_OK);
+    CHECK_U64_EQ(st.requests, 3);
+    CHECK_U64_EQ(st.win_requests, 2);
+    CHECK_U64_EQ(st.win_prompt_tokens, 212 + 144);
+    CHECK_U64_EQ(st.win_hit_tokens, 160 + 96);
+    CHECK_NEAR(st.win_inf_hit_rate, 256.0 / 356.0, 1e-15);
+    CHECK(st.win_inf_hit_rate > st.inf_hit_rate);
+    wl_synth_destroy(s);
+    s = make(&c, 1, 1, 16);
+    CHECK_INT_EQ(wl_stream_describe_from(wl_synth_source(s), 0, 16, INFINITY, &st), SIM_OK);
+    CHECK_U64_EQ(st.win_requests, 0);
+    CHECK_NEAR(st.win_inf_hit_rate, 0, 0);
+    wl_synth_destroy(s);
+    s = make(&c, 1, 1, 16);
+    CHECK_INT_EQ(wl_stream_describe_from(wl_synth_source(s), 0, 16, NAN, &st), SIM_EINVAL);
     wl_synth_destroy(s);
     wl_config_fini(&c);
 }

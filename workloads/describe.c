@@ -22,9 +22,17 @@ static void set_add(sim_u64map *s, uint64_t v)
 
 int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stream_stats *out)
 {
-    *out = (wl_stream_stats){0};
+    return wl_stream_describe_from(src, max, block_size, -INFINITY, out);
+}
+
+int wl_stream_describe_from(wl_source src, uint64_t max, uint32_t block_size, double from_s,
+                            wl_stream_stats *out)
+{
+    *out = (wl_stream_stats){.from_s = from_s};
     if (block_size == 0)
         return SIM_ERROR(SIM_EINVAL, "block size 0; expected at least 1 token");
+    if (isnan(from_s))
+        return SIM_ERROR(SIM_EINVAL, "measured window start NaN; expected a time in s");
     sim_u64map blocks = {0}, keys = {0};
     gsl_rstat_workspace *gaps = gsl_rstat_alloc();
     int rc = SIM_OK;
@@ -64,6 +72,11 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
         out->requests++;
         out->prompt_tokens += r.prompt_tokens;
         out->hit_tokens += (uint64_t)hit * block_size;
+        if (r.arrival_s >= from_s) {
+            out->win_requests++;
+            out->win_prompt_tokens += r.prompt_tokens;
+            out->win_hit_tokens += (uint64_t)hit * block_size;
+        }
         so += r.output_tokens;
         wl_request_fini(&r);
         if (rc)
@@ -95,5 +108,8 @@ int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stre
     gsl_rstat_free(gaps);
     out->inf_hit_rate = out->prompt_tokens ? (double)out->hit_tokens / (double)out->prompt_tokens
                                            : 0;
+    out->win_inf_hit_rate = out->win_prompt_tokens ? (double)out->win_hit_tokens /
+                                                         (double)out->win_prompt_tokens
+                                                   : 0;
     return SIM_OK;
 }

@@ -24,6 +24,17 @@ typedef struct wl_stream_stats {
     uint64_t prompt_tokens;   /* Σ prompt tokens */
     uint64_t hit_tokens;      /* Σ tokens of the longest cached block prefix */
     double inf_hit_rate;      /* hit_tokens / prompt_tokens */
+    /* The measured window: the requests arriving at or after from_s (the
+     * run's warm-up end, exp_setup_window), their hits counted against a
+     * cache that has seen every earlier request, warm-up included — what a
+     * run measures after warm-up, so this is the bound its measured hit
+     * rate must respect (the whole-stream rate above counts the cold
+     * start and is lower on a stream whose keys recur). */
+    double from_s;            /* window start, s (-INFINITY: the whole stream) */
+    uint64_t win_requests;    /* requests arriving at or after from_s */
+    uint64_t win_prompt_tokens; /* their Σ prompt tokens */
+    uint64_t win_hit_tokens;  /* their Σ hit tokens */
+    double win_inf_hit_rate;  /* win_hit_tokens / win_prompt_tokens (0 if none) */
 } wl_stream_stats;
 
 /*
@@ -38,5 +49,15 @@ typedef struct wl_stream_stats {
  * SIM_ENOMEM.
  */
 int wl_stream_describe(wl_source src, uint64_t max, uint32_t block_size, wl_stream_stats *out);
+
+/*
+ * As wl_stream_describe, and also the statistics of the measured window
+ * (the win_* fields): the requests arriving at or after `from_s` seconds
+ * (-INFINITY or any time <= the first arrival: every request; +INFINITY:
+ * none).  wl_stream_describe is this with from_s = -INFINITY.  Same
+ * errors; from_s NaN is SIM_EINVAL.
+ */
+int wl_stream_describe_from(wl_source src, uint64_t max, uint32_t block_size, double from_s,
+                            wl_stream_stats *out);
 
 #endif

@@ -21,6 +21,8 @@ struct wl_replay {
     wl_replay_params p;
     arrival *order;
     uint64_t n, next;
+    uint64_t n_pass;  /* arrivals per pass (the loop's period in requests) */
+    double period;    /* loop period P, s (0: no loop) */
     double scale;
 };
 
@@ -43,6 +45,9 @@ int wl_replay_create(const wl_trace *t, const wl_replay_params *p, wl_replay **o
     if (!(p->rate >= 0) || !isfinite(p->rate))
         return SIM_ERROR(SIM_EINVAL, "request rate %g; expected a finite rate >= 0 (requests/s)",
                          p->rate);
+    if (!(p->loop_s >= 0) || !isfinite(p->loop_s))
+        return SIM_ERROR(SIM_EINVAL, "workload.loop_s %g; expected a finite duration >= 0 s "
+                         "(0 = replay once)", p->loop_s);
     wl_replay *rp = calloc(1, sizeof *rp);
     if (!rp)
         return SIM_ERROR(SIM_ENOMEM, "out of memory preparing the trace replay");
@@ -79,6 +84,23 @@ int wl_replay_create(const wl_trace *t, const wl_replay_params *p, wl_replay **o
     rp->t = t;
     rp->p = *p;
     rp->n = (p->max_requests && p->max_requests < t->n) ? p->max_requests : t->n;
+    rp->n_pass = t->n;
+    if (p->loop_s > 0) {
+        const double span = rp->order[t->n - 1].t; /* order[0].t is 0 */
+        if (t->n < 2 || !(span > 0)) {
+            wl_replay_destroy(rp);
+            return SIM_ERROR(SIM_EINVAL, "%s: workload.loop_s %g with a trace whose requests "
+                             "share one timestamp: a pass has no length to repeat; expected "
+                             "a trace spanning some time", t->path, p->loop_s);
+        }
+        rp->period = span * (double)t->n / (double)(t->n - 1);
+        /* Every arrival order[i].t + k·P < loop_s, computed as next() does. */
+        const uint64_t k = (uint64_t)floor(p->loop_s / rp->period);
+        uint64_t tot = k * t->n;
+        for (size_t i = 0; i < t->n && rp->order[i].t + (double)k * rp->period < p->loop_s; i++)
+            tot++;
+        rp->n = p->max_requests && p->max_requests < tot ? p->max_requests : tot;
+    }
     *out = rp;
     return SIM_OK;
 }
@@ -95,7 +117,8 @@ int wl_replay_next(wl_replay *rp, wl_request *out)
 {
     if (rp->next >= rp->n)
         return 0;
-    const arrival *a = &rp->order[rp->next];
+    const uint64_t pass = rp->period > 0 ? rp->next / rp->n_pass : 0;
+    const arrival *a = &rp->order[rp->period > 0 ? rp->next % rp->n_pass : rp->next];
     const wl_trace_req *tr = &rp->t->reqs[a->idx];
     const uint64_t *ids = rp->t->ids + tr->ids_off;
     const uint32_t bs = rp->p.block_size;
@@ -117,7 +140,7 @@ int wl_replay_next(wl_replay *rp, wl_request *out)
     }
     *out = (wl_request){
         .id = rp->next,
-        .arrival_s = a->t,
+        .arrival_s = pass ? a->t + (double)pass * rp->period : a->t,
         .key = wl_trace_routing_key(rp->t, a->idx, rp->p.key_ids),
         .prompt_tokens = tr->input_tokens,
         .output_tokens = tr->output_tokens,

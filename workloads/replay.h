@@ -33,15 +33,34 @@ typedef struct wl_replay_params {
     double tick_s;          /* spread requests uniformly in ticks of this many
                                seconds; 0 = use timestamps as recorded */
     uint64_t seed;          /* run seed */
-    uint64_t max_requests;  /* replay only the first N arrivals; 0 = all */
+    uint64_t max_requests;  /* replay only the first N arrivals; 0 = all
+                               (with loop_s: at most N arrivals in all) */
+    double loop_s;          /* > 0: replay the trace repeatedly to this
+                               duration, s of the replayed (scaled) time
+                               (wl_replay_create); 0 = once */
 } wl_replay_params;
 
 typedef struct wl_replay wl_replay;
 
 /* Prepare a replay of `t` (which must outlive the replay).  Returns SIM_OK,
  * SIM_EINVAL (block size not dividing the trace block, key_ids = 0, rate
- * < 0, a trace with a zero span when a rate is requested) or SIM_ENOMEM.
- * O(n log n) for the arrival order. */
+ * < 0, a trace with a zero span when a rate is requested or loop_s > 0,
+ * loop_s negative or not finite) or SIM_ENOMEM.  O(n log n) for the
+ * arrival order.
+ *
+ * Looping (loop_s > 0; issue 16: at high loads a time-scaled trace lasts
+ * little more than the warm-up): pass k = 0, 1, ... replays the whole
+ * trace (the same jittered, scaled arrival times) shifted by k·P, with the
+ * period P = span · n / (n − 1) — the scaled span of the n arrivals plus
+ * one mean gap, so the mean rate of the looped stream is the rate of one
+ * pass and pass k + 1 starts one mean gap after pass k ends — and every
+ * arrival before loop_s is produced (a loop_s shorter than a pass
+ * truncates it), at most max_requests of them when that is > 0.  Request
+ * ids stay dense and increasing (0, 1, ... over all passes); routing keys
+ * and block hashes are those of the trace request, unchanged, so a repeat
+ * is a prefix-cache hit wherever its first pass is still cached — as in a
+ * real replay of the same requests (a looped stream has more reuse than a
+ * longer recording of the service would; docs/trace-replay.md). */
 int wl_replay_create(const wl_trace *t, const wl_replay_params *p, wl_replay **out);
 
 /* Free the replay.  Accepts NULL. */

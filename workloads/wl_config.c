@@ -80,6 +80,11 @@ const sim_cfg_key wl_config_schema[] = {
      .help = "mooncake: spread arrivals uniformly within ticks of this length; 0 = as "
              "recorded; -1 = detect from the timestamps (3 for the Mooncake conversation "
              "trace, 0 for millisecond stamps; docs/trace-replay.md)"},
+    {.path = "loop_s", .type = SIM_CFG_DOUBLE, .offset = OFF(loop_s), .min = 0, .max = 1e9,
+     .def = "0", .unit = "s",
+     .help = "mooncake: replay the trace repeatedly, each pass shifted by its span plus one "
+             "mean gap, up to this replayed time; 0 = once (as before; issue 16, "
+             "docs/trace-replay.md)"},
     {.path = "trace_format", .type = SIM_CFG_STRING, .offset = OFF(trace_format),
      .choices = trace_formats, .def = "auto",
      .help = "mooncake: trace format: auto (from the first line), mooncake (JSONL), azure "
@@ -184,6 +189,10 @@ static int check_len(const wl_lenspec *l, const char *grp, const char *where)
 
 int wl_config_check(const wl_config *c, const char *where)
 {
+    if (c->loop_s > 0 && strcmp(c->type, "mooncake") != 0)
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.loop_s is %g with workload.type %s; expected "
+                         "0 (looping replays a trace; a synthetic workload runs for "
+                         "workload.duration_s)", where, c->loop_s, c->type);
     if (strcmp(c->type, "mooncake") == 0) {
         if (!*c->trace)
             return SIM_ERROR(SIM_EINVAL, "%s: workload.trace is empty; expected a JSONL trace "

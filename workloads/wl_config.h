@@ -58,6 +58,7 @@ typedef struct wl_config {
     int64_t trace_block_tokens;
     int64_t key_ids;
     double tick_s;          /* -1 = auto (wl_trace_detect_tick) */
+    double loop_s;          /* replay the trace repeatedly to this duration, s; 0 = once */
     char *trace_format;     /* auto | mooncake | azure | burstgpt */
     char *key_field;        /* field/column naming the routing key ("" = none) */
     char *trace_prefix;     /* auto | hashes | none | per_key */

@@ -41,6 +41,17 @@ static bool passes(double metric, double slo) { return metric <= slo; } /* NaN f
 int exp_knee_search(const double *grid, size_t n_grid, double slo_s, double rel_tol,
                     exp_knee_fn probe, void *ctx, exp_knee *out)
 {
+    return exp_knee_search_down(grid, n_grid, slo_s, rel_tol, NAN, probe, ctx, out);
+}
+
+double exp_calib_ext_floor(double lowest)
+{
+    return fmax(CALIB_EXT_SHARE * lowest, CALIB_EXT_MIN_RPS);
+}
+
+int exp_knee_search_down(const double *grid, size_t n_grid, double slo_s, double rel_tol,
+                         double floor_rps, exp_knee_fn probe, void *ctx, exp_knee *out)
+{
     if (!(isfinite(slo_s) && slo_s > 0))
         return SIM_ERROR(SIM_EINVAL, "SLO %g s; expected a finite threshold > 0 s", slo_s);
     if (n_grid == 0 || !grid)
@@ -66,7 +77,22 @@ int exp_knee_search(const double *grid, size_t n_grid, double slo_s, double rel_
         }
         lo = grid[i];
     }
-    if (isnan(lo)) {          /* fails at the lowest load */
+    /* Fails at the lowest grid load: halve it while >= the floor, until a
+     * load passes (then the bracket is [it, the failing load above]). */
+    if (isnan(lo) && hi == grid[0]) {
+        for (double x = 0.5 * grid[0]; x >= floor_rps; x *= 0.5) {
+            if ((rc = probe(ctx, x, &m)))
+                return rc;
+            k.n_evals++;
+            k.n_ext++;
+            if (passes(m, slo_s)) {
+                lo = x;
+                break;
+            }
+            hi = x;
+        }
+    }
+    if (isnan(lo)) {          /* fails at the lowest load (and extensions) */
         k.censoring = 1;
         k.fail_rps = hi;
     } else if (isnan(hi)) {   /* passes everywhere */
@@ -392,6 +418,7 @@ typedef struct seed_job {
     const double *grid;
     size_t n_grid;
     double slo_s, tol;
+    double floor_rps;        /* downward extension floor (NAN: none) */
     uint64_t seed;
     exp_calib_probe *probes; /* grown by the probe */
     size_t n_probes, cap;
@@ -416,11 +443,24 @@ static int seed_probe(void *ctx, double load, double *metric)
     }
     /* The grid is probed first, in order; a probe whose load is not the
      * next grid load is a bisection probe. */
-    if (!j->in_bisect && (j->n_probes >= j->n_grid || load != j->grid[j->n_probes]))
+    /* A load below the lowest grid load, before any bisection, is a
+     * downward extension (exp_knee_search_down); bisection probes after
+     * an extension lie above the extension that passed. */
+    const int ext = !j->in_bisect && load < j->grid[0];
+    if (ext && j->o->progress) {
+        pthread_mutex_lock(j->io);
+        fprintf(j->o->progress, "calibrate: seed %" PRIu64 ": the SLO fails at %.4g req/s; "
+                "extending the grid down to %.4g req/s (floor %.4g)\n", j->seed, 2 * load, load,
+                j->floor_rps);
+        pthread_mutex_unlock(j->io);
+    }
+    if (!ext && !j->in_bisect && (j->n_probes >= j->n_grid || load != j->grid[j->n_probes]))
         j->in_bisect = 1;
     exp_calib_probe pr = {.seed = j->seed, .load_rps = load, .metric_s = p.metric_s,
                           .hit_rate = p.hit_rate, .pass = passes(p.metric_s, j->slo_s),
-                          .bisect = j->in_bisect};
+                          .bisect = j->in_bisect, .ext = ext};
+    if (ext && pr.pass)
+        j->in_bisect = 1; /* what follows is the bisection above it */
     j->probes[j->n_probes++] = pr;
     if (j->o->progress) {
         pthread_mutex_lock(j->io);
@@ -435,7 +475,8 @@ static int seed_probe(void *ctx, double load, double *metric)
 
 static void run_seed(seed_job *j)
 {
-    j->rc = exp_knee_search(j->grid, j->n_grid, j->slo_s, j->tol, seed_probe, j, &j->knee);
+    j->rc = exp_knee_search_down(j->grid, j->n_grid, j->slo_s, j->tol, j->floor_rps, seed_probe,
+                                 j, &j->knee);
     if (j->rc)
         snprintf(j->err, sizeof j->err, "%s", sim_errmsg());
 }
@@ -563,9 +604,13 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     }
     seed_job *jobs = sim_xcalloc(n_seeds, sizeof *jobs);
     pthread_mutex_t io = PTHREAD_MUTEX_INITIALIZER;
+    const double floor_rps = o->ext_floor_rps < 0 ? NAN
+                             : o->ext_floor_rps > 0 ? o->ext_floor_rps
+                                                    : exp_calib_ext_floor(grid[0]);
+    out->ext_floor_rps = floor_rps;
     for (size_t i = 0; i < n_seeds; i++)
         jobs[i] = (seed_job){.setup = &s, .o = o, .grid = grid, .n_grid = n_grid,
-                             .slo_s = slo_s, .tol = tol,
+                             .slo_s = slo_s, .tol = tol, .floor_rps = floor_rps,
                              .seed = o->seeds ? o->seeds[i] : (uint64_t)cfg->seeds[i],
                              .io = &io};
     unsigned nj = o->jobs > 0 ? o->jobs : 1;
@@ -594,6 +639,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
         out->n_probes += j->n_probes;
         free(j->probes);
         out->seeds[i] = (exp_calib_seed){.seed = j->seed, .knee = j->knee};
+        out->n_ext += j->knee.n_ext;
         if (j->rc)
             continue;
         if (j->knee.censoring == 1) {
@@ -640,7 +686,7 @@ void exp_calib_print(const exp_calib_result *r, FILE *f)
         const exp_calib_probe *p = &r->probes[i];
         fprintf(f, "%6" PRIu64 " %10.3f %12.3f %6.1f%% %6s %7s\n", p->seed, p->load_rps,
                 p->metric_s, 100 * p->hit_rate, p->pass ? "pass" : "FAIL",
-                p->bisect ? "bisect" : "grid");
+                p->ext ? "extend" : p->bisect ? "bisect" : "grid");
     }
     fprintf(f, "\n%6s %10s %10s %9s\n", "seed", "knee/s", "fail/s", "censored");
     for (size_t i = 0; i < r->n_seeds; i++) {
@@ -654,13 +700,17 @@ void exp_calib_print(const exp_calib_result *r, FILE *f)
     fprintf(f, "wall time %.1f s\n\n", r->wall_s);
     if (r->n_exact > 0)
         fprintf(f, "router.cacheroute.q_cap: %.4g\n", r->q_cap_rps);
+    else if (r->n_left && r->n_ext > 0)
+        fprintf(f, "# router.cacheroute.q_cap: no exact knee (the SLO fails at the lowest "
+                "load, extended down to the floor %.4g req/s: no load meets it); loosen "
+                "--slo or lower --grid\n", r->ext_floor_rps);
     else
         fprintf(f, "# router.cacheroute.q_cap: no exact knee (%s); widen --grid\n",
                 r->n_left ? "the SLO fails at the lowest load" : "the SLO holds at every load");
     fprintf(f, "router.cacheroute.slots: %" PRId64 "\n", r->slots);
 }
 
-static int parse_grid(const char *v, double **grid, size_t *n)
+int exp_calib_parse_grid(const char *what, const char *v, double **grid, size_t *n)
 {
     size_t cap = 8, k = 0;
     double *g = sim_xmalloc(cap * sizeof *g);
@@ -689,8 +739,8 @@ static int parse_grid(const char *v, double **grid, size_t *n)
     return SIM_OK;
 bad:
     free(g);
-    return SIM_ERROR(SIM_EINVAL, "calibrate: --grid '%s'; expected ascending comma-separated "
-                     "loads > 0 requests/s, e.g. 1,2,4,8", v ? v : "");
+    return SIM_ERROR(SIM_EINVAL, "%s '%s'; expected ascending comma-separated "
+                     "loads > 0 requests/s, e.g. 1,2,4,8", what, v ? v : "");
 }
 
 int exp_calib_main(const exp_cli_args *a)
@@ -707,7 +757,8 @@ int exp_calib_main(const exp_cli_args *a)
     bool quiet = exp_cli_has(a, "quiet");
     int rc = SIM_OK;
     if (exp_cli_has(a, "grid"))
-        rc = parse_grid(exp_cli_str(a, "grid", NULL), &grid, &n_grid);
+        rc = exp_calib_parse_grid("calibrate: --grid", exp_cli_str(a, "grid", NULL), &grid,
+                                  &n_grid);
     exp_config cfg = {0};
     if (rc == SIM_OK)
         rc = exp_config_load_unchecked(config, sets, n_set, &cfg); /* measures q_cap */

@@ -41,9 +41,12 @@ typedef struct exp_knee {
                           highest grid load when right-censored */
     double fail_rps;   /* lowest load that failed above the knee; NAN when
                           right-censored */
-    int censoring;     /* 0 exact, 1 left (fails at the lowest grid load),
-                          2 right (passes at the highest); = exp_censoring */
-    size_t n_evals;    /* probes made (grid + bisection) */
+    int censoring;     /* 0 exact, 1 left (fails at the lowest grid load,
+                          and at every downward extension), 2 right
+                          (passes at the highest); = exp_censoring */
+    size_t n_evals;    /* probes made (grid + extension + bisection) */
+    size_t n_ext;      /* downward extensions probed (halvings of the
+                          lowest grid load; exp_knee_search_down) */
 } exp_knee;
 
 /*
@@ -59,6 +62,39 @@ typedef struct exp_knee {
  */
 int exp_knee_search(const double *grid, size_t n_grid, double slo_s, double rel_tol,
                     exp_knee_fn probe, void *ctx, exp_knee *out);
+
+/* The default floor of the downward extension (exp_calib_ext_floor):
+ * 1/64 of the lowest grid load — six halvings, 1.8 decades, enough to
+ * move a default-grid knee search (lowest 0.25 requests/s) to the knee of
+ * a long-prompt trace on one destination (a 100k-token prefill of several
+ * seconds puts it near 0.1 requests/s) — and never below 0.01 requests/s:
+ * below it a destination is idle between requests (a request every 100 s
+ * or more), so the SLO metric is the zero-load latency of one request
+ * and a failure there is not a load knee but an SLO no load can meet. */
+#define CALIB_EXT_SHARE (1.0 / 64)
+#define CALIB_EXT_MIN_RPS 0.01
+
+/* The extension floor for a lowest grid load `lowest` (requests/s):
+ * max(CALIB_EXT_SHARE x lowest, CALIB_EXT_MIN_RPS).  Cannot fail. */
+double exp_calib_ext_floor(double lowest);
+
+/*
+ * exp_knee_search with a downward extension: when the metric fails at
+ * the lowest grid load g0, probe g0/2, g0/4, ... while the load is >=
+ * floor_rps (an extension; out->n_ext counts them); at the first one that
+ * passes, bisect between it and the load above it (an exact knee); if all
+ * fail, the search is left-censored with fail_rps the lowest load probed.
+ * floor_rps >= g0 (or NaN) makes no extension: exp_knee_search.  Same
+ * errors as exp_knee_search.
+ */
+int exp_knee_search_down(const double *grid, size_t n_grid, double slo_s, double rel_tol,
+                         double floor_rps, exp_knee_fn probe, void *ctx, exp_knee *out);
+
+/* Parse an ascending comma-separated load grid "L1,L2,..." (requests/s,
+ * finite, > 0, strictly ascending; spaces after a value allowed) into a
+ * new array *grid (caller frees) of *n loads.  `what` names the option in
+ * the error (e.g. "calibrate: --grid").  Returns SIM_OK or SIM_EINVAL. */
+int exp_calib_parse_grid(const char *what, const char *v, double **grid, size_t *n);
 
 /* ---- warm footprint and W ---- */
 
@@ -152,6 +188,9 @@ typedef struct exp_calib_opts {
                                workload's own end) */
     unsigned jobs;          /* seeds searched in parallel (0 = 1) */
     FILE *progress;         /* optional: one line per probe as measured */
+    double ext_floor_rps;   /* floor of the downward extension when the SLO
+                               fails at the lowest grid load (0 = the
+                               default, exp_calib_ext_floor; < 0 = none) */
 } exp_calib_opts;
 
 /* One probe of the knee search. */
@@ -162,6 +201,7 @@ typedef struct exp_calib_probe {
     double hit_rate;
     int pass;               /* metric <= SLO */
     int bisect;             /* 0 grid probe, 1 bisection probe */
+    int ext;                /* 1: a downward extension below the grid */
 } exp_calib_probe;
 
 /* Per-seed knee. */
@@ -186,6 +226,9 @@ typedef struct exp_calib_result {
     size_t n_probes;
     exp_calib_probe *probes; /* every probe, seed by seed, owned */
     size_t n_exact, n_left, n_right; /* censoring counts of the seeds */
+    double ext_floor_rps;   /* floor of the downward extension, requests/s
+                               (NAN: none) */
+    size_t n_ext;           /* extension probes, all seeds */
     double q_cap_rps;       /* mean of the exact per-seed knees (requests/s);
                                NAN when no seed is exact */
     double q_cap_sd_rps;    /* sample sd of the exact knees; NAN if < 2 */

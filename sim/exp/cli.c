@@ -325,6 +325,10 @@ static const exp_cli_opt regime_opts[] = {
     {.name = "baseline", .kind = EXP_CLI_STR, .metavar = "POLICY",
      .help = "the router cacheroute is compared with: any registered policy but cacheroute "
              "(default flat_lb)"},
+    {.name = "grid", .kind = EXP_CLI_STR, .metavar = "L1,L2,...",
+     .help = "ascending load grid of the q_cap calibration, requests/s, as crsim calibrate "
+             "--grid (default 0.25,0.5,1,...,512; extended down when the SLO fails at the "
+             "lowest)"},
     {0},
 };
 
@@ -353,7 +357,8 @@ static const exp_cli_opt calib_opts[] = {
      .flags = EXP_CLI_GT, .unit = "s",
      .help = "SLO threshold on experiment.slo_metric (default: the median of experiment.slos)"},
     {.name = "grid", .kind = EXP_CLI_STR, .metavar = "L1,L2,...",
-     .help = "ascending load grid, requests/s (default 0.25,0.5,1,...,512)"},
+     .help = "ascending load grid, requests/s (default 0.25,0.5,1,...,512; halved down to "
+             "max(1/64 of the lowest, 0.01) when the SLO fails at the lowest)"},
     {.name = "tol", .kind = EXP_CLI_REAL, .metavar = "T", .lo = 0, .hi = INFINITY,
      .flags = EXP_CLI_GT, .help = "bisection relative tolerance (default 0.02)"},
     {.name = "safety", .kind = EXP_CLI_REAL, .metavar = "X", .lo = 0, .hi = INFINITY,
@@ -471,7 +476,9 @@ static const exp_cli_cmd commands[] = {
      .needs = "a workload config (a preset in workloads/specs/ or any config)",
      .details = "Statistics of a workload (a preset in workloads/specs/ or any config): keys,\n"
                 "Gini, top 1/4/10 % shares, largest share; and of its request stream at rate R\n"
-                "(first N requests): rate, inter-arrival CV, lengths, infinite-cache hit rate.\n",
+                "(first N requests): rate, inter-arrival CV, lengths, infinite-cache hit rate,\n"
+                "and that hit rate over the measured window (after the config's warm-up): the\n"
+                "bound on a run's measured hit rate.  See docs/workloads.md.\n",
      .opts = describe_opts, .main = cmd_workload_describe},
     {.name = "help", .summary = "this list, or: help config | policies | commands | COMMAND",
      .args = "[TOPIC]", .min_pos = 0, .max_pos = 2, .needs = "",

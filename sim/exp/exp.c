@@ -1494,6 +1494,37 @@ static void print_keystats(FILE *out, const char *what, const wl_keystats *ks)
             100 * ks->top10, 100 * ks->max_share);
 }
 
+/* The statistics of a synthetic workload's whole key population (as if
+ * workload.keys.active_set were 0) and the share of its rate the top
+ * active_set keys hold; printed before the active set's own. */
+static int describe_population(const wl_config *wl, FILE *out)
+{
+    wl_config pop = *wl; /* shallow: wl_synth_keys only reads it */
+    pop.keys.active_set = 0;
+    wl_keyrates all = {0};
+    wl_keystats ps;
+    int rc = wl_synth_keys(&pop, &all, NULL);
+    if (rc == SIM_OK)
+        rc = wl_keyrates_describe(&all, &ps);
+    if (rc == SIM_OK) {
+        double *r = sim_xmalloc((all.n ? all.n : 1) * sizeof *r);
+        memcpy(r, all.rate, all.n * sizeof *r);
+        gsl_sort(r, 1, all.n);
+        const size_t k = (size_t)wl->keys.active_set < all.n ? (size_t)wl->keys.active_set
+                                                             : all.n;
+        double top = 0;
+        for (size_t i = 0; i < k; i++)
+            top += r[all.n - 1 - i];
+        free(r);
+        print_keystats(out, "key-rate population (all keys)", &ps);
+        fprintf(out, "active set: workload.keys.active_set %lld keys hold %.1f%% of the "
+                "population's rate\n", (long long)wl->keys.active_set,
+                ps.total > 0 ? 100 * top / ps.total : 0);
+    }
+    wl_keyrates_fini(&all);
+    return rc;
+}
+
 int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,
                           FILE *out)
 {
@@ -1506,6 +1537,9 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     if (s.is_trace) {
         if ((rc = wl_config_trace_load(wl, &s.trace)))
             return rc;
+        /* The replay tick a run uses (exp_setup_init), so the described
+         * stream is the one runs see. */
+        s.tick_s = wl_config_trace_tick(wl, s.trace, &s.tick_detected);
         /* Per-key request counts of the whole trace. */
         size_t n = s.trace->n;
         unsigned long *keys = sim_xmalloc(n * sizeof *keys); /* 64-bit on LP64 */
@@ -1536,7 +1570,10 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
         if (rc == SIM_OK) {
             fprintf(out, "synthetic workload %s: %s key rates, shape parameter %.4f\n",
                     wl->name[0] ? wl->name : "(unnamed)", wl->keys.distribution, theta);
-            print_keystats(out, "key-rate population", &ks);
+            if (wl->keys.active_set > 0)
+                rc = describe_population(wl, out);
+            print_keystats(out, wl->keys.active_set > 0 ? "active set (renormalised)"
+                                                        : "key-rate population", &ks);
         }
         wl_keyrates_fini(&kr);
     }
@@ -1544,9 +1581,14 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     if (rc == SIM_OK)
         rc = exp_stream_open(&s, seed, rate, &st);
     if (rc == SIM_OK) {
+        /* The measured window of a run of this config at this rate and
+         * seed (warm-up by time, requests or share: exp_setup_window). */
+        exp_window w;
+        rc = exp_setup_window(&s, seed, rate, 0, &w);
         wl_stream_stats ss;
-        rc = wl_stream_describe(exp_stream_source(st), max, block_size, &ss);
         if (rc == SIM_OK)
+            rc = wl_stream_describe_from(exp_stream_source(st), max, block_size, w.warmup_s, &ss);
+        if (rc == SIM_OK) {
             fprintf(out, "stream (seed %llu, target %.2f requests/s, first %llu requests): "
                     "%.2f requests/s over %.0f s, inter-arrival CV %.2f, %llu distinct keys,\n"
                     "  mean prompt %.0f tokens, mean output %.0f tokens, infinite-cache hit "
@@ -1554,6 +1596,25 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
                     (unsigned long long)ss.requests, ss.rate, ss.span_s, ss.iat_cv,
                     (unsigned long long)ss.keys, ss.mean_prompt, ss.mean_output,
                     ss.inf_hit_rate, (unsigned long long)block_size);
+            char rule[96];
+            if (w.by_count && cfg->warmup_share > 0)
+                snprintf(rule, sizeof rule, "experiment.warmup_share %g", cfg->warmup_share);
+            else if (w.by_count)
+                snprintf(rule, sizeof rule, "experiment.warmup_requests %lld",
+                         (long long)cfg->warmup_requests);
+            else
+                snprintf(rule, sizeof rule, "experiment.warmup_s %g", cfg->warmup_s);
+            if (ss.win_requests == 0)
+                fprintf(out, "measured window (after the warm-up, %s: from %.1f s): no request "
+                        "of the first %llu is measured; no bound\n", rule, w.warmup_s,
+                        (unsigned long long)ss.requests);
+            else
+                fprintf(out, "measured window (after the warm-up, %s: from %.1f s): %llu of the "
+                        "%llu requests, infinite-cache hit rate %.3f\n  (the bound on a run's "
+                        "measured KV hit rate; the cache has seen the warm-up)\n", rule,
+                        w.warmup_s, (unsigned long long)ss.win_requests,
+                        (unsigned long long)ss.requests, ss.win_inf_hit_rate);
+        }
     }
     exp_stream_close(st);
     wl_trace_destroy(s.trace);

@@ -241,9 +241,13 @@ int exp_run(const exp_run_opts *o, FILE *out);
  * per-key request counts; then, for both, the statistics of the first
  * `max` requests of its stream at `rate` requests/s with run seed `seed`
  * (rate, gap CV, mean lengths, distinct keys, and the infinite-cache hit
- * rate with engine.block_size-token blocks).  `cfg` is a loaded config
- * (exp_config_load or exp_config_derive; only its workload section and
- * engine.block_size are read).  Returns SIM_OK or the errors of the
+ * rate with engine.block_size-token blocks), and the infinite-cache hit
+ * rate of the measured window — the requests arriving after the config's
+ * warm-up (experiment.warmup_s, _requests or _share; exp_setup_window),
+ * the bound on a run's measured hit rate.  With workload.keys.active_set
+ * > 0 the whole population's statistics are printed before the active
+ * set's.  `cfg` is a loaded config (exp_config_load or exp_config_derive;
+ * its workload and experiment sections and engine.block_size are read).  Returns SIM_OK or the errors of the
  * workload constructors.
  */
 int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,

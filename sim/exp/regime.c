@@ -87,6 +87,8 @@ typedef struct regime_opts {
     const char *map[2];
     const char *outdir;
     const char *baseline; /* router cacheroute is compared against (--baseline) */
+    double *grid;         /* --grid: the calibration's load grid (owned), or NULL */
+    size_t n_grid;
 } regime_opts;
 
 /* Everything one evaluation measured. */
@@ -111,6 +113,8 @@ typedef struct regime_eval {
     const char *reason;
     double loads[7];
     double calib_wall_s, diag_wall_s, sim_wall_s;
+    size_t n_ext;            /* calibration probes below its grid (all seeds) */
+    double ext_low;          /* the lowest of them, requests/s (NAN: none) */
 } regime_eval;
 
 double exp_regime_round_load(double x)
@@ -254,6 +258,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
                     const regime_eval *calib, const char *db, FILE *log, regime_eval *ev)
 {
     memset(ev, 0, sizeof *ev);
+    ev->ext_low = NAN;
     exp_config cfg;
     const char **all = NULL;
     size_t n_all = 0;
@@ -307,9 +312,24 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         size_t ns = o->n_seeds ? (o->n_seeds < 16 ? o->n_seeds : 16) : 2;
         for (size_t i = 0; i < ns; i++)
             seeds[i] = i + 1;
-        exp_calib_opts co = {.seeds = seeds, .n_seeds = ns, .jobs = o->jobs};
+        exp_calib_opts co = {.seeds = seeds, .n_seeds = ns, .jobs = o->jobs,
+                             .grid = o->grid, .n_grid = o->n_grid};
         exp_calib_result cr;
         rc = exp_calibrate_opts(&cfg, ev->slo_s, &co, &cr);
+        ev->ext_low = NAN;
+        /* The downward extensions of the calibration grid, one line each
+         * (on stderr, as calibrate's progress), before any verdict. */
+        for (size_t i = 0; rc == SIM_OK && i < cr.n_probes; i++) {
+            const exp_calib_probe *p = &cr.probes[i];
+            if (!p->ext)
+                continue;
+            ev->n_ext++;
+            ev->ext_low = isnan(ev->ext_low) ? p->load_rps : fmin(ev->ext_low, p->load_rps);
+            fprintf(stderr, "regime: calibration seed %llu: the SLO fails at %.4g requests/s; "
+                    "grid extended down to %.4g requests/s: p99 %.3f s, %s\n",
+                    (unsigned long long)p->seed, 2 * p->load_rps, p->load_rps, p->metric_s,
+                    p->pass ? "pass" : "FAIL");
+        }
         if (rc == SIM_OK) {
             ev->slots = cr.slots;
             ev->q_cap = cr.q_cap_rps;
@@ -321,9 +341,12 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
                     ev->q_cap = mx;
                 } else {
                     rc = SIM_ERROR(SIM_EINVAL, "%s: one destination misses the %g s SLO even at "
-                                   "the lowest calibration load, so q_cap cannot be measured; "
-                                   "expected a workload a destination can serve (or a looser "
-                                   "--slo)", o->config, ev->slo_s);
+                                   "the lowest calibration load (grid extended down to %.4g "
+                                   "requests/s, floor %.4g: left-censored), so q_cap cannot be "
+                                   "measured; expected a workload a destination can serve (or "
+                                   "a looser --slo, or a lower --grid)", o->config, ev->slo_s,
+                                   isnan(ev->ext_low) ? cr.probes[0].load_rps : ev->ext_low,
+                                   cr.ext_floor_rps);
                 }
             }
         }
@@ -470,6 +493,9 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
     fprintf(out, "calibration: q_cap %.3g requests/s per destination, W = %lld warm slots "
             "(C = %llu keys) [%.1f s]\n", ev->q_cap, (long long)ev->slots,
             (unsigned long long)ev->n_dest * (unsigned long long)ev->slots, ev->calib_wall_s);
+    if (ev->n_ext)
+        fprintf(out, "calibration: the SLO failed at the lowest grid load; the grid was "
+                "extended down to %.4g requests/s (%zu probes)\n", ev->ext_low, ev->n_ext);
     fprintf(out, "diagnostic at %.3g requests/s: hit rate under affinity %.1f %%, under "
             "spreading %.1f %%, recoverable %.1f points [%.2f s]\n", ev->diag_rate,
             100 * ev->diag.affinity_hit, 100 * ev->diag.spread_hit, 100 * ev->diag.recoverable,
@@ -649,6 +675,12 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
                          "recorded arrival times, so inter-arrival gaps do not apply; expected "
                          "--iat with --rates, --servegen or a synthetic base config only",
                          exp_cli_str(a, "iat", ""), exp_cli_str(a, "trace", ""));
+    if (exp_cli_has(a, "grid")) {
+        int grc = exp_calib_parse_grid("regime: --grid", exp_cli_str(a, "grid", NULL), &o.grid,
+                                       &o.n_grid);
+        if (grc)
+            return grc;
+    }
     const exp_cli_val *map = exp_cli_get(a, "map");
     if (map->count) {
         o.map[0] = map->str;
@@ -734,5 +766,6 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
         free(owned[i]);
     free(owned);
     free(sets);
+    free(o.grid);
     return rc;
 }

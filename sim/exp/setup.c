@@ -267,7 +267,8 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
         wl_replay_params wp = {.block_size = (uint32_t)cfg->block_size,
                                .key_ids = (uint32_t)cfg->wl.key_ids, .rate = rate,
                                .tick_s = s->tick_s, .seed = seed,
-                               .max_requests = (uint64_t)cfg->wl.max_requests};
+                               .max_requests = (uint64_t)cfg->wl.max_requests,
+                               .loop_s = cfg->wl.loop_s};
         rc = wl_replay_create(s->trace, &wp, &st->replay);
     } else {
         rc = wl_synth_create_keys(&cfg->wl, s->has_keys ? &s->keys : NULL, s->keys_theta, seed,
