@@ -18,15 +18,19 @@
  * queue's stale entries stale.  The event-fed indexes need neither order
  * nor touch times and skip that map: one probe per event block.
  *
- * Direct mode (an unordered index over at most 64 destinations: dynamo_kv
- * and llm-d precise on the flagship's 30 engines): the table's slot is the
+ * Direct mode (any index over at most 64 destinations: dynamo_kv, llm-d
+ * approximate and precise on the flagship's 30 engines): the table's slot is the
  * entry itself, {hash, destination bits} in 16 bytes, open addressing by
  * sim_hash_mix64 with linear probing, backward-shift deletion and growth
  * at half load (as sim/core/u64map.c), an empty slot having no bits.  A
  * block change then costs one cache miss instead of two (map slot, then
  * entry record), and a walk step reads the bits from the slot it probed.
  * The index is a set of (hash, destination) pairs either way, so results
- * do not depend on the mode (tests/test_route_kv.c checks both).
+ * do not depend on the mode (tests/test_route_kv.c checks both).  An
+ * ordered direct index keeps the hash in the pair record (24 bytes), and
+ * an eviction prefetches the map slots of the victim KX_PF_VICTIM queue
+ * entries on (LRU victims come in runs of ~250 a request in llm-d's
+ * approximate indexer at the flagship's load).
  *
  * Rejected alternative: one hash set per destination, probed per
  * destination per block, costs n_dest probes per block: 30x the walk on
@@ -44,11 +48,13 @@
 
 #define KX_NONE UINT32_MAX
 #define KX_PF 16 /* blocks ahead the loops prefetch */
+#define KX_PF_VICTIM 8 /* LRU victims ahead an eviction prefetches the map slots of */
 
 typedef struct kx_pair {
     double last;   /* last touch, s */
     uint32_t pos;  /* live LRU-queue position (mod 2^32) */
-    uint32_t g;    /* its entry; free-list link when free */
+    uint32_t g;    /* its entry (not in direct mode); free-list link when free */
+    uint64_t hash; /* its block (direct mode) */
 } kx_pair;
 
 typedef struct kx_slot {
@@ -101,10 +107,12 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap)
     for (uint32_t d = 0; d < n_dest; d++)
         x->dst[d].free = KX_NONE;
     x->efree = KX_NONE;
-    if (!ordered && n_dest <= 64) {
+    if (n_dest <= 64) {
         x->direct = true;
         x->tmask = 1023;
         x->tab = sim_xcalloc(x->tmask + 1, sizeof *x->tab);
+        if (ordered && sim_u64map_init(&x->pmap, 1024))
+            sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
         return x;
     }
     if (sim_u64map_init(&x->gmap, 1024) || (ordered && sim_u64map_init(&x->pmap, 1024)))
@@ -255,9 +263,14 @@ static void entry_clear(route__kvidx *x, uint32_t e, uint32_t d)
 static void drop_pair(route__kvidx *x, uint32_t d, uint32_t p)
 {
     kx_dest *k = &x->dst[d];
-    const uint32_t e = x->pair[p].g;
-    sim_u64map_del(&x->pmap, pkey(ent(x, e)[0], d));
-    entry_clear(x, e, d);
+    if (x->direct) {
+        sim_u64map_del(&x->pmap, pkey(x->pair[p].hash, d));
+        t_remove(x, d, x->pair[p].hash);
+    } else {
+        const uint32_t e = x->pair[p].g;
+        sim_u64map_del(&x->pmap, pkey(ent(x, e)[0], d));
+        entry_clear(x, e, d);
+    }
     /* A position no queue entry holding p has: the queue's end. */
     x->pair[p].pos = (uint32_t)k->q.tail;
     x->pair[p].g = k->free;
@@ -267,7 +280,7 @@ static void drop_pair(route__kvidx *x, uint32_t d, uint32_t p)
 static void add_one(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
 {
     kx_dest *k = &x->dst[d];
-    if (!x->ordered) {
+    if (!x->ordered) { /* (direct mode: t_add) */
         const uint32_t e = entry_of(x, hash);
         uint64_t *en = ent(x, e);
         if (!bit(en, d)) {
@@ -287,6 +300,15 @@ static void add_one(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
     if (x->cap && k->live >= x->cap) { /* evict d's least recently touched */
         const uint32_t v = sim_lruq_front(&k->q, &x->pair[0].pos, sizeof *x->pair);
         SIM_ALWAYS(v != SIM_LRUQ_NONE);
+        /* Evictions come in runs: fetch the map slots of the victim
+         * KX_PF_VICTIM entries on (its record is in cache: the queue
+         * prefetches items SIM_LRUQ_AHEAD on; a stale entry is only a
+         * useless hint). */
+        if (x->direct && k->q.head + KX_PF_VICTIM < k->q.tail) {
+            const uint64_t vh = x->pair[sim_lruq_at(&k->q, k->q.head + KX_PF_VICTIM)].hash;
+            sim_u64map_prefetch(&x->pmap, pkey(vh, d));
+            t_prefetch(x, vh);
+        }
         sim_lruq_pop_front(&k->q);
         drop_pair(x, d, v);
     }
@@ -300,13 +322,18 @@ static void add_one(route__kvidx *x, uint32_t d, uint64_t hash, double now_s)
         }
         p = x->n_pair++;
     }
-    const uint32_t e = entry_of(x, hash);
-    uint64_t *en = ent(x, e);
-    en[2 + d / 64] |= 1ull << (d % 64);
-    en[1]++;
-    k->live++;
+    if (x->direct) {
+        t_add(x, d, hash);
+        x->pair[p].hash = hash;
+    } else {
+        const uint32_t e = entry_of(x, hash);
+        uint64_t *en = ent(x, e);
+        en[2 + d / 64] |= 1ull << (d % 64);
+        en[1]++;
+        k->live++;
+        x->pair[p].g = e;
+    }
     x->pair[p].last = now_s;
-    x->pair[p].g = e;
     sim_u64map_put(&x->pmap, key, p);
     sim_lruq_touch(&k->q, &x->pair[0].pos, sizeof *x->pair, p);
 }
@@ -331,9 +358,15 @@ void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint3
 {
     if (x->direct) {
         for (uint32_t j = 0; j < n; j++) {
-            if (j + KX_PF < n)
+            if (j + KX_PF < n) {
                 t_prefetch(x, hashes[j + KX_PF]);
-            t_add(x, d, hashes[j]);
+                if (x->ordered)
+                    sim_u64map_prefetch(&x->pmap, pkey(hashes[j + KX_PF], d));
+            }
+            if (x->ordered)
+                add_one(x, d, hashes[j], now_s);
+            else
+                t_add(x, d, hashes[j]);
         }
         return;
     }
@@ -348,7 +381,7 @@ void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint3
 uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n)
 {
     uint32_t held = 0;
-    if (x->direct) {
+    if (x->direct && !x->ordered) {
         for (uint32_t j = 0; j < n; j++) {
             if (j + KX_PF < n)
                 t_prefetch(x, hashes[j + KX_PF]);

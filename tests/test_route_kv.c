@@ -380,10 +380,56 @@ static void test_kvidx_direct_equiv(void)
     route__kvidx_destroy(b);
 }
 
+/* The same for ordered indexes (capacity 300 per destination, touch times,
+ * TTL expiry): direct mode (40 destinations) and the general layout (65)
+ * evict and expire the same pairs. */
+static void test_kvidx_direct_equiv_ordered(void)
+{
+    enum { NH = 3000, ND = 40 };
+    static uint64_t h[NH];
+    for (int i = 0; i < NH; i++)
+        h[i] = wl_block_hash(i % 50 ? h[i - 1] : (uint64_t)i, (uint64_t)i + 7);
+    route__kvidx *a = route__kvidx_create(ND, true, 300);
+    route__kvidx *b = route__kvidx_create(65, true, 300);
+    static uint32_t ca[65], cb[65];
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, 7, 1);
+    int bad = 0, full = 0;
+    for (int step = 0; step < 4000; step++) {
+        const double now = step * 0.01;
+        const uint32_t d = sim_pcg32_bounded(&rng, ND);
+        const uint32_t off = sim_pcg32_bounded(&rng, NH - 64);
+        const uint32_t n = 1 + sim_pcg32_bounded(&rng, 64);
+        const uint32_t op = sim_pcg32_bounded(&rng, 8);
+        if (op < 6) {
+            route__kvidx_add(a, d, h + off, n, now);
+            route__kvidx_add(b, d, h + off, n, now);
+        } else if (op == 6) {
+            bad += route__kvidx_remove(a, d, h + off, n) != route__kvidx_remove(b, d, h + off, n);
+        } else if (step % 16 == 0) {
+            route__kvidx_expire(a, now - 5);
+            route__kvidx_expire(b, now - 5);
+        }
+        full += route__kvidx_size(a, d) == 300;
+        for (uint32_t e = 0; e < ND; e++)
+            bad += route__kvidx_size(a, e) != route__kvidx_size(b, e);
+        for (uint32_t j = 0; j < n; j++)
+            bad += route__kvidx_has(a, d, h[off + j]) != route__kvidx_has(b, d, h[off + j]);
+        const uint32_t q = sim_pcg32_bounded(&rng, NH - 64);
+        bad += route__kvidx_walk(a, h + q, 64, ca) != route__kvidx_walk(b, h + q, 64, cb);
+        bad += memcmp(ca, cb, ND * sizeof *ca) != 0;
+    }
+    CHECK_INT_EQ(bad, 0);
+    CHECK(full > 100); /* the capacity bound was exercised */
+    route__kvidx_destroy(a);
+    route__kvidx_destroy(b);
+}
+
 int main(void)
 {
     test_kvidx();
     test_kvidx_direct_equiv();
+    test_kvidx_direct_equiv_ordered();
     test_dynamo_argmin();
     test_dynamo_softmax();
     test_dynamo_ttl();
