@@ -61,7 +61,6 @@
 
 #define AB_NONE UINT32_MAX
 #define AB_PF 16 /* blocks ahead the add pass prefetches */
-#define AB_PF_VICTIM 8 /* LRU victims ahead drop_front prefetches the map slot of */
 
 enum { AB_SIGNAL_INFLIGHT = 0, AB_SIGNAL_RUNNING = 1 };
 
@@ -198,16 +197,11 @@ static inline uint32_t *lq_pos0(aibrix *s)
     return s->e ? &s->e[0].pos : NULL;
 }
 
-/* Drop the least recently used entry.  Evictions come in long runs
- * (~250 a request at the default size), each a map deletion on a cold
- * slot: prefetch the map slot of the victim AB_PF_VICTIM queue entries on
- * (its item is already in cache: sim_lruq_front prefetches items
- * SIM_LRUQ_AHEAD on).  A stale queue entry's hash is only a useless
- * hint. */
+/* Drop the least recently used entry.  (Prefetching later victims' map
+ * slots was tried: +8.6 % instructions, no fewer simulated cache misses —
+ * the default table, 12,500 blocks, stays cache-resident.) */
 static void drop_front(aibrix *s, uint32_t x)
 {
-    if (s->lq.head + AB_PF_VICTIM < s->lq.tail)
-        sim_u64map_prefetch(&s->map, s->e[sim_lruq_at(&s->lq, s->lq.head + AB_PF_VICTIM)].hash);
     sim_u64map_del(&s->map, s->e[x].hash);
     s->e[x].pos = UINT32_MAX - 1; /* stale: matches no queue entry */
     s->e[x].next_free = s->e_free;
