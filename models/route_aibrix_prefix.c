@@ -124,6 +124,7 @@ typedef struct ab_entry {
     double t;     /* last access, s */
     uint32_t pos; /* lruq position */
     uint32_t next_free;
+    uint64_t pod0; /* the pod set when it fits one word (<= 64 destinations) */
 } ab_entry;
 
 typedef struct aibrix {
@@ -133,7 +134,7 @@ typedef struct aibrix {
     uint64_t gap, k_std;
     uint32_t cap; /* table capacity, KV blocks */
     ab_entry *e;
-    uint64_t *pods; /* words per entry */
+    uint64_t *pods; /* words per entry, when more than one (else ab_entry.pod0) */
     uint32_t e_cap, e_used, e_free, e_live;
     sim_u64map map;
     sim_lruq lq;
@@ -196,7 +197,9 @@ static inline uint32_t *lq_pos0(aibrix *s)
     return s->e ? &s->e[0].pos : NULL;
 }
 
-/* Drop the least recently used entry. */
+/* Drop the least recently used entry.  (Prefetching later victims' map
+ * slots was tried: +8.6 % instructions, no fewer simulated cache misses —
+ * the default table, 12,500 blocks, stays cache-resident.) */
 static void drop_front(aibrix *s, uint32_t x)
 {
     sim_u64map_del(&s->map, s->e[x].hash);
@@ -204,6 +207,13 @@ static void drop_front(aibrix *s, uint32_t x)
     s->e[x].next_free = s->e_free;
     s->e_free = x;
     s->e_live--;
+}
+
+/* The pod set of entry x (words words): inline in the entry for up to 64
+ * destinations, so a probe's entry and its pods share a cache line. */
+static inline uint64_t *podw(aibrix *s, uint32_t x)
+{
+    return s->words == 1 ? &s->e[x].pod0 : &s->pods[(size_t)x * s->words];
 }
 
 /* A new entry for `hash` (the table is not full: the caller evicted). */
@@ -217,13 +227,14 @@ static uint32_t entry_new(aibrix *s, uint64_t hash)
         if (s->e_used == s->e_cap) {
             s->e_cap = s->e_cap ? 2 * s->e_cap : 1024;
             s->e = sim_xrealloc(s->e, s->e_cap * sizeof *s->e);
-            s->pods = sim_xrealloc(s->pods, (size_t)s->e_cap * s->words * sizeof *s->pods);
+            if (s->words > 1)
+                s->pods = sim_xrealloc(s->pods, (size_t)s->e_cap * s->words * sizeof *s->pods);
         }
         x = s->e_used++;
     }
     s->e[x].hash = hash;
     s->e[x].pos = UINT32_MAX - 1;
-    memset(&s->pods[(size_t)x * s->words], 0, s->words * sizeof *s->pods);
+    memset(podw(s, x), 0, s->words * sizeof *s->pods);
     sim_u64map_put(&s->map, hash, x);
     s->e_live++;
     return x;
@@ -305,7 +316,7 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
         const uint32_t x = sim_u64map_get(&s->map, r->blocks[i]);
         if (x == SIM_U64MAP_NONE)
             break;
-        const uint64_t *pw = &s->pods[(size_t)x * W];
+        const uint64_t *pw = podw(s, x);
         uint64_t keep = 0;
         for (uint32_t w = 0; w < W; w++) {
             s->gone[w] = s->alive[w] & ~pw[w];
@@ -373,7 +384,7 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
                 x = entry_new(s, r->blocks[j]);
             }
         }
-        s->pods[(size_t)x * W + dest / 64] |= 1ULL << (dest % 64);
+        podw(s, x)[dest / 64] |= 1ULL << (dest % 64);
         touch(s, x, now);
     }
     return dest;

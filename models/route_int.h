@@ -112,7 +112,10 @@ double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
  * indexer; dynamo_kv without events: add at decision time, expire after a
  * TTL, as Dynamo's ApproxKvIndexer; both ordered).  Memory: ~(16 + 8 *
  * ceil(n_dest / 64)) bytes per distinct hash plus the map, and for an
- * ordered index ~24 bytes per pair plus its map and queues.
+ * ordered index ~24 bytes per pair plus its map and queues; up to 64
+ * destinations ("direct mode", models/route_kvidx.c) a 16-byte table slot
+ * per hash at most half full (32-64 bytes per hash) and 24 bytes per
+ * pair.  Results do not depend on the mode.
  */
 typedef struct route__kvidx route__kvidx;
 

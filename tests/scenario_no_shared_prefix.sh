@@ -11,6 +11,13 @@
 #    round robin: the shares differ by at most one request;
 #  - chwbl (key: the first 25 tokens, unique here) hashes requests apart:
 #    every destination >= 10 %;
+#  - dynamo_kv: nothing is cached anywhere, so the cost is the load alone
+#    (pending prefill tokens + decode blocks of its own in-flight
+#    requests, all prompts equal): the lowest-cost pick is a near round
+#    robin, shares at most 8 requests apart (measured 2 of 8,712);
+#  - llmd: every prefix score is 0, so the queue (2) and KV-utilisation (2)
+#    scorers decide from the scraped snapshot: every destination >= 10 %
+#    and within 2 % of 1/R (measured 8,677 .. 8,746 of 8,712);
 #  - nothing is reused: every hit rate is 0.
 # usage: scenario_no_shared_prefix.sh CRSIM SOURCE_ROOT
 set -u
@@ -31,7 +38,11 @@ awk 'BEGIN { bad = 0; n = 0 }
     if (!(mn >= 0.10 * tot)) { print "FAIL: " pol " gives a destination " mn "/" tot " < 10 %"; bad = 1 }
     if (pol == "sglang_cache_aware" && !(mx - mn <= 1)) {
         print "FAIL: sglang_cache_aware shares differ by " mx - mn " (> 1: not round robin by tree size)"; bad = 1 }
+    if (pol == "dynamo_kv" && !(mx - mn <= 8)) {
+        print "FAIL: dynamo_kv shares differ by " mx - mn " (> 8: the load-only cost is not balancing)"; bad = 1 }
+    if (pol == "llmd" && !(mx <= 1.02 * tot / R && mn >= 0.98 * tot / R)) {
+        print "FAIL: llmd shares " mn " .. " mx " (expected within 2 % of " tot / R ")"; bad = 1 }
     if (!(hit == 0)) { print "FAIL: " pol " hit rate " hit " with nothing shared"; bad = 1 }
 }
-END { if (n != 4) { print "FAIL: expected 4 policies, got " n; bad = 1 }; exit bad }' "$TMP/q" || exit 1
+END { if (n != 6) { print "FAIL: expected 6 policies, got " n; bad = 1 }; exit bad }' "$TMP/q" || exit 1
 echo "scenario_no_shared_prefix: ok"

@@ -336,9 +336,100 @@ static void test_llmd_precise(void)
     drop(&x);
 }
 
+/* The direct mode (unordered, <= 64 destinations: entries in the table's
+ * slots) against the general layout (65 destinations, using the first
+ * 40): the same random adds and removes of chained runs over 3000 hashes
+ * (growth from 1024 slots, deletions inside probe runs) give the same
+ * sizes, membership, walks and prefixes after every step. */
+static void test_kvidx_direct_equiv(void)
+{
+    enum { NH = 3000, ND = 40 };
+    static uint64_t h[NH];
+    for (int i = 0; i < NH; i++)
+        h[i] = wl_block_hash(i % 50 ? h[i - 1] : (uint64_t)i, (uint64_t)i + 7);
+    route__kvidx *a = route__kvidx_create(ND, false, 0);
+    route__kvidx *b = route__kvidx_create(65, false, 0);
+    static uint32_t la[65], lb[65], ca[65], cb[65];
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, 42, 1);
+    int bad = 0;
+    uint64_t held = 0;
+    for (int step = 0; step < 4000; step++) {
+        const uint32_t d = sim_pcg32_bounded(&rng, ND);
+        const uint32_t off = sim_pcg32_bounded(&rng, NH - 64);
+        const uint32_t n = 1 + sim_pcg32_bounded(&rng, 64);
+        if (sim_pcg32_bounded(&rng, 3)) {
+            route__kvidx_add(a, d, h + off, n, 0);
+            route__kvidx_add(b, d, h + off, n, 0);
+        } else {
+            bad += route__kvidx_remove(a, d, h + off, n) != route__kvidx_remove(b, d, h + off, n);
+        }
+        bad += route__kvidx_size(a, d) != route__kvidx_size(b, d);
+        bad += route__kvidx_has(a, d, h[off]) != route__kvidx_has(b, d, h[off]);
+        const uint32_t q = sim_pcg32_bounded(&rng, NH - 64);
+        bad += route__kvidx_walk(a, h + q, 64, ca) != route__kvidx_walk(b, h + q, 64, cb);
+        route__kvidx_prefix(a, h + q, 64, la);
+        route__kvidx_prefix(b, h + q, 64, lb);
+        bad += memcmp(ca, cb, ND * sizeof *ca) != 0 || memcmp(la, lb, ND * sizeof *la) != 0;
+    }
+    for (uint32_t d = 0; d < ND; d++)
+        held += route__kvidx_size(a, d);
+    CHECK_INT_EQ(bad, 0);
+    CHECK(held > 10000); /* the table grew well past its 1024 slots */
+    route__kvidx_destroy(a);
+    route__kvidx_destroy(b);
+}
+
+/* The same for ordered indexes (capacity 300 per destination, touch times,
+ * TTL expiry): direct mode (40 destinations) and the general layout (65)
+ * evict and expire the same pairs. */
+static void test_kvidx_direct_equiv_ordered(void)
+{
+    enum { NH = 3000, ND = 40 };
+    static uint64_t h[NH];
+    for (int i = 0; i < NH; i++)
+        h[i] = wl_block_hash(i % 50 ? h[i - 1] : (uint64_t)i, (uint64_t)i + 7);
+    route__kvidx *a = route__kvidx_create(ND, true, 300);
+    route__kvidx *b = route__kvidx_create(65, true, 300);
+    static uint32_t ca[65], cb[65];
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, 7, 1);
+    int bad = 0, full = 0;
+    for (int step = 0; step < 4000; step++) {
+        const double now = step * 0.01;
+        const uint32_t d = sim_pcg32_bounded(&rng, ND);
+        const uint32_t off = sim_pcg32_bounded(&rng, NH - 64);
+        const uint32_t n = 1 + sim_pcg32_bounded(&rng, 64);
+        const uint32_t op = sim_pcg32_bounded(&rng, 8);
+        if (op < 6) {
+            route__kvidx_add(a, d, h + off, n, now);
+            route__kvidx_add(b, d, h + off, n, now);
+        } else if (op == 6) {
+            bad += route__kvidx_remove(a, d, h + off, n) != route__kvidx_remove(b, d, h + off, n);
+        } else if (step % 16 == 0) {
+            route__kvidx_expire(a, now - 5);
+            route__kvidx_expire(b, now - 5);
+        }
+        full += route__kvidx_size(a, d) == 300;
+        for (uint32_t e = 0; e < ND; e++)
+            bad += route__kvidx_size(a, e) != route__kvidx_size(b, e);
+        for (uint32_t j = 0; j < n; j++)
+            bad += route__kvidx_has(a, d, h[off + j]) != route__kvidx_has(b, d, h[off + j]);
+        const uint32_t q = sim_pcg32_bounded(&rng, NH - 64);
+        bad += route__kvidx_walk(a, h + q, 64, ca) != route__kvidx_walk(b, h + q, 64, cb);
+        bad += memcmp(ca, cb, ND * sizeof *ca) != 0;
+    }
+    CHECK_INT_EQ(bad, 0);
+    CHECK(full > 100); /* the capacity bound was exercised */
+    route__kvidx_destroy(a);
+    route__kvidx_destroy(b);
+}
+
 int main(void)
 {
     test_kvidx();
+    test_kvidx_direct_equiv();
+    test_kvidx_direct_equiv_ordered();
     test_dynamo_argmin();
     test_dynamo_softmax();
     test_dynamo_ttl();
