@@ -160,12 +160,35 @@ typedef struct pb_series {
     uint32_t head, n, cap;
 } pb_series;
 
-/* Observed TPOTs of one destination: the last PB_TPOT_KEEP, ring. */
+/* Observed TPOTs of one destination: the last PB_TPOT_KEEP, ring, and
+ * the same values sorted (kept by insertion and deletion, so the median
+ * is read, not recomputed by a sort per completion). */
 typedef struct pb_tpot {
     double v[PB_TPOT_KEEP];
+    double sorted[PB_TPOT_KEEP]; /* v[0..n) in ascending order */
     uint32_t n, pos;
     double median; /* of v[0..n) */
 } pb_tpot;
+
+/* One active node in a destination's list: its position in `active`
+ * and its index. */
+typedef struct pb_dent {
+    uint32_t pos, node;
+} pb_dent;
+
+/* One destination's share of the window load, kept for rebalancing: the
+ * active nodes whose allocation holds the destination, in `active`
+ * order, and their sum of W(n)/|alloc(n)| in that order -- the value a
+ * full recomputation (a pass over `active`) gives the destination, bit
+ * for bit, because it adds the same terms in the same order.  `dirty`
+ * marks a list whose terms, membership or order changed since `sum` was
+ * taken. */
+typedef struct pb_dlist {
+    pb_dent *e;
+    uint32_t n, cap;
+    int dirty;
+    double sum;
+} pb_dlist;
 
 typedef struct preble {
     uint32_t n_dest, words; /* words = 64-bit words per alloc bitset */
@@ -188,6 +211,7 @@ typedef struct preble {
     uint32_t *active; /* important nodes with window requests */
     uint32_t n_active, active_cap;
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
+    pb_dlist *dl;       /* per destination: its active nodes (above) */
     double *load_loose; /* per destination: window cost without a node */
     double *load;       /* scratch: full load cost */
     uint8_t *dropped;   /* scratch */
@@ -263,6 +287,74 @@ static void fill_load(preble *s, const route_view *v)
 
 /* ---- allocation sets and their share of the load ---- */
 
+/* Index of the first entry of l at position >= pos. */
+static uint32_t dl_lower(const pb_dlist *l, uint32_t pos)
+{
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (l->e[m].pos < pos)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Insert active node n (at active position pos) into d's list. */
+static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
+{
+    pb_dlist *l = &s->dl[d];
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->e = sim_xrealloc(l->e, l->cap * sizeof *l->e);
+    }
+    uint32_t i = l->n && l->e[l->n - 1].pos < pos ? l->n : dl_lower(l, pos);
+    memmove(l->e + i + 1, l->e + i, (l->n - i) * sizeof *l->e);
+    l->e[i] = (pb_dent){pos, n};
+    l->n++;
+    l->dirty = 1;
+}
+
+/* Remove the entry at active position pos from d's list. */
+static void dl_del(preble *s, uint32_t d, uint32_t pos)
+{
+    pb_dlist *l = &s->dl[d];
+    uint32_t i = l->n && l->e[l->n - 1].pos == pos ? l->n - 1 : dl_lower(l, pos);
+    SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
+    memmove(l->e + i, l->e + i + 1, (l->n - i - 1) * sizeof *l->e);
+    l->n--;
+    l->dirty = 1;
+}
+
+/* For each destination of n's allocation: f(s, d, n). */
+#define PB_FOR_DEST(s, n, d)                                                           \
+    for (uint32_t w_ = 0; w_ < (s)->words; w_++)                                       \
+        for (uint64_t m_ = bits((s), (n))[w_]; m_; m_ &= m_ - 1)                       \
+            for (uint32_t d = w_ * 64 + (uint32_t)__builtin_ctzll(m_), o_ = 1; o_; o_ = 0)
+
+/* n's share changed (W(n) or |alloc(n)|): its destinations' sums are stale. */
+static void dl_dirty(preble *s, uint32_t n)
+{
+    PB_FOR_DEST(s, n, d)
+        s->dl[d].dirty = 1;
+}
+
+/* Active node n enters (join) or leaves the lists of its destinations. */
+static void dl_join(preble *s, uint32_t n)
+{
+    const uint32_t pos = s->nd[n].active_pos;
+    PB_FOR_DEST(s, n, d)
+        dl_ins(s, d, pos, n);
+}
+
+static void dl_leave(preble *s, uint32_t n)
+{
+    const uint32_t pos = s->nd[n].active_pos;
+    PB_FOR_DEST(s, n, d)
+        dl_del(s, d, pos);
+}
+
 /* Add (sign = +1) or remove (-1) node n's window cost from its members. */
 static void spread(preble *s, uint32_t n, double sign)
 {
@@ -285,15 +377,24 @@ static void alloc_add(preble *s, uint32_t n, uint32_t d)
     spread(s, n, -1);
     bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
     s->nd[n].alloc_n++;
+    if (s->nd[n].active_pos != PB_NONE) {
+        dl_ins(s, d, s->nd[n].active_pos, n);
+        dl_dirty(s, n);
+    }
     spread(s, n, +1);
 }
 
 static void alloc_only(preble *s, uint32_t n, uint32_t d)
 {
+    const int act = s->nd[n].active_pos != PB_NONE;
     spread(s, n, -1);
+    if (act)
+        dl_leave(s, n);
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
     bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
     s->nd[n].alloc_n = 1;
+    if (act)
+        dl_join(s, n);
     spread(s, n, +1);
 }
 
@@ -400,12 +501,19 @@ static void active_add(preble *s, uint32_t n)
     }
     s->nd[n].active_pos = s->n_active;
     s->active[s->n_active++] = n;
+    dl_join(s, n);
 }
 
 static void active_del(preble *s, uint32_t n)
 {
     uint32_t p = s->nd[n].active_pos;
+    dl_leave(s, n);
     uint32_t last = s->active[--s->n_active];
+    if (last != n) /* last moves to p: re-place it in its lists */
+        PB_FOR_DEST(s, last, d) {
+            dl_del(s, d, s->n_active);
+            dl_ins(s, d, p, last);
+        }
     s->active[p] = last;
     s->nd[last].active_pos = p;
     s->nd[n].active_pos = PB_NONE;
@@ -428,6 +536,8 @@ static void expire(preble *s, double now)
             if (--x->win_count == 0) {
                 x->win_cost = 0;
                 active_del(s, e->node);
+            } else {
+                dl_dirty(s, e->node);
             }
             spread(s, e->node, +1);
         }
@@ -468,6 +578,8 @@ static void window_push(preble *s, pentry e)
     x->win_cost += e.cost;
     if (x->win_count++ == 0)
         active_add(s, e.node);
+    else
+        dl_dirty(s, e.node);
     spread(s, e.node, +1);
 }
 
@@ -604,11 +716,26 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
     return ko > 0 && kn > 0 && sn / kn >= PB_OVERLOAD_RATIO * (so / ko);
 }
 
+/* load_split exactly as a pass over `active` in order computes it
+ * (spread(+1) of every active node into zeroed sums): per destination,
+ * the same terms added in the same order, taken from its list, which is
+ * re-added only when it changed.  O(R + the dirty lists' lengths). */
 static void recompute_split(preble *s)
 {
-    memset(s->load_split, 0, s->n_dest * sizeof *s->load_split);
-    for (uint32_t i = 0; i < s->n_active; i++)
-        spread(s, s->active[i], +1);
+    for (uint32_t d = 0; d < s->n_dest; d++) {
+        pb_dlist *l = &s->dl[d];
+        if (l->dirty) {
+            double sum = 0;
+            for (uint32_t i = 0; i < l->n; i++) {
+                const pnode *x = &s->nd[l->e[i].node];
+                if (x->win_cost != 0 && x->alloc_n != 0)
+                    sum += x->win_cost / x->alloc_n;
+            }
+            l->sum = sum;
+            l->dirty = 0;
+        }
+        s->load_split[d] = l->sum;
+    }
 }
 
 typedef struct cand {
@@ -642,11 +769,11 @@ static void rebalance(preble *s, const route_view *v)
         }
         if (hi == PB_NONE || hi == lo || s->load[hi] < s->high_load * s->load[lo])
             break;
-        uint32_t nc = 0;
-        for (uint32_t i = 0; i < s->n_active; i++) {
-            uint32_t n = s->active[i];
+        uint32_t nc = 0; /* the active nodes allocated to hi: hi's list */
+        for (uint32_t i = 0; i < s->dl[hi].n; i++) {
+            uint32_t n = s->dl[hi].e[i].node;
             const pnode *x = &s->nd[n];
-            if (x->win_count > 1 && has_bit(s, n, hi))
+            if (x->win_count > 1)
                 c[nc++] = (cand){x->win_cost / x->alloc_n, n};
         }
         qsort(c, nc, sizeof *c, cmp_cand);
@@ -787,12 +914,13 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->nd = malloc(s->n_cap * sizeof *s->nd);
     s->alloc = calloc((size_t)s->n_cap * s->words, sizeof *s->alloc);
     s->load_split = calloc(env->n_dest, sizeof *s->load_split);
+    s->dl = calloc(env->n_dest, sizeof *s->dl);
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
     s->load = calloc(env->n_dest, sizeof *s->load);
     s->dropped = calloc(env->n_dest, 1);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped ||
+    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->load || !s->dropped ||
         !s->tpot)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
@@ -804,7 +932,8 @@ static int pb_create(void *state, const route_env *env, const void *const *param
         return rc;
     }
     for (uint32_t d = 0; d < env->n_dest; d++) /* the reference's initial entry */
-        s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .n = 1, .pos = 1, .median = PB_TPOT_INIT};
+        s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .sorted = {PB_TPOT_INIT}, .n = 1,
+                               .pos = 1, .median = PB_TPOT_INIT};
     /* Root sentinel. */
     s->nd[0] = (pnode){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
                        .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE};
@@ -908,25 +1037,43 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     return g;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Index of the first of sorted[0..n) >= x. */
+static uint32_t tpot_lower(const double *sorted, uint32_t n, double x)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (sorted[m] < x)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
 }
 
-/* Add an observed TPOT to d's ring and refresh its median (numpy.median:
- * the mean of the two middle values for an even count). */
+/* Add an observed TPOT (finite, > 0) to d's ring and refresh its median
+ * (numpy.median: the mean of the two middle values for an even count).
+ * The sorted copy drops the value the ring overwrites and takes the new
+ * one (O(PB_TPOT_KEEP) moves, no sort): the same multiset as sorting
+ * the ring, so the same median. */
 static void tpot_add(preble *s, uint32_t d, double tpot)
 {
     pb_tpot *t = &s->tpot[d];
+    uint32_t n = t->n;
+    if (n == PB_TPOT_KEEP) { /* the ring is full: v[pos] leaves */
+        uint32_t i = tpot_lower(t->sorted, n, t->v[t->pos]);
+        SIM_ALWAYS(i < n && t->sorted[i] == t->v[t->pos]);
+        memmove(t->sorted + i, t->sorted + i + 1, (n - i - 1) * sizeof *t->sorted);
+        n--;
+    }
+    uint32_t i = tpot_lower(t->sorted, n, tpot);
+    memmove(t->sorted + i + 1, t->sorted + i, (n - i) * sizeof *t->sorted);
+    t->sorted[i] = tpot;
+    t->n = n + 1;
     t->v[t->pos] = tpot;
     t->pos = (t->pos + 1) % PB_TPOT_KEEP;
-    if (t->n < PB_TPOT_KEEP)
-        t->n++;
-    double tmp[PB_TPOT_KEEP];
-    memcpy(tmp, t->v, t->n * sizeof *tmp);
-    qsort(tmp, t->n, sizeof *tmp, cmp_double);
-    t->median = t->n % 2 ? tmp[t->n / 2] : (tmp[t->n / 2 - 1] + tmp[t->n / 2]) / 2;
+    const double *srt = t->sorted;
+    t->median = t->n % 2 ? srt[t->n / 2] : (srt[t->n / 2 - 1] + srt[t->n / 2]) / 2;
 }
 
 /* r's important node now (the reference recomputes it at completion from
@@ -981,6 +1128,10 @@ static void pb_destroy(void *state)
     free(s->win);
     free(s->active);
     free(s->load_split);
+    if (s->dl)
+        for (uint32_t d = 0; d < s->n_dest; d++)
+            free(s->dl[d].e);
+    free(s->dl);
     free(s->load_loose);
     free(s->load);
     free(s->dropped);
