@@ -270,7 +270,10 @@ static void append(sim_pfxidx *x, uint32_t *cur, const uint64_t *h, uint32_t k,
         C->cap = C->len + k > 2 * C->cap ? C->len + k : 2 * C->cap;
         C->h = sim_xrealloc(C->h, (size_t)C->cap * sizeof *C->h);
     }
-    memcpy(C->h + C->len, h, (size_t)k * sizeof *h);
+    if (k == 1) /* an inserted block: no library call */
+        C->h[C->len] = h[0];
+    else
+        memcpy(C->h + C->len, h, (size_t)k * sizeof *h);
     C->len += k;
 }
 
@@ -279,6 +282,7 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
     SIM_ALWAYS(d < x->n_dest);
     uint64_t *b = x->tmp;
     uint32_t cur = PX_NONE;
+    int b_is_d = 0; /* b holds {d} */
     for (uint32_t j = 0; j < n;) {
         const uint32_t r = lookup(x, h[j]);
         if (r != PX_NONE) { /* present: a leading part of run r */
@@ -286,6 +290,7 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
             const uint32_t k = common(R->h + R->off, R->len - R->off, h + j, n - j);
             memcpy(b, run_bits(x, r), x->words * sizeof *b);
             b[d / 64] |= (uint64_t)1 << (d % 64);
+            b_is_d = 0;
             /* r loses them first (its head leaves the map; emptied, it is
              * released and its queue entry goes stale), then they join the
              * MRU end from the prompt's own hashes. */
@@ -295,8 +300,11 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
         } else { /* absent: insert, evicting the least recent block if full */
             if (x->live >= x->capacity && drop_front(x) == cur)
                 cur = PX_NONE; /* this add's own run was evicted whole */
-            memset(b, 0, x->words * sizeof *b);
-            b[d / 64] |= (uint64_t)1 << (d % 64);
+            if (!b_is_d) {
+                memset(b, 0, x->words * sizeof *b);
+                b[d / 64] |= (uint64_t)1 << (d % 64);
+                b_is_d = 1;
+            }
             append(x, &cur, h + j, 1, b, n - j, now);
             x->live++;
             j++;
