@@ -238,7 +238,8 @@ typedef struct preble {
     uint32_t n_active, active_cap;
     /* Parallel to `active`: the node's path from the root (its ancestors
      * at depths 0 .. depth, itself last; constant while it is active, as a
-     * node with descendants or window requests is never pruned) and depth. */
+     * node with descendants or window requests is never pruned; NULL
+     * unless migrate: subtree) and depth. */
     uint32_t **act_path;
     uint32_t *act_depth;
     uint32_t ver;       /* version of the newest subtree migration (starts at 1) */
@@ -492,8 +493,9 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
 {
     const uint32_t pos = s->nd[n].active_pos;
     SIM_ALWAYS(pos != PB_NONE);
-    uint32_t cv, cd;
-    newest_tag(s, s->act_path[pos], s->act_depth[pos] + 1, &cv, &cd);
+    uint32_t cv = 0, cd = 0;
+    if (s->ver > 1) /* some subtree was migrated (then paths are kept) */
+        newest_tag(s, s->act_path[pos], s->act_depth[pos] + 1, &cv, &cd);
     for (uint32_t x = n;; x = s->nd[x].child) {
         if (s->nd[x].tag_v > cv)
             cv = s->nd[x].tag_v, cd = s->nd[x].tag_d;
@@ -633,8 +635,11 @@ static void active_add(preble *s, uint32_t n, uint32_t depth)
         s->act_depth = sim_xrealloc(s->act_depth, s->active_cap * sizeof *s->act_depth);
     }
     SIM_ALWAYS(s->path[depth] == n);
-    uint32_t *path = sim_xmalloc((depth + 1) * sizeof *path);
-    memcpy(path, s->path, (depth + 1) * sizeof *path);
+    uint32_t *path = NULL; /* only subtree migration reads it */
+    if (s->migrate_subtree) {
+        path = sim_xmalloc((depth + 1) * sizeof *path);
+        memcpy(path, s->path, (depth + 1) * sizeof *path);
+    }
     s->nd[n].active_pos = s->n_active;
     s->act_path[s->n_active] = path;
     s->act_depth[s->n_active] = depth;

@@ -119,9 +119,10 @@ static uint32_t run_new(sim_pfxidx *x, uint32_t need, const uint64_t *b, double 
         x->run[r] = (px_run){0};
     }
     px_run *R = &x->run[r];
-    if (R->cap < need) {
+    if (R->cap < need || R->cap > 4 * need + 64) { /* a recycled run's array may be huge */
+        free(R->h);
         R->cap = need;
-        R->h = sim_xrealloc(R->h, (size_t)need * sizeof *R->h);
+        R->h = sim_xmalloc((size_t)need * sizeof *R->h);
     }
     R->off = R->len = 0;
     R->last = now;
