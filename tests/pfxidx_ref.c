@@ -85,6 +85,8 @@ static void drop_front(pfxidx_ref *s)
 
 void pfxidx_ref_expire(pfxidx_ref *s, double before)
 {
+    if (!s->ent) /* nothing added yet (no entry array to name) */
+        return;
     for (;;) {
         const uint32_t e = sim_lruq_front(&s->lru, &s->ent[0].pos, sizeof *s->ent);
         if (e == SIM_LRUQ_NONE || !(s->ent[e].last < before))

@@ -218,6 +218,8 @@ static uint32_t drop_front(sim_pfxidx *x)
 void sim_pfxidx_expire(sim_pfxidx *x, double before)
 {
     flush(x);
+    if (!x->run) /* nothing added yet */
+        return;
     for (;;) {
         const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
         if (r == SIM_LRUQ_NONE || !(x->run[r].last < before))
