@@ -1117,7 +1117,8 @@ static void req_keep(preble *s, const wl_request *r, double now)
         q->cap = r->n_blocks;
         q->path = sim_xmalloc(q->cap * sizeof *q->path);
     }
-    memcpy(q->path, s->path, r->n_blocks * sizeof *q->path);
+    if (r->n_blocks) /* a prompt shorter than a block has no path (maybe no array) */
+        memcpy(q->path, s->path, r->n_blocks * sizeof *q->path);
     q->n = r->n_blocks;
     q->t = now;
 }
