@@ -77,8 +77,9 @@
  * never called and there is no rebalancing, as AIBrix pops its queue at
  * once), index_blocks 200000 with index_ttl_s 1200 (AIBrix's
  * PrefixHashTable: one global LRU of block hashes with their destination
- * sets, idle entries dropped after 20 min; 0: per-destination LRU of
- * pool_blocks entries).
+ * sets, idle entries dropped after 20 min; kept as a queue of block runs,
+ * sim/core/pfxidx.h, equal call for call to the per-block table
+ * tests/pfxidx_ref.c; 0: per-destination LRU of pool_blocks entries).
  *
  * Deviations from AIBrix, each deliberate:
  *  - t_p comes from crsim's cost model (AIBrix: a constant 0.05); with
@@ -104,8 +105,10 @@
  *  - The expansion table is cleared if it ever holds 2^16 keys (memory
  *    bound; the hot keys are re-learned within a few hundred requests).
  *
- * Cost per request: O(blocks of r) hash lookups (depth, detector, prefix
- * index) plus O(256) for the two queue reads; a rebalancing pass adds
+ * Cost per request: O(blocks of r) hash lookups (depth, detector; the
+ * per-destination prefix index) or, with the global index, one lookup per
+ * run of r plus sequential compares and copies of r's hashes; plus O(256)
+ * for the two queue reads (router_queue); a rebalancing pass adds
  * O(256 · blocks) and runs only when both candidates are overloaded.
  */
 #include <math.h>
@@ -118,6 +121,7 @@
 #include "sim/core/prefetch.h"
 #include "sim/core/hash.h"
 #include "sim/core/lruq.h"
+#include "sim/core/pfxidx.h"
 #include "sim/core/u64map.h"
 #include "models/route_int.h"
 
@@ -165,14 +169,6 @@ typedef struct dm_obs {
     uint32_t n, cap;
 } dm_obs;
 
-/* An entry of the global prefix index (index_blocks > 0, AIBrix's
- * PrefixHashTable): one block hash, the destinations it was sent to (a
- * bitset in gbits) and its last touch. */
-typedef struct dm_gent {
-    uint64_t hash;
-    uint32_t pos;  /* position of its live LRU-queue entry (mod 2^32) */
-    double last;   /* last touch, simulated s */
-} dm_gent;
 
 typedef struct dualmap {
     uint32_t n_dest;
@@ -181,12 +177,7 @@ typedef struct dualmap {
     bool router_queue;
     uint32_t gcap;     /* global index capacity, entries; 0 = per-destination index */
     double gttl_s;     /* idle expiry, s; 0 = none */
-    uint32_t gwords;   /* 64-bit words per destination bitset */
-    sim_u64map gidx;   /* block hash -> global entry */
-    dm_gent *gent;
-    uint64_t *gbits;
-    uint32_t gused, gecap, gfree, glive; /* free list threaded through .pos */
-    sim_lruq glru;
+    sim_pfxidx *gx;    /* the global index (AIBrix's PrefixHashTable), if gcap */
     route__ring ring1, ring2;
     sim_pcg32 rng;
     double slo_s, tp_s, max_wait_s, backlog; /* backlog = slo / t_p, tokens */
@@ -299,78 +290,26 @@ static uint32_t predict_uncached(const dualmap *s, const wl_request *r, uint32_t
 
 /* ---- global prefix index (index_blocks > 0) ---- */
 
-static uint64_t *gbits_of(dualmap *s, uint32_t e)
-{
-    return s->gbits + (size_t)e * s->gwords;
-}
-
-static void gidx_drop_front(dualmap *s)
-{
-    const uint32_t e = sim_lruq_front(&s->glru, &s->gent[0].pos, sizeof *s->gent);
-    sim_lruq_pop_front(&s->glru);
-    sim_u64map_del(&s->gidx, s->gent[e].hash);
-    s->gent[e].pos = s->gfree;
-    s->gfree = e;
-    s->glive--;
-}
-
 /* Drop entries idle for longer than the expiry (AIBrix evicts blocks not
  * accessed for 20 minutes). */
 static void gidx_expire(dualmap *s, double now)
 {
     if (s->gttl_s <= 0)
         return;
-    for (;;) {
-        const uint32_t e = sim_lruq_front(&s->glru, &s->gent[0].pos, sizeof *s->gent);
-        if (e == SIM_LRUQ_NONE || !(s->gent[e].last < now - s->gttl_s))
-            return;
-        gidx_drop_front(s);
-    }
+    sim_pfxidx_expire(s->gx, now - s->gttl_s);
 }
 
 /* AIBrix AddPrefix: every block of r, first to last, gains destination d
  * and becomes the most recent; at capacity the least recent block goes. */
 static void gidx_dispatch(dualmap *s, const wl_request *r, uint32_t d, double now)
 {
-    for (uint32_t j = 0; j < r->n_blocks; j++) {
-        uint32_t e = sim_u64map_get(&s->gidx, r->blocks[j]);
-        if (e == DM_NONE) {
-            if (s->glive >= s->gcap)
-                gidx_drop_front(s);
-            if (s->gfree != DM_NONE) {
-                e = s->gfree;
-                s->gfree = s->gent[e].pos;
-            } else {
-                if (s->gused == s->gecap) {
-                    uint32_t cap = s->gecap ? 2 * s->gecap : 1024;
-                    s->gent = sim_xrealloc(s->gent, cap * sizeof *s->gent);
-                    s->gbits = sim_xrealloc(s->gbits, (size_t)cap * s->gwords * sizeof *s->gbits);
-                    s->gecap = cap;
-                }
-                e = s->gused++;
-            }
-            s->gent[e].hash = r->blocks[j];
-            memset(gbits_of(s, e), 0, s->gwords * sizeof(uint64_t));
-            sim_u64map_put(&s->gidx, r->blocks[j], e);
-            s->glive++;
-        }
-        gbits_of(s, e)[d / 64] |= (uint64_t)1 << (d % 64);
-        s->gent[e].last = now;
-        sim_lruq_touch(&s->glru, &s->gent[0].pos, sizeof *s->gent, e);
-    }
+    sim_pfxidx_add(s->gx, r->blocks, r->n_blocks, d, now);
 }
 
 /* Leading blocks of r recorded for d (AIBrix MatchPrefix for one pod). */
 static uint32_t gidx_match(const dualmap *s, const wl_request *r, uint32_t d)
 {
-    uint32_t m = 0;
-    while (m < r->n_blocks) {
-        uint32_t e = sim_u64map_get(&s->gidx, r->blocks[m]);
-        if (e == DM_NONE || !((s->gbits[(size_t)e * s->gwords + d / 64] >> (d % 64)) & 1u))
-            break;
-        m++;
-    }
-    return m;
+    return sim_pfxidx_match(s->gx, r->blocks, r->n_blocks, d);
 }
 
 /* ---- in-flight request records ---- */
@@ -693,8 +632,6 @@ static int dm_create(void *state, const route_env *env, const void *const *param
     s->router_queue = p->router_queue;
     s->gcap = (uint32_t)p->index_blocks;
     s->gttl_s = p->index_ttl_s;
-    s->gwords = (env->n_dest + 63) / 64;
-    s->gfree = DM_NONE;
     if (p->rebalance_tokens > 0)
         s->backlog = p->rebalance_tokens;
     s->rq_free = DM_NONE;
@@ -712,8 +649,8 @@ static int dm_create(void *state, const route_env *env, const void *const *param
         rc = sim_u64map_init(&s->expand, 64);
     if (!rc)
         rc = sim_u64map_init(&s->count, 64);
-    if (!rc)
-        rc = sim_u64map_init(&s->gidx, 64);
+    if (!rc && s->gcap && !(s->gx = sim_pfxidx_create(s->gcap, env->n_dest)))
+        rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap's prefix index");
     if (!rc) {
         s->lru = calloc(env->n_dest, sizeof *s->lru);
         s->stamp = calloc(env->n_dest, sizeof *s->stamp);
@@ -821,10 +758,7 @@ static void dm_destroy(void *state)
     sim_u64map_fini(&s->reqs);
     sim_u64map_fini(&s->expand);
     sim_u64map_fini(&s->count);
-    sim_u64map_fini(&s->gidx);
-    sim_lruq_fini(&s->glru);
-    free(s->gent);
-    free(s->gbits);
+    sim_pfxidx_destroy(s->gx);
     free(s->ent);
     if (s->lru)
         for (uint32_t d = 0; d < s->n_dest; d++)

@@ -98,9 +98,16 @@
  *    the node itself is pruned when no request has touched it within the
  *    window, which has the same effect.
  *
- * Cost per request: O(blocks of r) hash lookups and list moves, plus O(R)
- * for the arg-min and O(R) per window entry retired; a rebalancing pass is
- * O(R · window nodes) at most once per simulated second.
+ * Cost per request: O(blocks of r) hash lookups and list moves (match,
+ * insert, touch; at completion the kept path is re-read, no lookups), plus
+ * O(R) for the arg-min and O(R) per window entry retired.  A rebalancing
+ * pass is O(R + the changed destinations' active nodes) for the loads (a
+ * per-destination list of active nodes and its sum, re-added only when it
+ * changed, bit for bit the full pass's sum), O(hi's active nodes) for the
+ * candidates, and per subtree migration O(active nodes) (lazy: a version
+ * tag on the prefix; the nodes below are brought up to date when a path
+ * reads them).  Internals only: the rules and every result are those of
+ * the per-node implementation (docs/performance.md, round 4).
  */
 #include <math.h>
 #include <stddef.h>
@@ -140,6 +147,14 @@ typedef struct pnode {
     uint32_t active_pos; /* index in `active`, or PB_NONE */
     double last_seen;    /* last time a request's path touched it, s */
     double win_cost;     /* W(n): their missed prefill time, s */
+    /* Lazy subtree migration (alloc_subtree_only): the allocation stored
+     * here is current as of version `ver`; a migration of this node's
+     * subtree at version tag_v > 0 set the allocation of every node below
+     * to {tag_d}.  A node's allocation is {d of the newest tag among its
+     * ancestors-or-self} if that tag is newer than its ver, else the stored
+     * one (resolve_path). */
+    uint32_t ver, tag_v, tag_d;
+    uint64_t seq;        /* creation number: siblings' order (DFS order) */
 } pnode;
 
 /* A request in the history window. */
@@ -160,12 +175,46 @@ typedef struct pb_series {
     uint32_t head, n, cap;
 } pb_series;
 
-/* Observed TPOTs of one destination: the last PB_TPOT_KEEP, ring. */
+/* A routed request's path, kept until its completion (overload:
+ * completion) so that its important node can be recomputed without a map
+ * walk: while the request was routed within the window, none of its path
+ * nodes can have been pruned (each was touched at routing), so the path is
+ * what a walk over its blocks would find. */
+typedef struct pb_req {
+    double t;       /* routed at, s */
+    uint32_t *path; /* its nodes from the root */
+    uint32_t n, cap; /* n = its blocks; next free slot in .cap when free */
+} pb_req;
+
+/* Observed TPOTs of one destination: the last PB_TPOT_KEEP, ring, and
+ * the same values sorted (kept by insertion and deletion, so the median
+ * is read, not recomputed by a sort per completion). */
 typedef struct pb_tpot {
     double v[PB_TPOT_KEEP];
+    double sorted[PB_TPOT_KEEP]; /* v[0..n) in ascending order */
     uint32_t n, pos;
     double median; /* of v[0..n) */
 } pb_tpot;
+
+/* One active node in a destination's list: its position in `active`
+ * and its index. */
+typedef struct pb_dent {
+    uint32_t pos, node;
+} pb_dent;
+
+/* One destination's share of the window load, kept for rebalancing: the
+ * active nodes whose allocation holds the destination, in `active`
+ * order, and their sum of W(n)/|alloc(n)| in that order -- the value a
+ * full recomputation (a pass over `active`) gives the destination, bit
+ * for bit, because it adds the same terms in the same order.  `dirty`
+ * marks a list whose terms, membership or order changed since `sum` was
+ * taken. */
+typedef struct pb_dlist {
+    pb_dent *e;
+    uint32_t n, cap;
+    int dirty;
+    double sum;
+} pb_dlist;
 
 typedef struct preble {
     uint32_t n_dest, words; /* words = 64-bit words per alloc bitset */
@@ -187,7 +236,22 @@ typedef struct preble {
     size_t w_cap, w_head, w_n;
     uint32_t *active; /* important nodes with window requests */
     uint32_t n_active, active_cap;
+    /* Parallel to `active`: the node's path from the root (its ancestors
+     * at depths 0 .. depth, itself last; constant while it is active, as a
+     * node with descendants or window requests is never pruned; NULL
+     * unless migrate: subtree) and depth. */
+    uint32_t **act_path;
+    uint32_t *act_depth;
+    uint32_t ver;       /* version of the newest subtree migration (starts at 1) */
+    uint64_t seq;       /* nodes created */
+    uint32_t *sub;      /* scratch: active nodes of a migrated subtree */
+    uint32_t sub_cap;
+    /* In-flight requests' paths (overload: completion). */
+    sim_u64map reqs;    /* request id -> slot */
+    pb_req *rq;
+    uint32_t n_rq, rq_cap, rq_free; /* free list threaded through .n */
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
+    pb_dlist *dl;       /* per destination: its active nodes (above) */
     double *load_loose; /* per destination: window cost without a node */
     double *load;       /* scratch: full load cost */
     uint8_t *dropped;   /* scratch */
@@ -203,8 +267,6 @@ typedef struct preble {
     sim_u64map smap;       /* series key -> index in ser */
     pb_series *ser;
     uint32_t n_ser, ser_cap, ser_free; /* free list threaded through .head */
-    uint32_t *stack;       /* scratch: subtree walk */
-    uint32_t stack_cap;
 } preble;
 
 static void pb_destroy(void *state);
@@ -263,6 +325,74 @@ static void fill_load(preble *s, const route_view *v)
 
 /* ---- allocation sets and their share of the load ---- */
 
+/* Index of the first entry of l at position >= pos. */
+static uint32_t dl_lower(const pb_dlist *l, uint32_t pos)
+{
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (l->e[m].pos < pos)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Insert active node n (at active position pos) into d's list. */
+static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
+{
+    pb_dlist *l = &s->dl[d];
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->e = sim_xrealloc(l->e, l->cap * sizeof *l->e);
+    }
+    uint32_t i = l->n && l->e[l->n - 1].pos < pos ? l->n : dl_lower(l, pos);
+    memmove(l->e + i + 1, l->e + i, (l->n - i) * sizeof *l->e);
+    l->e[i] = (pb_dent){pos, n};
+    l->n++;
+    l->dirty = 1;
+}
+
+/* Remove the entry at active position pos from d's list. */
+static void dl_del(preble *s, uint32_t d, uint32_t pos)
+{
+    pb_dlist *l = &s->dl[d];
+    uint32_t i = l->n && l->e[l->n - 1].pos == pos ? l->n - 1 : dl_lower(l, pos);
+    SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
+    memmove(l->e + i, l->e + i + 1, (l->n - i - 1) * sizeof *l->e);
+    l->n--;
+    l->dirty = 1;
+}
+
+/* For each destination of n's allocation: f(s, d, n). */
+#define PB_FOR_DEST(s, n, d)                                                           \
+    for (uint32_t w_ = 0; w_ < (s)->words; w_++)                                       \
+        for (uint64_t m_ = bits((s), (n))[w_]; m_; m_ &= m_ - 1)                       \
+            for (uint32_t d = w_ * 64 + (uint32_t)__builtin_ctzll(m_), o_ = 1; o_; o_ = 0)
+
+/* n's share changed (W(n) or |alloc(n)|): its destinations' sums are stale. */
+static void dl_dirty(preble *s, uint32_t n)
+{
+    PB_FOR_DEST(s, n, d)
+        s->dl[d].dirty = 1;
+}
+
+/* Active node n enters (join) or leaves the lists of its destinations. */
+static void dl_join(preble *s, uint32_t n)
+{
+    const uint32_t pos = s->nd[n].active_pos;
+    PB_FOR_DEST(s, n, d)
+        dl_ins(s, d, pos, n);
+}
+
+static void dl_leave(preble *s, uint32_t n)
+{
+    const uint32_t pos = s->nd[n].active_pos;
+    PB_FOR_DEST(s, n, d)
+        dl_del(s, d, pos);
+}
+
 /* Add (sign = +1) or remove (-1) node n's window cost from its members. */
 static void spread(preble *s, uint32_t n, double sign)
 {
@@ -285,26 +415,91 @@ static void alloc_add(preble *s, uint32_t n, uint32_t d)
     spread(s, n, -1);
     bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
     s->nd[n].alloc_n++;
+    if (s->nd[n].active_pos != PB_NONE) {
+        dl_ins(s, d, s->nd[n].active_pos, n);
+        dl_dirty(s, n);
+    }
     spread(s, n, +1);
 }
 
 static void alloc_only(preble *s, uint32_t n, uint32_t d)
 {
+    const int act = s->nd[n].active_pos != PB_NONE;
     spread(s, n, -1);
+    if (act)
+        dl_leave(s, n);
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
     bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
     s->nd[n].alloc_n = 1;
+    if (act)
+        dl_join(s, n);
     spread(s, n, +1);
 }
 
+/* The newest subtree tag among the nodes path[0..n): its version and
+ * destination (0, 0 if none). */
+static void newest_tag(const preble *s, const uint32_t *path, uint32_t n, uint32_t *v,
+                       uint32_t *d)
+{
+    *v = 0;
+    *d = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const pnode *x = &s->nd[path[j]];
+        if (x->tag_v > *v)
+            *v = x->tag_v, *d = x->tag_d;
+    }
+}
+
+/* Bring node x's stored allocation up to date given the newest tag (cv,
+ * cd) among its ancestors-or-self: if that migration is newer than x's
+ * allocation, x's allocation is {cd}.  Only inactive nodes can be behind
+ * (a migration updates the active nodes of its subtree at once), so no
+ * load share moves. */
+static void resolve(preble *s, uint32_t x, uint32_t cv, uint32_t cd)
+{
+    pnode *p = &s->nd[x];
+    if (cv <= p->ver)
+        return;
+    SIM_ALWAYS(p->active_pos == PB_NONE);
+    memset(bits(s, x), 0, s->words * sizeof(uint64_t));
+    bits(s, x)[cd / 64] |= (uint64_t)1 << (cd % 64);
+    p->alloc_n = 1;
+    p->ver = s->ver;
+}
+
+/* Resolve the nodes of a root path path[0..n) (each node's ancestors are
+ * the ones before it). */
+static void resolve_path(preble *s, const uint32_t *path, uint32_t n)
+{
+    uint32_t cv = 0, cd = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        if (j + 8 < n)
+            SIM_PREFETCH(&s->nd[path[j + 8]]);
+        const pnode *x = &s->nd[path[j]];
+        if (x->tag_v > cv)
+            cv = x->tag_v, cd = x->tag_d;
+        resolve(s, path[j], cv, cd);
+    }
+}
+
 /* Apply alloc_add (replace = 0) or alloc_only (replace = 1) to the
- * segment headed by n: n and its single-child chain down to the first
- * node with no or several children (a branch point), inclusive.  That
- * last node is the deepest matched node of the requests for which n is
- * the important node, so it is what exploit reads.  O(segment length). */
+ * segment headed by active node n: n and its single-child chain down to
+ * the first node with no or several children (a branch point), inclusive.
+ * That last node is the deepest matched node of the requests for which n
+ * is the important node, so it is what exploit reads.  The chain's nodes
+ * are resolved first (their ancestors' tags: n's path's, then the
+ * chain's).  O(depth of n + segment length). */
 static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
 {
+    const uint32_t pos = s->nd[n].active_pos;
+    SIM_ALWAYS(pos != PB_NONE);
+    uint32_t cv = 0, cd = 0;
+    if (s->ver > 1) /* some subtree was migrated (then paths are kept) */
+        newest_tag(s, s->act_path[pos], s->act_depth[pos] + 1, &cv, &cd);
     for (uint32_t x = n;; x = s->nd[x].child) {
+        if (s->nd[x].tag_v > cv)
+            cv = s->nd[x].tag_v, cd = s->nd[x].tag_d;
+        resolve(s, x, cv, cd);
         if (replace)
             alloc_only(s, x, d);
         else
@@ -314,27 +509,64 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
     }
 }
 
-/* Migration of prefix n to d alone (migrate: subtree, as the reference's
- * update_children): alloc(x) = {d} for n and every node below it.
- * Iterative walk over the first-child / next-sibling links. */
+/* Is active node a (at active position i) in the subtree of the node at
+ * depth dn, n? */
+static int in_subtree(const preble *s, uint32_t i, uint32_t n, uint32_t dn)
+{
+    return s->act_depth[i] >= dn && s->act_path[i][dn] == n;
+}
+
+/* The order in which the per-node walk of the subtree of the node at
+ * depth dn (an explicit stack: pop a node, push its children in child-list
+ * order, which is newest first) visits the active nodes at positions i and
+ * j: preorder with the oldest child first. */
+static int dfs_before(const preble *s, uint32_t i, uint32_t j, uint32_t dn)
+{
+    const uint32_t *a = s->act_path[i], *b = s->act_path[j];
+    const uint32_t da = s->act_depth[i], db = s->act_depth[j];
+    for (uint32_t k = dn;; k++) {
+        if (k > da || k > db) /* one is an ancestor of the other */
+            return da < db;
+        if (a[k] != b[k])
+            return s->nd[a[k]].seq < s->nd[b[k]].seq;
+    }
+}
+
+/* Migration of active prefix n to d alone (migrate: subtree, as the
+ * reference's update_children): alloc(x) = {d} for n and every node below
+ * it.  Done lazily: a tag on n (a new version) stands for the nodes below,
+ * which are resolved when a request's path or a segment next reads them;
+ * the active nodes of the subtree, whose allocations carry load shares,
+ * are updated now, in the order a walk over every node of the subtree
+ * would reach them (so the shares move in the same floating-point order).
+ * O(active nodes) to find them, plus their paths' compares to order them. */
 static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
 {
-    uint32_t top = 0;
-    if (s->stack_cap == 0) {
-        s->stack_cap = 256;
-        s->stack = sim_xmalloc(s->stack_cap * sizeof *s->stack);
-    }
-    s->stack[top++] = n;
-    while (top > 0) {
-        uint32_t x = s->stack[--top];
-        alloc_only(s, x, d);
-        for (uint32_t c = s->nd[x].child; c != PB_NONE; c = s->nd[c].next) {
-            if (top == s->stack_cap) {
-                s->stack_cap *= 2;
-                s->stack = sim_xrealloc(s->stack, s->stack_cap * sizeof *s->stack);
+    const uint32_t pos = s->nd[n].active_pos;
+    SIM_ALWAYS(pos != PB_NONE);
+    const uint32_t dn = s->act_depth[pos];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s->n_active; i++)
+        if (in_subtree(s, i, n, dn)) {
+            if (k == s->sub_cap) {
+                s->sub_cap = s->sub_cap ? 2 * s->sub_cap : 64;
+                s->sub = sim_xrealloc(s->sub, s->sub_cap * sizeof *s->sub);
             }
-            s->stack[top++] = c;
+            s->sub[k++] = i;
         }
+    for (uint32_t i = 1; i < k; i++) { /* insertion sort: few nodes */
+        uint32_t v = s->sub[i], j = i;
+        for (; j > 0 && dfs_before(s, v, s->sub[j - 1], dn); j--)
+            s->sub[j] = s->sub[j - 1];
+        s->sub[j] = v;
+    }
+    const uint32_t ver = ++s->ver;
+    s->nd[n].tag_v = ver;
+    s->nd[n].tag_d = d;
+    for (uint32_t i = 0; i < k; i++) {
+        const uint32_t a = s->active[s->sub[i]];
+        alloc_only(s, a, d);
+        s->nd[a].ver = ver;
     }
 }
 
@@ -363,7 +595,8 @@ static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
     }
     pnode *x = &s->nd[n];
     *x = (pnode){.hash = hash, .parent = parent, .child = PB_NONE,
-                 .next = s->nd[parent].child, .prev = PB_NONE, .active_pos = PB_NONE};
+                 .next = s->nd[parent].child, .prev = PB_NONE, .active_pos = PB_NONE,
+                 .ver = s->ver, .seq = s->seq++};
     if (x->next != PB_NONE)
         s->nd[x->next].prev = n;
     s->nd[parent].child = n;
@@ -392,21 +625,42 @@ static void node_free(preble *s, uint32_t n)
     s->n_free = n;
 }
 
-static void active_add(preble *s, uint32_t n)
+/* n = s->path[depth] (the request being placed) becomes active. */
+static void active_add(preble *s, uint32_t n, uint32_t depth)
 {
     if (s->n_active == s->active_cap) {
         s->active_cap = s->active_cap ? 2 * s->active_cap : 256;
         s->active = sim_xrealloc(s->active, s->active_cap * sizeof *s->active);
+        s->act_path = sim_xrealloc(s->act_path, s->active_cap * sizeof *s->act_path);
+        s->act_depth = sim_xrealloc(s->act_depth, s->active_cap * sizeof *s->act_depth);
+    }
+    SIM_ALWAYS(s->path[depth] == n);
+    uint32_t *path = NULL; /* only subtree migration reads it */
+    if (s->migrate_subtree) {
+        path = sim_xmalloc((depth + 1) * sizeof *path);
+        memcpy(path, s->path, (depth + 1) * sizeof *path);
     }
     s->nd[n].active_pos = s->n_active;
+    s->act_path[s->n_active] = path;
+    s->act_depth[s->n_active] = depth;
     s->active[s->n_active++] = n;
+    dl_join(s, n);
 }
 
 static void active_del(preble *s, uint32_t n)
 {
     uint32_t p = s->nd[n].active_pos;
+    dl_leave(s, n);
     uint32_t last = s->active[--s->n_active];
+    if (last != n) /* last moves to p: re-place it in its lists */
+        PB_FOR_DEST(s, last, d) {
+            dl_del(s, d, s->n_active);
+            dl_ins(s, d, p, last);
+        }
+    free(s->act_path[p]);
     s->active[p] = last;
+    s->act_path[p] = s->act_path[s->n_active];
+    s->act_depth[p] = s->act_depth[s->n_active];
     s->nd[last].active_pos = p;
     s->nd[n].active_pos = PB_NONE;
 }
@@ -428,6 +682,8 @@ static void expire(preble *s, double now)
             if (--x->win_count == 0) {
                 x->win_cost = 0;
                 active_del(s, e->node);
+            } else {
+                dl_dirty(s, e->node);
             }
             spread(s, e->node, +1);
         }
@@ -445,7 +701,8 @@ static void expire(preble *s, double now)
     }
 }
 
-static void window_push(preble *s, pentry e)
+/* Enter e in the window; e.node, if any, is s->path[depth]. */
+static void window_push(preble *s, pentry e, uint32_t depth)
 {
     if (s->w_n == s->w_cap) {
         size_t cap = s->w_cap ? 2 * s->w_cap : 1024;
@@ -467,7 +724,9 @@ static void window_push(preble *s, pentry e)
     spread(s, e.node, -1);
     x->win_cost += e.cost;
     if (x->win_count++ == 0)
-        active_add(s, e.node);
+        active_add(s, e.node, depth);
+    else
+        dl_dirty(s, e.node);
     spread(s, e.node, +1);
 }
 
@@ -604,11 +863,26 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
     return ko > 0 && kn > 0 && sn / kn >= PB_OVERLOAD_RATIO * (so / ko);
 }
 
+/* load_split exactly as a pass over `active` in order computes it
+ * (spread(+1) of every active node into zeroed sums): per destination,
+ * the same terms added in the same order, taken from its list, which is
+ * re-added only when it changed.  O(R + the dirty lists' lengths). */
 static void recompute_split(preble *s)
 {
-    memset(s->load_split, 0, s->n_dest * sizeof *s->load_split);
-    for (uint32_t i = 0; i < s->n_active; i++)
-        spread(s, s->active[i], +1);
+    for (uint32_t d = 0; d < s->n_dest; d++) {
+        pb_dlist *l = &s->dl[d];
+        if (l->dirty) {
+            double sum = 0;
+            for (uint32_t i = 0; i < l->n; i++) {
+                const pnode *x = &s->nd[l->e[i].node];
+                if (x->win_cost != 0 && x->alloc_n != 0)
+                    sum += x->win_cost / x->alloc_n;
+            }
+            l->sum = sum;
+            l->dirty = 0;
+        }
+        s->load_split[d] = l->sum;
+    }
 }
 
 typedef struct cand {
@@ -642,11 +916,11 @@ static void rebalance(preble *s, const route_view *v)
         }
         if (hi == PB_NONE || hi == lo || s->load[hi] < s->high_load * s->load[lo])
             break;
-        uint32_t nc = 0;
-        for (uint32_t i = 0; i < s->n_active; i++) {
-            uint32_t n = s->active[i];
+        uint32_t nc = 0; /* the active nodes allocated to hi: hi's list */
+        for (uint32_t i = 0; i < s->dl[hi].n; i++) {
+            uint32_t n = s->dl[hi].e[i].node;
             const pnode *x = &s->nd[n];
-            if (x->win_count > 1 && has_bit(s, n, hi))
+            if (x->win_count > 1)
                 c[nc++] = (cand){x->win_cost / x->alloc_n, n};
         }
         qsort(c, nc, sizeof *c, cmp_cand);
@@ -782,39 +1056,84 @@ static int pb_create(void *state, const route_env *env, const void *const *param
         s->tp_s = prefill_time(s, ct, 0) / ct;
     }
     s->n_free = PB_NONE;
+    s->rq_free = PB_NONE;
+    s->ver = 1;
     s->last_rebalance_s = -INFINITY;
     s->n_cap = 1024;
     s->nd = malloc(s->n_cap * sizeof *s->nd);
     s->alloc = calloc((size_t)s->n_cap * s->words, sizeof *s->alloc);
     s->load_split = calloc(env->n_dest, sizeof *s->load_split);
+    s->dl = calloc(env->n_dest, sizeof *s->dl);
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
     s->load = calloc(env->n_dest, sizeof *s->load);
     s->dropped = calloc(env->n_dest, 1);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->load_loose || !s->load || !s->dropped ||
+    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->load || !s->dropped ||
         !s->tpot)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
         rc = sim_u64map_init(&s->map, 64);
     if (!rc)
         rc = sim_u64map_init(&s->smap, 64);
+    if (!rc)
+        rc = sim_u64map_init(&s->reqs, 64);
     if (rc) {
         pb_destroy(s);
         return rc;
     }
     for (uint32_t d = 0; d < env->n_dest; d++) /* the reference's initial entry */
-        s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .n = 1, .pos = 1, .median = PB_TPOT_INIT};
+        s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .sorted = {PB_TPOT_INIT}, .n = 1,
+                               .pos = 1, .median = PB_TPOT_INIT};
     /* Root sentinel. */
     s->nd[0] = (pnode){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
-                       .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE};
+                       .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE,
+                       .ver = 1, .seq = s->seq++};
     s->n_used = 1;
     return SIM_OK;
 }
 
-/* Index (into the path) of the head of r's important segment; `m`
- * matched path nodes, `n` path nodes in all (the tail m..n-1 is new). */
-static uint32_t important(const preble *s, uint32_t m, uint32_t n)
+/* Keep r's path (s->path[0..n_blocks)) until its completion. */
+static void req_keep(preble *s, const wl_request *r, double now)
+{
+    uint32_t i = sim_u64map_get(&s->reqs, r->id);
+    if (i == PB_NONE) {
+        if (s->rq_free != PB_NONE) {
+            i = s->rq_free;
+            s->rq_free = s->rq[i].n;
+        } else {
+            if (s->n_rq == s->rq_cap) {
+                s->rq_cap = s->rq_cap ? 2 * s->rq_cap : 256;
+                s->rq = sim_xrealloc(s->rq, s->rq_cap * sizeof *s->rq);
+            }
+            i = s->n_rq++;
+            s->rq[i] = (pb_req){0};
+        }
+        sim_u64map_put(&s->reqs, r->id, i);
+    }
+    pb_req *q = &s->rq[i];
+    if (q->cap < r->n_blocks) {
+        free(q->path);
+        q->cap = r->n_blocks;
+        q->path = sim_xmalloc(q->cap * sizeof *q->path);
+    }
+    if (r->n_blocks) /* a prompt shorter than a block has no path (maybe no array) */
+        memcpy(q->path, s->path, r->n_blocks * sizeof *q->path);
+    q->n = r->n_blocks;
+    q->t = now;
+}
+
+static void req_drop(preble *s, uint64_t id, uint32_t i)
+{
+    sim_u64map_del(&s->reqs, id);
+    s->rq[i].n = s->rq_free;
+    s->rq_free = i;
+}
+
+/* Index (into path, a request's nodes from the root) of the head of its
+ * important segment; `m` matched path nodes, `n` path nodes in all (the
+ * tail m..n-1 is new). */
+static uint32_t important(const preble *s, const uint32_t *path, uint32_t m, uint32_t n)
 {
     uint32_t end = n, start = m;
     /* The new tail [m, n) first; then matched segments upward. */
@@ -826,8 +1145,11 @@ static uint32_t important(const preble *s, uint32_t m, uint32_t n)
         end = start;
         /* Segment start: just after the nearest branch point above `end`. */
         uint32_t j = end - 1;
-        while (j > 0 && s->nd[s->path[j - 1]].nchild < 2)
+        while (j > 0 && s->nd[path[j - 1]].nchild < 2) {
+            if (j > PB_PF) /* cold at completion: hide the misses */
+                SIM_PREFETCH(&s->nd[path[j - 1 - PB_PF]]);
             j--;
+        }
         start = j;
     }
 }
@@ -853,6 +1175,8 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
             break;
         s->path[m++] = x;
     }
+    if (s->ver > 1) /* subtree migrations happened: bring the path up to date */
+        resolve_path(s, s->path, m);
     uint64_t hit = (uint64_t)m * s->block_size;
     const uint32_t cached = hit >= r->prompt_tokens ? r->prompt_tokens : (uint32_t)hit;
     const uint32_t fresh = r->prompt_tokens - cached;
@@ -890,10 +1214,13 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
         lru_touch(s, x);
         alloc_add(s, x, g);
     }
-    uint32_t imp = r->n_blocks ? s->path[important(s, m, r->n_blocks)] : PB_NONE;
+    const uint32_t imp_j = r->n_blocks ? important(s, s->path, m, r->n_blocks) : 0;
+    uint32_t imp = r->n_blocks ? s->path[imp_j] : PB_NONE;
     double ttft = ((double)v->queued_tokens[g] + fresh) * s->tp_s;
     window_push(s, (pentry){.t = now, .cost = prefill_time(s, fresh, cached), .ttft = ttft,
-                            .node = imp, .dest = g});
+                            .node = imp, .dest = g}, imp_j);
+    if (s->overload_completion)
+        req_keep(s, r, now);
     s->prompt_sum += r->prompt_tokens;
     s->prompt_n++;
     s->assigned++;
@@ -908,44 +1235,75 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     return g;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Index of the first of sorted[0..n) >= x. */
+static uint32_t tpot_lower(const double *sorted, uint32_t n, double x)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (sorted[m] < x)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
 }
 
-/* Add an observed TPOT to d's ring and refresh its median (numpy.median:
- * the mean of the two middle values for an even count). */
+/* Add an observed TPOT (finite, > 0) to d's ring and refresh its median
+ * (numpy.median: the mean of the two middle values for an even count).
+ * The sorted copy drops the value the ring overwrites and takes the new
+ * one (O(PB_TPOT_KEEP) moves, no sort): the same multiset as sorting
+ * the ring, so the same median. */
 static void tpot_add(preble *s, uint32_t d, double tpot)
 {
     pb_tpot *t = &s->tpot[d];
+    uint32_t n = t->n;
+    if (n == PB_TPOT_KEEP) { /* the ring is full: v[pos] leaves */
+        uint32_t i = tpot_lower(t->sorted, n, t->v[t->pos]);
+        SIM_ALWAYS(i < n && t->sorted[i] == t->v[t->pos]);
+        memmove(t->sorted + i, t->sorted + i + 1, (n - i - 1) * sizeof *t->sorted);
+        n--;
+    }
+    uint32_t i = tpot_lower(t->sorted, n, tpot);
+    memmove(t->sorted + i + 1, t->sorted + i, (n - i) * sizeof *t->sorted);
+    t->sorted[i] = tpot;
+    t->n = n + 1;
     t->v[t->pos] = tpot;
     t->pos = (t->pos + 1) % PB_TPOT_KEEP;
-    if (t->n < PB_TPOT_KEEP)
-        t->n++;
-    double tmp[PB_TPOT_KEEP];
-    memcpy(tmp, t->v, t->n * sizeof *tmp);
-    qsort(tmp, t->n, sizeof *tmp, cmp_double);
-    t->median = t->n % 2 ? tmp[t->n / 2] : (tmp[t->n / 2 - 1] + tmp[t->n / 2]) / 2;
+    const double *srt = t->sorted;
+    t->median = t->n % 2 ? srt[t->n / 2] : (srt[t->n / 2 - 1] + srt[t->n / 2]) / 2;
 }
 
 /* r's important node now (the reference recomputes it at completion from
  * the tree: find_node + get_important_node), or PB_NONE when none of r's
  * blocks is in the tree any more. */
-static uint32_t important_now(preble *s, const wl_request *r)
+static uint32_t important_now(preble *s, const wl_request *r, double now)
 {
+    const uint32_t i = sim_u64map_get(&s->reqs, r->id);
+    if (i != PB_NONE) {
+        pb_req *q = &s->rq[i];
+        const int kept = q->t >= now - s->window_s && q->n == r->n_blocks;
+        uint32_t imp = kept && q->n ? q->path[important(s, q->path, q->n, q->n)] : PB_NONE;
+        req_drop(s, r->id, i);
+        if (kept)
+            return imp;
+    }
     if (s->path_cap < r->n_blocks) {
         s->path = sim_xrealloc(s->path, r->n_blocks * sizeof *s->path);
         s->path_cap = r->n_blocks;
     }
     uint32_t m = 0;
+    for (uint32_t j = 0; j < PB_PF && j < r->n_blocks; j++)
+        sim_u64map_prefetch(&s->map, r->blocks[j]);
     while (m < r->n_blocks) {
+        if (m + PB_PF < r->n_blocks) /* as the match in pb_route */
+            sim_u64map_prefetch(&s->map, r->blocks[m + PB_PF]);
         uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
         if (x == PB_NONE)
             break;
         s->path[m++] = x;
     }
-    return m ? s->path[important(s, m, m)] : PB_NONE;
+    return m ? s->path[important(s, s->path, m, m)] : PB_NONE;
 }
 
 static void pb_complete(void *state, const wl_request *r, uint32_t dest, const route_done *done)
@@ -953,13 +1311,17 @@ static void pb_complete(void *state, const wl_request *r, uint32_t dest, const r
     preble *s = state;
     s->out_sum += r->output_tokens;
     s->out_n++;
-    if (done->ttft_s < 0 || dest >= s->n_dest)
-        return; /* rejected: nothing measured */
+    if (done->ttft_s < 0 || dest >= s->n_dest) { /* rejected: nothing measured */
+        const uint32_t i = s->overload_completion ? sim_u64map_get(&s->reqs, r->id) : PB_NONE;
+        if (i != PB_NONE)
+            req_drop(s, r->id, i);
+        return;
+    }
     double tpot = route_done_tpot(done);
     if (s->tpot_observed && isfinite(tpot) && tpot > 0)
         tpot_add(s, dest, tpot);
     if (s->overload_completion) {
-        uint32_t imp = important_now(s, r);
+        uint32_t imp = important_now(s, r, done->now_s);
         if (imp != PB_NONE)
             series_add(s, imp, dest, done->now_s, done->ttft_s);
     }
@@ -981,6 +1343,10 @@ static void pb_destroy(void *state)
     free(s->win);
     free(s->active);
     free(s->load_split);
+    if (s->dl)
+        for (uint32_t d = 0; d < s->n_dest; d++)
+            free(s->dl[d].e);
+    free(s->dl);
     free(s->load_loose);
     free(s->load);
     free(s->dropped);
@@ -992,7 +1358,15 @@ static void pb_destroy(void *state)
     }
     free(s->ser);
     sim_u64map_fini(&s->smap);
-    free(s->stack);
+    free(s->sub);
+    for (uint32_t i = 0; i < s->n_rq; i++)
+        free(s->rq[i].path);
+    free(s->rq);
+    sim_u64map_fini(&s->reqs);
+    for (uint32_t i = 0; i < s->n_active; i++)
+        free(s->act_path[i]);
+    free(s->act_path);
+    free(s->act_depth);
     memset(s, 0, sizeof *s);
 }
 

@@ -35,7 +35,12 @@ void sim__lruq_make_room(sim_lruq *q, uint32_t *pos0, size_t stride)
     }
     q->tail = w;
     const uint64_t cap = q->mask + 1;
-    if (2 * (w - q->head) > cap) {
+    /* Grow unless at least 3/4 of the array is free again: a compaction
+     * reads every entry's item (a likely cache miss each), so it should
+     * come at most once per 3/4 cap touches: at most 4/3 item reads per
+     * touch, amortised (2 when growing only above half).  The order of the
+     * live entries, and so every result, does not depend on this. */
+    if (4 * (w - q->head) > cap) {
         uint32_t *g = sim_xmalloc(2 * cap * sizeof *g);
         for (uint64_t p = q->head; p != q->tail; p++)
             g[p & (2 * cap - 1)] = q->q[p & q->mask];

@@ -48,8 +48,8 @@ void sim_lruq_fini(sim_lruq *q);
 
 /* Internal: make room for one more entry (allocate 1024 entries on first
  * use; else squeeze the stale entries out and double the array if it stays
- * more than half full: amortised O(1) per touch).  Aborts if out of
- * memory. */
+ * more than a quarter full: amortised O(1) per touch, at most 4/3 item
+ * reads).  Aborts if out of memory. */
 void sim__lruq_make_room(sim_lruq *q, uint32_t *pos0, size_t stride);
 
 /* Make item e (live or new) the most recently touched.  O(1) amortised;

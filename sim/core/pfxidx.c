@@ -1,0 +1,317 @@
+/*
+ * Global prefix index as a queue of block runs; see pfxidx.h.  The
+ * per-block table it must equal, call for call, is tests/pfxidx_ref.c
+ * (tests/test_pfxidx.c and tests/pfxidx_equiv.sh check it).
+ *
+ * Why runs are enough (hashes chained, so a block determines its prefix):
+ *  - the blocks one add() appends are consecutive blocks of one prompt
+ *    with consecutive LRU places and one last touch; a run is a stretch of
+ *    them with one destination set;
+ *  - a later prompt p that contains some block of run X contains every
+ *    earlier block of X's prompt, so p meets X in a leading part of X's
+ *    live blocks, which add(p) moves to the MRU end: X only ever loses its
+ *    head (to a touch, or to eviction, which takes the head of the oldest
+ *    run), so its live blocks stay consecutive in LRU order, and the LRU
+ *    order of blocks is the queue order of runs, each head to tail;
+ *  - a present block h[j] of a prompt whose block h[j-1] is absent, or is
+ *    present in a run that does not continue with h[j], is a run's head
+ *    (otherwise the block before it in its run would be h[j-1], in that
+ *    run): so a map from each run's head hash finds every present block a
+ *    walk over a prompt can reach, and nothing else is needed.
+ */
+#include "sim/core/pfxidx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/core/error.h"
+#include "sim/core/lruq.h"
+#include "sim/core/u64map.h"
+
+#define PX_NONE UINT32_MAX
+
+typedef struct px_run {
+    uint64_t *h;   /* hashes; the live blocks are h[off..len) */
+    uint32_t off, len, cap;
+    uint32_t pos;  /* position of its live queue entry (sim_lruq) */
+    uint32_t next; /* free list */
+    double last;   /* last touch of every block, s */
+} px_run;
+
+struct sim_pfxidx {
+    uint32_t capacity, n_dest, words;
+    uint32_t live;   /* blocks held */
+    sim_u64map head; /* head hash of a run -> run */
+    px_run *run;
+    uint64_t *bits;  /* `words` per run: its destinations */
+    uint64_t *tmp;   /* scratch: `words` */
+    uint32_t n_run, run_cap, run_free;
+    sim_lruq q;      /* runs, least recently touched first */
+    /* Eviction updates the map lazily: the run being eaten from its head
+     * (st_run, or PX_NONE) may still be keyed by an evicted hash,
+     * h[st_off] (st_off < off < len); every other run is keyed by its
+     * head.  Flushed before anything else changes that run's key, and at
+     * the end of every add (so match sees an exact map). */
+    uint32_t st_run, st_off;
+};
+
+static uint64_t *run_bits(const sim_pfxidx *x, uint32_t r)
+{
+    return x->bits + (size_t)r * x->words;
+}
+
+sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
+{
+    if (capacity == 0 || n_dest == 0)
+        return NULL;
+    sim_pfxidx *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->capacity = capacity;
+    x->n_dest = n_dest;
+    x->words = (n_dest + 63) / 64;
+    x->run_free = PX_NONE;
+    x->st_run = PX_NONE;
+    x->tmp = calloc(x->words, sizeof *x->tmp);
+    if (!x->tmp || sim_u64map_init(&x->head, 64) != SIM_OK) {
+        free(x->tmp);
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void sim_pfxidx_destroy(sim_pfxidx *x)
+{
+    if (!x)
+        return;
+    for (uint32_t r = 0; r < x->n_run; r++)
+        free(x->run[r].h);
+    free(x->run);
+    free(x->bits);
+    free(x->tmp);
+    sim_u64map_fini(&x->head);
+    sim_lruq_fini(&x->q);
+    free(x);
+}
+
+uint32_t sim_pfxidx_size(const sim_pfxidx *x)
+{
+    return x->live;
+}
+
+/* A new run at the MRU end, with room for `need` hashes, destination set
+ * b, last touch `now`, no blocks yet (the caller appends at least one and
+ * enters its head in the map). */
+static uint32_t run_new(sim_pfxidx *x, uint32_t need, const uint64_t *b, double now)
+{
+    uint32_t r;
+    if (x->run_free != PX_NONE) {
+        r = x->run_free;
+        x->run_free = x->run[r].next;
+    } else {
+        if (x->n_run == x->run_cap) {
+            x->run_cap = x->run_cap ? 2 * x->run_cap : 256;
+            x->run = sim_xrealloc(x->run, x->run_cap * sizeof *x->run);
+            x->bits = sim_xrealloc(x->bits, (size_t)x->run_cap * x->words * sizeof *x->bits);
+        }
+        r = x->n_run++;
+        x->run[r] = (px_run){0};
+    }
+    px_run *R = &x->run[r];
+    if (R->cap < need || R->cap > 4 * need + 64) { /* a recycled run's array may be huge */
+        free(R->h);
+        R->cap = need;
+        R->h = sim_xmalloc((size_t)need * sizeof *R->h);
+    }
+    R->off = R->len = 0;
+    R->last = now;
+    memcpy(run_bits(x, r), b, x->words * sizeof *b);
+    sim_lruq_touch(&x->q, &x->run[0].pos, sizeof *x->run, r);
+    return r;
+}
+
+/* Run r holds no block any more: recycle it (keeping its array).  Its
+ * queue entries go stale: its position is set past the queue's end, where
+ * no entry of r can be. */
+static void run_release(sim_pfxidx *x, uint32_t r)
+{
+    px_run *R = &x->run[r];
+    R->pos = (uint32_t)x->q.tail;
+    R->next = x->run_free;
+    x->run_free = r;
+}
+
+/* Run r, whose map key is the hash at offset `key_off` (<= off), is
+ * keyed by its head again, or, if it holds no block, leaves the map and
+ * is released. */
+static void run_rekey(sim_pfxidx *x, uint32_t r, uint32_t key_off)
+{
+    px_run *R = &x->run[r];
+    /* The key may have been taken over by a re-inserted block. */
+    if (sim_u64map_get(&x->head, R->h[key_off]) == r)
+        sim_u64map_del(&x->head, R->h[key_off]);
+    if (R->off == R->len) {
+        run_release(x, r);
+        return;
+    }
+    if (R->off >= 32 && 2 * R->off >= R->len) { /* give the dead prefix back */
+        memmove(R->h, R->h + R->off, (size_t)(R->len - R->off) * sizeof *R->h);
+        R->len -= R->off;
+        R->off = 0;
+    }
+    sim_u64map_put(&x->head, R->h[R->off], r);
+}
+
+/* Apply the pending key change of the run being evicted, if any. */
+static void flush(sim_pfxidx *x)
+{
+    if (x->st_run != PX_NONE) {
+        const uint32_t r = x->st_run;
+        x->st_run = PX_NONE;
+        run_rekey(x, r, x->st_off);
+    }
+}
+
+/* The run whose head is h (the lazy key of st_run included), or PX_NONE. */
+static uint32_t lookup(const sim_pfxidx *x, uint64_t h)
+{
+    const uint32_t r = sim_u64map_get(&x->head, h);
+    if (x->st_run == PX_NONE)
+        return r;
+    if (r == x->st_run) /* its stale key: an evicted block */
+        return PX_NONE;
+    const px_run *S = &x->run[x->st_run];
+    return r == SIM_U64MAP_NONE && S->h[S->off] == h ? x->st_run : r;
+}
+
+/* Run r loses its first k live blocks (k <= live blocks; the head's map
+ * entry is updated or, if r empties, removed and r released). */
+static void run_behead(sim_pfxidx *x, uint32_t r, uint32_t k)
+{
+    if (r == x->st_run)
+        flush(x);
+    const uint32_t key = x->run[r].off;
+    x->run[r].off += k;
+    run_rekey(x, r, key);
+}
+
+/* Drop the least recently touched block (x->live > 0).  Returns the run
+ * released, or PX_NONE.  The map learns of it lazily (st_run). */
+static uint32_t drop_front(sim_pfxidx *x)
+{
+    const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
+    SIM_ALWAYS(r != SIM_LRUQ_NONE);
+    if (r != x->st_run) {
+        flush(x);
+        x->st_run = r;
+        x->st_off = x->run[r].off;
+    }
+    x->live--;
+    if (++x->run[r].off < x->run[r].len)
+        return PX_NONE;
+    sim_lruq_pop_front(&x->q);
+    flush(x);
+    return r;
+}
+
+void sim_pfxidx_expire(sim_pfxidx *x, double before)
+{
+    flush(x);
+    if (!x->run) /* nothing added yet */
+        return;
+    for (;;) {
+        const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
+        if (r == SIM_LRUQ_NONE || !(x->run[r].last < before))
+            return;
+        sim_lruq_pop_front(&x->q);
+        x->live -= x->run[r].len - x->run[r].off;
+        run_behead(x, r, x->run[r].len - x->run[r].off);
+    }
+}
+
+/* Length of the common prefix of a[0..na) and b[0..nb). */
+static uint32_t common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
+{
+    const uint32_t n = na < nb ? na : nb;
+    uint32_t k = 0;
+    while (k < n && a[k] == b[k])
+        k++;
+    return k;
+}
+
+uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d)
+{
+    uint32_t m = 0;
+    while (m < n) {
+        const uint32_t r = lookup(x, h[m]);
+        if (r == PX_NONE || !((run_bits(x, r)[d / 64] >> (d % 64)) & 1u))
+            break;
+        const px_run *R = &x->run[r];
+        m += common(R->h + R->off, R->len - R->off, h + m, n - m);
+    }
+    return m;
+}
+
+/* Append h[0..k) (k >= 1) at the MRU end with destination set b: to run
+ * *cur (this add's last run) if it has the same set, else to a new run
+ * sized for `rest` >= k blocks. */
+static void append(sim_pfxidx *x, uint32_t *cur, const uint64_t *h, uint32_t k,
+                   const uint64_t *b, uint32_t rest, double now)
+{
+    uint32_t c = *cur;
+    int same = c != PX_NONE;
+    for (uint32_t w = 0; same && w < x->words; w++)
+        same = run_bits(x, c)[w] == b[w];
+    if (!same) {
+        c = run_new(x, rest, b, now);
+        sim_u64map_put(&x->head, h[0], c);
+        *cur = c;
+    }
+    px_run *C = &x->run[c];
+    if (C->len + k > C->cap) {
+        C->cap = C->len + k > 2 * C->cap ? C->len + k : 2 * C->cap;
+        C->h = sim_xrealloc(C->h, (size_t)C->cap * sizeof *C->h);
+    }
+    if (k == 1) /* an inserted block: no library call */
+        C->h[C->len] = h[0];
+    else
+        memcpy(C->h + C->len, h, (size_t)k * sizeof *h);
+    C->len += k;
+}
+
+void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, double now)
+{
+    SIM_ALWAYS(d < x->n_dest);
+    uint64_t *b = x->tmp;
+    uint32_t cur = PX_NONE;
+    int b_is_d = 0; /* b holds {d} */
+    for (uint32_t j = 0; j < n;) {
+        const uint32_t r = lookup(x, h[j]);
+        if (r != PX_NONE) { /* present: a leading part of run r */
+            const px_run *R = &x->run[r];
+            const uint32_t k = common(R->h + R->off, R->len - R->off, h + j, n - j);
+            memcpy(b, run_bits(x, r), x->words * sizeof *b);
+            b[d / 64] |= (uint64_t)1 << (d % 64);
+            b_is_d = 0;
+            /* r loses them first (its head leaves the map; emptied, it is
+             * released and its queue entry goes stale), then they join the
+             * MRU end from the prompt's own hashes. */
+            run_behead(x, r, k);
+            append(x, &cur, h + j, k, b, n - j, now);
+            j += k;
+        } else { /* absent: insert, evicting the least recent block if full */
+            if (x->live >= x->capacity && drop_front(x) == cur)
+                cur = PX_NONE; /* this add's own run was evicted whole */
+            if (!b_is_d) {
+                memset(b, 0, x->words * sizeof *b);
+                b[d / 64] |= (uint64_t)1 << (d % 64);
+                b_is_d = 1;
+            }
+            append(x, &cur, h + j, 1, b, n - j, now);
+            x->live++;
+            j++;
+        }
+    }
+    flush(x);
+}

@@ -1,0 +1,71 @@
+/*
+ * A global prefix index over chained block hashes: one LRU table of at
+ * most `capacity` blocks, each with the set of destinations it was sent to
+ * and the time of its last touch -- the router-side table of AIBrix's
+ * PrefixHashTable (vllm-project/aibrix pkg/utils/prefixcacheindexer/hash.go), used
+ * by dualmap (models/route_dualmap.c, index_blocks > 0).
+ *
+ * Semantics (the per-block table it replaces, kept as the test reference
+ * tests/pfxidx_ref.c; every call below is defined by it):
+ *  - add(h[0..n), d, now): for j = 0 .. n-1 in order: if h[j] is absent,
+ *    first drop the least recently touched block if `capacity` blocks are
+ *    held, then insert h[j] with the empty set; then h[j] gains d, its last
+ *    touch becomes `now` and it becomes the most recently touched;
+ *  - match(h[0..n), d): the number of leading blocks of h that are present
+ *    and hold d;
+ *  - expire(before): drop the least recently touched blocks while their
+ *    last touch is < before.
+ *
+ * Implementation: runs, not blocks.  The blocks one add() touches get
+ * consecutive LRU places and the same last touch, so the table is a queue
+ * of runs -- consecutive blocks of one prompt with one destination set --
+ * in LRU order; an add() takes the leading part of each run its prompt
+ * passes through (a prompt shares a prefix of any run it meets, because
+ * hashes are chained) and appends new runs; eviction shortens the oldest
+ * run from its head; expiry drops whole runs.  A map from each run's first
+ * hash finds runs: a present block that follows a present block of the
+ * same prompt in another run, or follows an absent one, is always a run's
+ * head (chaining again), so one probe per run passed plus one per absent
+ * block, and a compare of the run's hash array against the prompt's
+ * (sequential memory) instead of one random probe per block.
+ *
+ * Assumption (as the per-block table, which keys on the hash alone):
+ * block hashes are chained -- h[j] determines h[0..j] -- so equal hashes
+ * are the same block at the same depth; a 64-bit collision (probability
+ * ~2^-64 per pair) breaks the equivalence, never memory safety.
+ *
+ * Opaque handle; one owner; not thread-safe.  Out of memory aborts
+ * (sim_xmalloc), except in create.
+ */
+#ifndef CRSIM_SIM_PFXIDX_H
+#define CRSIM_SIM_PFXIDX_H
+
+#include <stdint.h>
+
+typedef struct sim_pfxidx sim_pfxidx;
+
+/* An empty index of at most `capacity` (> 0) blocks over destinations
+ * 0 .. n_dest-1 (n_dest > 0).  Returns NULL if out of memory or an
+ * argument is 0; free with sim_pfxidx_destroy. */
+sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest);
+
+/* Free the index (NULL is a no-op).  Cannot fail. */
+void sim_pfxidx_destroy(sim_pfxidx *x);
+
+/* Drop blocks last touched before `before` (simulated s), least recent
+ * first.  O(runs dropped). */
+void sim_pfxidx_expire(sim_pfxidx *x, double before);
+
+/* Leading blocks of h[0..n) present with destination d (< n_dest).
+ * O(runs passed + blocks compared).  Cannot fail. */
+uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d);
+
+/* Record that the prompt h[0..n) was sent to d at `now` (semantics
+ * above).  O(n) sequential copies + O(runs passed + blocks inserted +
+ * blocks evicted) map operations.  Aborts if out of memory. */
+void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, double now);
+
+/* Blocks held.  Cannot fail. */
+uint32_t sim_pfxidx_size(const sim_pfxidx *x);
+
+#endif

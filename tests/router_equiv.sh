@@ -1,0 +1,40 @@
+#!/bin/sh
+# The optimised router internals (in bench_sim) against their references
+# (in equiv_ref_sim): dualmap's global prefix index as a run queue
+# (sim/core/pfxidx.c) against the per-block table it replaced
+# (tests/pfxidx_ref.c behind tests/pfxidx_adapter.c), and preble against
+# its pre-round-4 implementation (tests/route_preble_ref.c: full passes over
+# the active nodes, per-node subtree walks, a sort per completion).  Whole
+# simulations must agree bit for bit (the fingerprint line of bench_sim:
+# completions, hit tokens, preemptions, p99 TTFT and E2E, end time to 17
+# digits).  dualmap: the default index (200k blocks, 20-min expiry), a
+# small index (constant eviction, holes) with a short expiry, and the
+# router queue (migrated requests are added again).  preble: the defaults
+# (rebalancing after every placement, subtree migration, observed TPOT,
+# completion TTFTs), the legacy rules, and a short window (pruning, nodes
+# reused, requests outliving the window).
+# usage: router_equiv.sh BENCH_SIM EQUIV_REF_SIM SOURCE_ROOT
+set -eu
+runs=$1 ref=$2 root=$3
+fail=0
+check() {
+    a=$("$runs" "$@" | grep fingerprint) || { echo "bench_sim $* failed"; exit 1; }
+    b=$("$ref" "$@" | grep fingerprint) || { echo "equiv_ref_sim $* failed"; exit 1; }
+    if [ "$a" = "$b" ]; then
+        echo "same: $*: $a"
+    else
+        echo "DIFFERENT: $*"
+        echo "  optimised: $a"
+        echo "  reference: $b"
+        fail=1
+    fi
+}
+cfg=$root/experiments/flagship.yaml
+short="--set workload.duration_s=400 --set experiment.warmup_s=100 --set experiment.drain_s=100"
+check experiment "$cfg" 60 dualmap 1 $short
+check experiment "$cfg" 100 dualmap 2 $short --set router.dualmap.index_blocks=3000 --set router.dualmap.index_ttl_s=20
+check experiment "$cfg" 100 dualmap 3 $short --set router.dualmap.router_queue=true --set router.dualmap.index_blocks=20000 --set router.dualmap.switch_tokens=0 --set router.dualmap.rebalance_tokens=0
+check experiment "$cfg" 60 preble 1 $short
+check experiment "$cfg" 100 preble 2 $short --set router.preble.tpot=cost_model --set router.preble.overload=dispatch_estimate --set router.preble.migrate=segment --set router.preble.rebalance=per_second
+check experiment "$cfg" 80 preble 3 $short --set router.preble.window_s=8
+exit $fail
