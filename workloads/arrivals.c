@@ -70,7 +70,7 @@ double wl_series_autocorr(const double *x, size_t n, size_t lag)
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant,
  * "chrono-Compatible Low-Level Date Algorithms", days_from_civil). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+int64_t wl__days_from_civil(int64_t y, int64_t m, int64_t d)
 {
     y -= m <= 2;
     const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -80,7 +80,7 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
     return era * 146097 + doe - 719468;
 }
 
-static int digits(const char **p, int n, int64_t *v)
+int wl__digits(const char **p, int n, int64_t *v)
 {
     *v = 0;
     for (int i = 0; i < n; i++, (*p)++) {
@@ -92,7 +92,7 @@ static int digits(const char **p, int n, int64_t *v)
 }
 
 /* Days in month m (1..12) of year y, proleptic Gregorian. */
-static int64_t days_in_month(int64_t y, int64_t m)
+int64_t wl__days_in_month(int64_t y, int64_t m)
 {
     static const int8_t dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -117,12 +117,12 @@ static int parse_datetime(const char *s, civil_time *t, int *bad_day)
     int64_t y, mo, d, h, mi, se;
     const char *p = s;
     *bad_day = 0;
-    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
-        !digits(&p, 2, &d) || (*p != ' ' && *p != 'T'))
+    if (!wl__digits(&p, 4, &y) || *p++ != '-' || !wl__digits(&p, 2, &mo) || *p++ != '-' ||
+        !wl__digits(&p, 2, &d) || (*p != ' ' && *p != 'T'))
         return 0;
     p++;
-    if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi) || *p++ != ':' ||
-        !digits(&p, 2, &se))
+    if (!wl__digits(&p, 2, &h) || *p++ != ':' || !wl__digits(&p, 2, &mi) || *p++ != ':' ||
+        !wl__digits(&p, 2, &se))
         return 0;
     if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 60)
         return 0;
@@ -146,11 +146,11 @@ static int parse_datetime(const char *s, civil_time *t, int *bad_day)
         p++;
     if (*p != '\0')
         return 0;
-    if (d > days_in_month(y, mo)) {
+    if (d > wl__days_in_month(y, mo)) {
         *bad_day = 1;
         return 0;
     }
-    t->s = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+    t->s = wl__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
     t->ns = frac;
     return 1;
 }

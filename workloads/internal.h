@@ -5,6 +5,8 @@
 #ifndef CRSIM_WORKLOADS_INTERNAL_H
 #define CRSIM_WORKLOADS_INTERNAL_H
 
+#include <stdint.h>
+
 /* Strip leading and trailing white space (isspace) of `s` in place;
  * returns the first non-space character.  Cannot fail.  (csv.c) */
 char *wl__trim(char *s);
@@ -25,4 +27,13 @@ int wl__name_index(const char *const names[], const char *name);
  * WHAT 'NAME'; expected one of: A, B, C" (*index unchanged).  (wl_config.c) */
 int wl__name_parse(const char *const names[], const char *what, const char *name, int *index);
 
+/* Calendar arithmetic of the date-time readers (arrivals.c; also
+ * trace_csv.c).  wl__days_from_civil: days since 1970-01-01 of a
+ * proleptic Gregorian date (H. Hinnant, "chrono-Compatible Low-Level Date
+ * Algorithms", days_from_civil); wl__days_in_month: days of month m
+ * (1..12) of year y; wl__digits: read exactly n decimal digits at *p into
+ * *v, advancing *p; 1 on success, 0 at a non-digit.  Cannot fail. */
+int64_t wl__days_from_civil(int64_t y, int64_t m, int64_t d);
+int64_t wl__days_in_month(int64_t y, int64_t m);
+int wl__digits(const char **p, int n, int64_t *v);
 #endif

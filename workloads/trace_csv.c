@@ -21,6 +21,7 @@
 
 #include "sim/core/error.h"
 #include "workloads/csv.h"
+#include "workloads/internal.h"
 #include "workloads/infile.h"
 
 /* Synthetic id spaces: the replay keeps the low 48 bits of an id
@@ -90,37 +91,19 @@ int wl__trace_synth_ids(wl_trace *t, uint64_t prefix_tokens)
 /* Date-times                                                         */
 /* ------------------------------------------------------------------ */
 
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const int64_t yoe = y - era * 400;
-    const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int num(const char **p, int n, int64_t *v)
-{
-    *v = 0;
-    for (int i = 0; i < n; i++, (*p)++) {
-        if (!isdigit((unsigned char)**p))
-            return 0;
-        *v = *v * 10 + (**p - '0');
-    }
-    return 1;
-}
+/* The calendar arithmetic is shared with the arrival-time reader
+ * (wl__days_from_civil, wl__digits in workloads/internal.h). */
 
 int wl_trace_parse_datetime(const char *s, int64_t *sec, int64_t *nsec)
 {
     static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int64_t y, mo, d, h, mi, se, frac = 0;
     const char *p = s;
-    if (!num(&p, 4, &y) || *p++ != '-' || !num(&p, 2, &mo) || *p++ != '-' ||
-        !num(&p, 2, &d) || (*p != ' ' && *p != 'T'))
+    if (!wl__digits(&p, 4, &y) || *p++ != '-' || !wl__digits(&p, 2, &mo) || *p++ != '-' ||
+        !wl__digits(&p, 2, &d) || (*p != ' ' && *p != 'T'))
         return 0;
     p++;
-    if (!num(&p, 2, &h) || *p++ != ':' || !num(&p, 2, &mi) || *p++ != ':' || !num(&p, 2, &se))
+    if (!wl__digits(&p, 2, &h) || *p++ != ':' || !wl__digits(&p, 2, &mi) || *p++ != ':' || !wl__digits(&p, 2, &se))
         return 0;
     if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 60)
         return 0;
@@ -148,13 +131,13 @@ int wl_trace_parse_datetime(const char *s, int64_t *sec, int64_t *nsec)
     } else if (*p == '+' || *p == '-') {
         int neg = *p++ == '-';
         int64_t oh, om;
-        if (!num(&p, 2, &oh) || *p++ != ':' || !num(&p, 2, &om) || oh > 23 || om > 59)
+        if (!wl__digits(&p, 2, &oh) || *p++ != ':' || !wl__digits(&p, 2, &om) || oh > 23 || om > 59)
             return 0;
         off = (oh * 3600 + om * 60) * (neg ? -1 : 1);
     }
     if (*p != '\0')
         return 0;
-    *sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    *sec = wl__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
     *nsec = frac;
     return 1;
 }
