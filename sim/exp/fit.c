@@ -602,8 +602,10 @@ static int load_targets(fit *f)
         return SIM_ERROR(SIM_EINVAL, "%s: no targets; expected targets.POLICY.hit, .ttft_p99, "
                          ".e2e_p99 or .capacity with values", o->targets_path);
     add_unique(&f->grid, &f->n_grid, f->top.loads, f->top.n_loads);
-    qsort(f->grid, f->n_grid, sizeof *f->grid, cmp_double);
-    qsort(f->slos, f->n_slos, sizeof *f->slos, cmp_double);
+    if (f->n_grid) /* qsort's array may not be NULL, even when empty (UBSan) */
+        qsort(f->grid, f->n_grid, sizeof *f->grid, cmp_double);
+    if (f->n_slos)
+        qsort(f->slos, f->n_slos, sizeof *f->slos, cmp_double);
     if (f->n_slos && f->n_grid < 2) {
         char loc[300];
         loc_of(f, "loads", NULL, loc, sizeof loc);
@@ -847,7 +849,8 @@ static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, con
     const char **runsets = sim_xcalloc(f->o->n_set + n + 1, sizeof *runsets);
     for (size_t i = 0; i < f->o->n_set; i++)
         runsets[i] = f->o->sets[i];
-    memcpy(runsets + f->o->n_set, s, n * sizeof *s);
+    if (n)
+        memcpy(runsets + f->o->n_set, s, n * sizeof *s);
     free(s);
     exp_run_opts ro = {.config_path = f->o->config_path, .sets = runsets,
                        .n_set = f->o->n_set + n, .jobs = f->o->jobs ? f->o->jobs : 1,
