@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,11 @@
 #include "sim/core/evq.h"
 #include "sim/core/metrics.h"
 
-enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE, EV_KV };
+enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE, EV_KV, EV_FAULT, EV_RFAULT,
+       EV_HEALTH, EV_RETRY };
+
+/* A destination's service state under faults (docs/faults.md). */
+enum { DEST_UP = 0, DEST_DRAIN = 1, DEST_DOWN = 2 };
 
 /* A request inside the cluster: engine state plus the request itself. */
 typedef struct creq {
@@ -80,7 +85,20 @@ typedef struct cluster {
     uint64_t *kv_hash;
     size_t kv_hash_head, kv_hash_n, kv_hash_cap;
     sim_event *kv_ev;
-    uint64_t inflight;
+    uint64_t inflight;     /* requests in engines or waiting to be retried */
+    /* Faults (models/cluster.h cluster_faults); all NULL/false without. */
+    bool faults_on;
+    uint8_t *dstate;       /* n_dest: DEST_UP / DEST_DRAIN / DEST_DOWN */
+    double *slow;          /* n_dest: step-time factor (1 = normal) */
+    uint8_t *down_view;    /* n_dest: route_view.down, set at health checks */
+    uint8_t *rdown;        /* n_dest: the random process crashed it */
+    sim_pcg32 *frng;       /* n_dest: random fault streams */
+    /* Retries in due order (one delay, so the FIFO is sorted): rq[rq_head
+     * .. rq_n) due at rq_due[]; retry_ev scheduled at the head's due. */
+    creq **rq;
+    double *rq_due;
+    size_t rq_head, rq_n, rq_cap;
+    sim_event *retry_ev;
     cluster_result *res;
     uint64_t cap_rec;
 } cluster;
@@ -148,6 +166,7 @@ static uint32_t ops_waiting(void *ctx, uint32_t dest, const wl_request **out, ui
 }
 
 static void start_step(cluster *c, uint32_t d, double now);
+static void dispatch(cluster *c, creq *cr, double now);
 
 static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
 {
@@ -155,7 +174,8 @@ static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
     cluster_rec *rec = &c->res->rec[r->id];
     uint32_t from = rec->dest;
     creq *cr = (creq *)((char *)r - offsetof(creq, r));
-    if (to >= c->p->n_dest || to == from || !engine_withdraw(c->eng[from], &cr->er))
+    if (to >= c->p->n_dest || to == from || (c->faults_on && c->dstate[to] != DEST_UP) ||
+        !engine_withdraw(c->eng[from], &cr->er))
         return 0;
     double now = sim_evq_now(c->q);
     bool measured = rec->arrival_s >= c->p->warmup_s;
@@ -175,6 +195,8 @@ static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
 static void start_step(cluster *c, uint32_t d, double now)
 {
     double dur = engine_try_start(c->eng[d], now);
+    if (c->faults_on && dur > 0)
+        dur *= c->slow[d]; /* a straggler (faults: slow) */
     if (dur > 0)
         sim_evq_schedule(c->q, c->step_ev[d], now + dur);
 }
@@ -333,6 +355,178 @@ static const snapshot *visible(cluster *c, double now)
     return s;
 }
 
+/* ---- faults (models/cluster.h cluster_faults, docs/faults.md) ---- */
+
+/* The router that routed `cr` learns that it failed (the gateway sees the
+ * connection reset or refused): as a rejection, no token. */
+static void notify_failed(cluster *c, creq *cr, uint32_t dest, double now)
+{
+    if (c->rt->on_complete) {
+        const route_done done = {.now_s = now, .ttft_s = -1, .e2e_s = -1, .output_tokens = 0};
+        c->rt->on_complete(c->rstate[cr->replica], &cr->r, dest, &done);
+    }
+}
+
+/* `cr` (in no engine, not in any outstanding count) was lost at `now`:
+ * its client retries it retry_timeout_s later, or it has failed for good
+ * after max_retries retries. */
+static void lose(cluster *c, creq *cr, double now)
+{
+    cluster_rec *rec = &c->res->rec[cr->r.id];
+    rec->ttft_s = -1; /* the attempt that completes sets them */
+    rec->queue_s = -1;
+    rec->admitted = 0;
+    rec->hit_tokens = 0;
+    cr->er.admitted_once = false;
+    cr->er.rejected = false;
+    if (rec->retries >= c->p->faults.max_retries) {
+        rec->failed = 1;
+        c->res->n_failed++;
+        c->inflight--;
+        free_creq(cr);
+        return;
+    }
+    rec->retries++;
+    c->res->n_retries++;
+    if (c->rq_n == c->rq_cap) {
+        if (c->rq_head > 0) {
+            memmove(c->rq, c->rq + c->rq_head, (c->rq_n - c->rq_head) * sizeof *c->rq);
+            memmove(c->rq_due, c->rq_due + c->rq_head,
+                    (c->rq_n - c->rq_head) * sizeof *c->rq_due);
+            c->rq_n -= c->rq_head;
+            c->rq_head = 0;
+        }
+        if (c->rq_n == c->rq_cap) {
+            c->rq_cap = c->rq_cap ? 2 * c->rq_cap : 64;
+            c->rq = sim_xrealloc(c->rq, c->rq_cap * sizeof *c->rq);
+            c->rq_due = sim_xrealloc(c->rq_due, c->rq_cap * sizeof *c->rq_due);
+        }
+    }
+    c->rq[c->rq_n] = cr;
+    c->rq_due[c->rq_n++] = now + c->p->faults.retry_timeout_s;
+    if (c->retry_ev->heap_idx == SIM_EVQ_IDLE)
+        sim_evq_schedule(c->q, c->retry_ev, c->rq_due[c->rq_head]);
+}
+
+/* engine_crash's lost(): a running or queued request of a crashed engine. */
+static void on_lost(void *ctx, engine_req *er)
+{
+    cluster *c = ctx;
+    creq *cr = (creq *)er; /* er is the first member of creq */
+    const uint32_t dest = c->res->rec[cr->r.id].dest;
+    uint32_t *own = c->outstanding + (size_t)cr->replica * c->p->n_dest;
+    SIM_ALWAYS(own[dest] > 0);
+    own[dest]--;
+    c->res->n_lost++;
+    const double now = sim_evq_now(c->q);
+    notify_failed(c, cr, dest, now);
+    lose(c, cr, now);
+}
+
+/* Destination `d` crashes at `now` (no-op if already crashed). */
+static void crash(cluster *c, uint32_t d, bool warm)
+{
+    if (c->dstate[d] == DEST_DOWN)
+        return;
+    c->dstate[d] = DEST_DOWN;
+    c->slow[d] = 1.0;
+    c->res->n_crashes++;
+    sim_evq_cancel(c->q, c->step_ev[d]);
+    engine_crash(c->eng[d], !warm, on_lost, c);
+}
+
+static void recover(cluster *c, uint32_t d, double now)
+{
+    c->dstate[d] = DEST_UP;
+    c->slow[d] = 1.0;
+    start_step(c, d, now); /* a drained engine may still hold work */
+}
+
+/* EV_FAULT: scheduled event `k`. */
+static void on_fault(cluster *c, size_t k, double now)
+{
+    const cluster_fault *f = &c->p->faults.events[k];
+    const uint32_t d = f->dest;
+    if (f->kind == CLUSTER_FAULT_CRASH) {
+        crash(c, d, f->warm);
+    } else if (f->kind == CLUSTER_FAULT_DRAIN) {
+        if (c->dstate[d] == DEST_UP)
+            c->dstate[d] = DEST_DRAIN;
+    } else if (f->kind == CLUSTER_FAULT_SLOW) {
+        if (c->dstate[d] != DEST_DOWN)
+            c->slow[d] = f->factor; /* from the next step on */
+    } else {
+        recover(c, d, now);
+    }
+}
+
+/* An exponential time of mean `mean` s from `g` (inverse CDF). */
+static double draw_exp(sim_pcg32 *g, double mean)
+{
+    return -mean * log1p(-sim_pcg32_uniform(g));
+}
+
+/* EV_RFAULT of destination `d`: the random process crashes it (cold) or
+ * repairs it, and schedules its next change. */
+static void on_rfault(cluster *c, sim_event *ev, double now)
+{
+    const uint32_t d = ev->target;
+    const cluster_faults *f = &c->p->faults;
+    if (!c->rdown[d]) {
+        crash(c, d, false);
+        c->rdown[d] = 1;
+        sim_evq_schedule(c->q, ev, now + draw_exp(&c->frng[d], f->mttr_s));
+    } else {
+        recover(c, d, now);
+        c->rdown[d] = 0;
+        sim_evq_schedule(c->q, ev, now + draw_exp(&c->frng[d], f->mtbf_s));
+    }
+}
+
+/* EV_RETRY at `now`: every retry due is routed again. */
+static void on_retry(cluster *c, double now)
+{
+    while (c->rq_head < c->rq_n && c->rq_due[c->rq_head] <= now) {
+        creq *cr = c->rq[c->rq_head++];
+        dispatch(c, cr, now);
+    }
+    if (c->rq_head == c->rq_n)
+        c->rq_head = c->rq_n = 0;
+    else if (c->retry_ev->heap_idx == SIM_EVQ_IDLE)
+        sim_evq_schedule(c->q, c->retry_ev, c->rq_due[c->rq_head]);
+}
+
+/* Route `cr` (arrived or retried; counted in inflight) and hand it to the
+ * chosen engine, or lose it there if that destination is crashed or
+ * draining (connection refused). */
+static void dispatch(cluster *c, creq *cr, double now)
+{
+    cluster_result *res = c->res;
+    const uint32_t i = cr->replica;
+    uint32_t *own = c->outstanding + (size_t)i * c->p->n_dest;
+    const snapshot *s = visible(c, now);
+    route_view v = {.n_dest = c->p->n_dest, .outstanding = own, .queued_tokens = s->queued,
+                    .now_s = now, .ops = &c->ops, .waiting = s->waiting,
+                    .running = s->running, .kv_util = s->kv_util, .age_s = c->age,
+                    .down = c->down_view};
+    uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
+    SIM_ALWAYS(d < c->p->n_dest);
+    cluster_rec *rec = &res->rec[cr->r.id];
+    rec->dest = d;
+    if (c->faults_on && c->dstate[d] != DEST_UP) {
+        res->n_refused++;
+        notify_failed(c, cr, d, now);
+        lose(c, cr, now);
+        return;
+    }
+    bool measured = rec->arrival_s >= c->p->warmup_s;
+    res->dest[d].routed++;
+    res->dest[d].routed_measured += measured;
+    own[d]++;
+    engine_submit(c->eng[d], &cr->er, now);
+    start_step(c, d, now);
+}
+
 /* The two allocations that grow with a run's requests use the try
  * variants: a run too large for memory ends with SIM_ENOMEM (its
  * experiment marked incomplete) instead of aborting the process. */
@@ -381,24 +575,12 @@ static int on_arrival(cluster *c, double now)
                 ? sim_pcg32_bounded(&c->assign_rng, c->n_rep)
                 : (uint32_t)((res->n_arrived - 1) % c->n_rep);
     cr->replica = i;
-    uint32_t *own = c->outstanding + (size_t)i * c->p->n_dest;
-    const snapshot *s = visible(c, now);
-    route_view v = {.n_dest = c->p->n_dest, .outstanding = own, .queued_tokens = s->queued,
-                    .now_s = now, .ops = &c->ops, .waiting = s->waiting,
-                    .running = s->running, .kv_util = s->kv_util, .age_s = c->age};
-    uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
-    SIM_ALWAYS(d < c->p->n_dest);
-    bool measured = now >= c->p->warmup_s;
     res->rec[cr->r.id] = (cluster_rec){
         .arrival_s = now, .ttft_s = -1, .e2e_s = -1, .queue_s = -1, .key = cr->r.key,
-        .dest = d, .replica = i, .prompt_tokens = cr->r.prompt_tokens,
+        .replica = i, .prompt_tokens = cr->r.prompt_tokens,
         .output_tokens = cr->r.output_tokens};
-    res->dest[d].routed++;
-    res->dest[d].routed_measured += measured;
-    own[d]++;
     c->inflight++;
-    engine_submit(c->eng[d], &cr->er, now);
-    start_step(c, d, now);
+    dispatch(c, cr, now);
     return SIM_OK;
 }
 
@@ -650,6 +832,161 @@ static int check_gateway(const cluster_gateway *g)
     return SIM_OK;
 }
 
+const char *const cluster_fault_kind_names[] = {"crash", "drain", "slow", "recover", NULL};
+
+int cluster_fault_parse(const char *text, cluster_fault *out, char *why, size_t n)
+{
+    *out = (cluster_fault){.factor = 1.0};
+    char buf[128];
+    if (strlen(text) >= sizeof buf) {
+        snprintf(why, n, "expected TIME_S:KIND:DEST[:ARG], at most %zu characters",
+                 sizeof buf - 1);
+        return SIM_EINVAL;
+    }
+    strcpy(buf, text);
+    char *f[5];
+    int nf = 0;
+    for (char *p = buf, *q; nf < 5; p = q + 1) {
+        f[nf++] = p;
+        if (!(q = strchr(p, ':')))
+            break;
+        *q = '\0';
+    }
+    char *end;
+    if (nf < 3 || nf > 4) {
+        snprintf(why, n, "expected TIME_S:KIND:DEST[:ARG] (e.g. 600:crash:3, 720:recover:3, "
+                 "300:slow:5:3)");
+        return SIM_EINVAL;
+    }
+    out->t_s = strtod(f[0], &end);
+    if (end == f[0] || *end || !isfinite(out->t_s) || out->t_s < 0) {
+        snprintf(why, n, "expected TIME_S a finite number of seconds >= 0, not '%s'", f[0]);
+        return SIM_EINVAL;
+    }
+    out->kind = -1;
+    for (int k = 0; cluster_fault_kind_names[k]; k++)
+        if (strcmp(f[1], cluster_fault_kind_names[k]) == 0)
+            out->kind = k;
+    if (out->kind < 0) {
+        snprintf(why, n, "expected KIND crash, drain, slow or recover, not '%s'", f[1]);
+        return SIM_EINVAL;
+    }
+    unsigned long long dv = strtoull(f[2], &end, 10);
+    if (end == f[2] || *end || f[2][0] == '-' || f[2][0] == '+' || dv > UINT32_MAX - 1) {
+        snprintf(why, n, "expected DEST a destination index 0, 1, ..., not '%s'", f[2]);
+        return SIM_EINVAL;
+    }
+    out->dest = (uint32_t)dv;
+    if (out->kind == CLUSTER_FAULT_SLOW) {
+        if (nf != 4) {
+            snprintf(why, n, "expected slow with a factor, TIME_S:slow:DEST:FACTOR (>= 1)");
+            return SIM_EINVAL;
+        }
+        out->factor = strtod(f[3], &end);
+        if (end == f[3] || *end || !isfinite(out->factor) || out->factor < 1 ||
+            out->factor > 1e6) {
+            snprintf(why, n, "expected FACTOR a number in [1, 1e6], not '%s'", f[3]);
+            return SIM_EINVAL;
+        }
+    } else if (out->kind == CLUSTER_FAULT_CRASH && nf == 4) {
+        if (strcmp(f[3], "warm") != 0 && strcmp(f[3], "cold") != 0) {
+            snprintf(why, n, "expected crash's ARG cold or warm, not '%s'", f[3]);
+            return SIM_EINVAL;
+        }
+        out->warm = strcmp(f[3], "warm") == 0;
+    } else if (nf == 4) {
+        snprintf(why, n, "expected no ARG for %s (TIME_S:%s:DEST)", f[1], f[1]);
+        return SIM_EINVAL;
+    }
+    return SIM_OK;
+}
+
+long cluster_faults_check(const cluster_fault *ev, size_t n_ev, uint32_t n_dest, char *why,
+                          size_t n)
+{
+    for (size_t k = 0; k < n_ev; k++)
+        if (ev[k].dest >= n_dest) {
+            snprintf(why, n, "destination %u of %u; expected DEST in [0, %u]", ev[k].dest,
+                     n_dest, n_dest - 1);
+            return (long)k;
+        }
+    /* Per destination, in time order (ties in list order): the state
+     * machine up -> {crashed, draining, slow} -> recover -> up. */
+    size_t *ord = sim_xmalloc((n_ev ? n_ev : 1) * sizeof *ord);
+    long bad = -1;
+    for (uint32_t d = 0; d < n_dest && bad < 0; d++) {
+        size_t m = 0;
+        for (size_t k = 0; k < n_ev; k++)
+            if (ev[k].dest == d) {
+                size_t j = m++;
+                for (; j > 0 && ev[ord[j - 1]].t_s > ev[k].t_s; j--)
+                    ord[j] = ord[j - 1];
+                ord[j] = k;
+            }
+        int st = DEST_UP;
+        bool slow = false;
+        for (size_t j = 0; j < m && bad < 0; j++) {
+            const cluster_fault *f = &ev[ord[j]];
+            const char *err = NULL;
+            if (f->kind == CLUSTER_FAULT_CRASH) {
+                if (st == DEST_DOWN)
+                    err = "already crashed";
+                st = DEST_DOWN;
+                slow = false;
+            } else if (f->kind == CLUSTER_FAULT_DRAIN) {
+                if (st != DEST_UP)
+                    err = st == DEST_DOWN ? "crashed" : "already draining";
+                st = DEST_DRAIN;
+            } else if (f->kind == CLUSTER_FAULT_SLOW) {
+                if (st == DEST_DOWN)
+                    err = "crashed";
+                slow = true;
+            } else {
+                if (st == DEST_UP && !slow)
+                    err = "up and at full speed (nothing to recover from)";
+                st = DEST_UP;
+                slow = false;
+            }
+            if (err) {
+                snprintf(why, n, "destination %u is %s at %g s; expected crash only when "
+                         "not crashed, drain only when up, slow only when not crashed, "
+                         "recover only after crash, drain or slow", d, err, f->t_s);
+                bad = (long)ord[j];
+            }
+        }
+    }
+    free(ord);
+    return bad;
+}
+
+/* Check the fault parameters (exp.c checks the config keys first, with
+ * their locations; this guards direct callers). */
+static int check_faults(const cluster_faults *f, uint32_t n_dest)
+{
+    char why[256];
+    for (size_t k = 0; k < f->n_events; k++)
+        if (f->events[k].kind < CLUSTER_FAULT_CRASH || f->events[k].kind > CLUSTER_FAULT_RECOVER ||
+            !(isfinite(f->events[k].t_s) && f->events[k].t_s >= 0) ||
+            !(f->events[k].factor >= 1 && isfinite(f->events[k].factor)))
+            return SIM_ERROR(SIM_EINVAL, "fault event %zu: kind %d at %g s, factor %g; expected "
+                             "a kind of enum cluster_fault_kind, a time >= 0 and a factor >= 1",
+                             k, f->events[k].kind, f->events[k].t_s, f->events[k].factor);
+    const long bad = cluster_faults_check(f->events, f->n_events, n_dest, why, sizeof why);
+    if (bad >= 0)
+        return SIM_ERROR(SIM_EINVAL, "fault event %ld: %s", bad, why);
+    if (!(isfinite(f->mtbf_s) && f->mtbf_s >= 0) ||
+        (f->mtbf_s > 0 && !(isfinite(f->mttr_s) && f->mttr_s > 0)))
+        return SIM_ERROR(SIM_EINVAL, "faults MTBF %g s, MTTR %g s; expected MTBF >= 0 (0 = "
+                         "none) and, with MTBF > 0, a finite MTTR > 0", f->mtbf_s, f->mttr_s);
+    if (cluster_faults_on(f) &&
+        (!(isfinite(f->retry_timeout_s) && f->retry_timeout_s >= 0) ||
+         !(isfinite(f->health_check_interval_s) && f->health_check_interval_s > 0)))
+        return SIM_ERROR(SIM_EINVAL, "faults retry timeout %g s, health-check interval %g s; "
+                         "expected a timeout >= 0 and an interval > 0", f->retry_timeout_s,
+                         f->health_check_interval_s);
+    return SIM_OK;
+}
+
 /* The seed of replica i's router: the run seed for replica 0 (so one
  * replica is today's run), else 64 bits drawn from PCG stream
  * (seed, sim_rng_substream(SIM_STREAM_GATEWAY, i)). */
@@ -673,10 +1010,13 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     rc = spec_kv_pool(&p->deploy, &out->pool_tokens, &out->pool_blocks);
     if (rc)
         return rc;
+    if ((rc = check_faults(&p->faults, p->n_dest)))
+        return rc;
     const cluster_gateway *gw = &p->gateway;
     cluster c = {.p = p, .rt = rt, .src = src, .res = out};
     c.ops = (route_ops){.ctx = &c, .waiting = ops_waiting, .migrate = ops_migrate};
     c.n_rep = gw->replicas ? gw->replicas : 1;
+    c.faults_on = cluster_faults_on(&p->faults);
     c.exact = !(gw->scrape_interval_s > 0);
     /* Unpublished snapshots are those of the last `delay` seconds: at most
      * floor(delay / interval) + 1, plus the visible one; one more slot
@@ -748,6 +1088,36 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         scrape->kind = EV_SCRAPE;
         sim_evq_schedule(c.q, scrape, gw->scrape_interval_s);
     }
+    if (c.faults_on) {
+        const cluster_faults *f = &p->faults;
+        c.dstate = sim_xcalloc(p->n_dest, sizeof *c.dstate);
+        c.down_view = sim_xcalloc(p->n_dest, sizeof *c.down_view);
+        c.rdown = sim_xcalloc(p->n_dest, sizeof *c.rdown);
+        c.slow = sim_xmalloc(p->n_dest * sizeof *c.slow);
+        for (uint32_t d = 0; d < p->n_dest; d++)
+            c.slow[d] = 1.0;
+        c.retry_ev = sim_evq_alloc(c.q);
+        c.retry_ev->kind = EV_RETRY;
+        for (size_t k = 0; k < f->n_events; k++) {
+            sim_event *fe = sim_evq_alloc(c.q);
+            fe->kind = EV_FAULT;
+            fe->target = (uint32_t)k;
+            sim_evq_schedule(c.q, fe, f->events[k].t_s);
+        }
+        if (f->mtbf_s > 0) {
+            c.frng = sim_xcalloc(p->n_dest, sizeof *c.frng);
+            for (uint32_t d = 0; d < p->n_dest; d++) {
+                sim_pcg32_seed(&c.frng[d], env->seed, sim_rng_substream(SIM_STREAM_FAULTS, d));
+                sim_event *fe = sim_evq_alloc(c.q);
+                fe->kind = EV_RFAULT;
+                fe->target = d;
+                sim_evq_schedule(c.q, fe, draw_exp(&c.frng[d], f->mtbf_s));
+            }
+        }
+        sim_event *hc = sim_evq_alloc(c.q);
+        hc->kind = EV_HEALTH;
+        sim_evq_schedule(c.q, hc, f->health_check_interval_s);
+    }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
     rc = pull_next(&c, arr);
@@ -769,10 +1139,22 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
                 sim_evq_schedule(c.q, ev, now + interval_s);
         } else if (ev->kind == EV_KV) {
             deliver_kv(&c, now);
+        } else if (ev->kind == EV_FAULT) {
+            on_fault(&c, ev->target, now);
+        } else if (ev->kind == EV_RFAULT) {
+            on_rfault(&c, ev, now);
+        } else if (ev->kind == EV_RETRY) {
+            on_retry(&c, now);
+        } else if (ev->kind == EV_HEALTH) {
+            for (uint32_t d = 0; d < p->n_dest; d++)
+                c.down_view[d] = c.dstate[d] != DEST_UP;
+            out->health_checks++;
+            sim_evq_schedule(c.q, ev, (double)(out->health_checks + 1) *
+                                          p->faults.health_check_interval_s);
         } else if (ev->kind == EV_SCRAPE) {
             on_scrape(&c, now);
             n_scrape++;
-            if (!c.arrivals_done) /* only arrivals read snapshots */
+            if (!c.arrivals_done || c.faults_on) /* arrivals and retries read them */
                 sim_evq_schedule(c.q, ev, (double)(n_scrape + 1) * gw->scrape_interval_s);
         } else { /* EV_END: drain time is over */
             break;
@@ -792,11 +1174,18 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         engine_foreach(c.eng[d], count_unfinished, &c);
         out->dest[d].st = *engine_get_stats(c.eng[d]);
     }
+    for (size_t k = c.rq_head; k < c.rq_n; k++) { /* waiting to be retried */
+        out->n_unfinished++;
+        free_creq(c.rq[k]);
+    }
+    c.rq_head = c.rq_n = 0;
     if (c.have_pending)
         wl_request_fini(&c.pending);
     if (rc == SIM_OK) {
         SIM_ALWAYS(out->n_arrived ==
-                   out->n_completed + out->n_unfinished + out->n_rejected + out->n_too_long);
+                   out->n_completed + out->n_unfinished + out->n_rejected + out->n_too_long +
+                       out->n_failed);
+        SIM_ALWAYS(out->n_lost + out->n_refused == out->n_retries + out->n_failed);
         summarize(&c);
         fairness(p, out);
         timeline(p, out);
@@ -827,6 +1216,13 @@ done:
     free(c.age);
     free(c.kv);
     free(c.kv_hash);
+    free(c.dstate);
+    free(c.slow);
+    free(c.down_view);
+    free(c.rdown);
+    free(c.frng);
+    free(c.rq);
+    free(c.rq_due);
     return rc;
 }
 

@@ -14,6 +14,7 @@
 #define CRSIM_MODELS_CLUSTER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,92 @@ typedef struct cluster_gateway {
                                  events; docs/information-model.md) */
 } cluster_gateway;
 
+/*
+ * Destination faults (docs/faults.md).  A scheduled event happens at t_s
+ * to destination `dest`:
+ *  - CRASH: the destination's running and queued requests are lost (each
+ *    is retried by its client, below) and, unless `warm`, its prefix cache
+ *    is emptied; it refuses every request until it recovers;
+ *  - DRAIN: it refuses new requests and finishes those it has;
+ *  - SLOW: every engine step takes `factor` (>= 1) times as long (a
+ *    straggler) until it recovers;
+ *  - RECOVER: back in service at full speed (with the cache it kept: empty
+ *    after a cold crash).
+ * A random process (mtbf_s > 0) adds, per destination, crashes after
+ * exponential up times of mean mtbf_s, each repaired (a cold recovery)
+ * after an exponential time of mean mttr_s, from PCG stream (run seed,
+ * sim_rng_substream(SIM_STREAM_FAULTS, dest)): identical for every
+ * policy at one seed and load.
+ *
+ * A request lost in a crash, or dispatched to a destination that is
+ * crashed or draining (connection refused), is retried by its client
+ * retry_timeout_s later, through the gateway replica that routed it (a
+ * new routing decision), at most max_retries times; one more loss and it
+ * has failed for good (cluster_result.n_failed).  Its TTFT and E2E are
+ * measured from its original arrival, over the attempt that completed.
+ *
+ * Routers see the gateway's health view (route_view.down): a health check
+ * every health_check_interval_s (at k * interval, k >= 1) marks each
+ * destination down if it is crashed or draining, up otherwise.  With no
+ * event and mtbf_s = 0 nothing of this exists (route_view.down is NULL)
+ * and a run is bit-identical to one without faults.
+ */
+enum cluster_fault_kind {
+    CLUSTER_FAULT_CRASH = 0,
+    CLUSTER_FAULT_DRAIN = 1,
+    CLUSTER_FAULT_SLOW = 2,
+    CLUSTER_FAULT_RECOVER = 3
+};
+
+typedef struct cluster_fault {
+    double t_s;     /* when, simulated s; finite, >= 0 */
+    uint32_t dest;  /* destination, < n_dest */
+    int kind;       /* enum cluster_fault_kind */
+    double factor;  /* SLOW: step-time factor, finite, >= 1; else 1 */
+    bool warm;      /* CRASH: the prefix cache survives (default false: cold) */
+} cluster_fault;
+
+typedef struct cluster_faults {
+    const cluster_fault *events; /* n_events scheduled events (borrowed) */
+    size_t n_events;
+    double mtbf_s;           /* random crashes: mean up time per destination,
+                                s; 0 = none */
+    double mttr_s;           /* their mean repair time, s (> 0 with mtbf_s) */
+    double retry_timeout_s;  /* client retry delay after a loss, s; >= 0 */
+    uint32_t max_retries;    /* retries per request at most */
+    double health_check_interval_s; /* gateway health checks, s; > 0 */
+} cluster_faults;
+
+/* Whether `f` configures any fault (then health checks and retries run). */
+static inline bool cluster_faults_on(const cluster_faults *f)
+{
+    return f->n_events > 0 || f->mtbf_s > 0;
+}
+
+/* The names of enum cluster_fault_kind, NULL-terminated. */
+extern const char *const cluster_fault_kind_names[];
+
+/*
+ * Parse one scheduled event "TIME_S:KIND:DEST[:ARG]" (faults.events):
+ * KIND crash (ARG optional: cold, the default, or warm), drain, slow (ARG
+ * required: the factor, a number >= 1) or recover; TIME_S a finite number
+ * >= 0; DEST a decimal destination index.  Fills *out; on error writes
+ * the reason ("expected ...") to why[0..n) and returns SIM_EINVAL (no
+ * message is set).  DEST is not range-checked here.
+ */
+int cluster_fault_parse(const char *text, cluster_fault *out, char *why, size_t n);
+
+/*
+ * Check scheduled events against a cluster of n_dest destinations, in
+ * time order per destination (a stable sort by t_s): DEST < n_dest;
+ * crash only when not crashed, drain only when up, slow only when not
+ * crashed, recover only when crashed, draining or slow.  Returns -1 when
+ * they are consistent, else the index of the first bad event with the
+ * reason in why[0..n).  Cannot fail.
+ */
+long cluster_faults_check(const cluster_fault *ev, size_t n_ev, uint32_t n_dest, char *why,
+                          size_t n);
+
 /* Most gateway replicas a run accepts. */
 #define CLUSTER_MAX_REPLICAS 4096
 
@@ -94,6 +181,7 @@ typedef struct cluster_params {
                                answers HTTP 400 before scheduling when the
                                prompt plus the requested max_tokens exceed
                                it (docs/report.md, "Context limit") */
+    cluster_faults faults;  /* destination faults (zeroed = none) */
     uint32_t fair_min_requests; /* per-key fairness counts keys with at
                                least this many measured requests (0 is read
                                as 1; docs/report.md, "Fairness") */
@@ -124,6 +212,8 @@ typedef struct cluster_rec {
     uint8_t admitted;  /* reached an engine's running set at least once */
     uint8_t rejected;  /* could never fit in the destination's KV pool */
     uint8_t too_long;  /* over max_model_len: rejected at the gateway */
+    uint8_t failed;    /* lost with no retry left (faults): failed for good */
+    uint32_t retries;  /* client retries after losses (faults) */
 } cluster_rec;
 
 /* cluster_rec.dest of a request never routed (too long). */
@@ -141,9 +231,19 @@ typedef struct cluster_key {
 
 typedef struct cluster_result {
     /* Conservation: n_arrived == n_completed + n_unfinished + n_rejected
-     * + n_too_long.  Too-long requests (max_model_len) are counted in no
-     * other field: not measured, not in any percentile. */
+     * + n_too_long + n_failed.  Too-long requests (max_model_len) are
+     * counted in no other field: not measured, not in any percentile.
+     * Failed ones (faults) are measured with TTFT and E2E +inf. */
     uint64_t n_arrived, n_completed, n_unfinished, n_rejected, n_too_long;
+    /* Faults (docs/faults.md): every loss (n_lost + n_refused) either
+     * schedules a retry or fails the request for good, so n_lost +
+     * n_refused == n_retries + n_failed, and n_retries == Σ rec.retries. */
+    uint64_t n_failed;   /* requests failed for good (no retry left) */
+    uint64_t n_lost;     /* request losses in crashes (running + queued) */
+    uint64_t n_refused;  /* dispatches to a crashed or draining destination */
+    uint64_t n_retries;  /* client retries scheduled */
+    uint64_t n_crashes;  /* crashes that happened (scheduled + random) */
+    uint64_t health_checks; /* gateway health checks done */
     uint64_t n_measured, measured_completed;
     uint64_t prompt_tokens, hit_tokens; /* measured, admitted requests */
     double hit_rate;            /* hit_tokens / prompt_tokens */

@@ -695,6 +695,44 @@ uint32_t engine_kv_used_blocks(const engine *e) { return pcache_pinned(e->cache)
 
 const pcache *engine_cache(const engine *e) { return e->cache; }
 
+/* Reset `er` for a later engine_submit after a crash (engine_crash). */
+static void crash_reset(engine_req *er)
+{
+    er->computed = er->generated = er->hit_tokens = er->n_sched = 0;
+    er->admitted_once = er->rejected = er->steady = false;
+    er->first_token_s = er->finish_s = -1.0;
+    er->qnext = er->qprev = er->wnext = NULL;
+}
+
+uint32_t engine_crash(engine *e, bool cold, void (*lost)(void *ctx, engine_req *er), void *ctx)
+{
+    steady_flush(e); /* every running request explicit, wheel empty */
+    uint32_t n = 0;
+    while (e->run_head) {
+        engine_req *er = e->run_head;
+        run_remove(e, er);
+        release_blocks(e, er);
+        crash_reset(er);
+        n++;
+        lost(ctx, er);
+    }
+    while (e->wait_head) {
+        engine_req *er = wait_pop_front(e);
+        release_blocks(e, er);
+        crash_reset(er);
+        n++;
+        lost(ctx, er);
+    }
+    e->n_act = e->n_due = 0;
+    e->queued = 0;
+    e->memo_er = NULL;
+    e->busy = false;
+    memset(&e->batch, 0, sizeof e->batch);
+    if (cold)
+        pcache_clear(e->cache);
+    return n;
+}
+
 void engine_foreach(engine *e, void (*fn)(void *ctx, engine_req *er), void *ctx)
 {
     /* Read each link before calling `fn`, which may free the request. */

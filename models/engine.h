@@ -171,6 +171,19 @@ int engine_withdraw(engine *e, engine_req *er);
  * out[]; returns how many. */
 uint32_t engine_waiting(const engine *e, engine_req **out, uint32_t max);
 
+/*
+ * Fault hook (docs/faults.md): the engine crashes at `now`.  The step in
+ * progress is abandoned (not counted in engine_stats; the caller cancels
+ * its step-completion event), every running and waiting request releases
+ * its KV blocks and leaves the engine, in admission order then queue
+ * order, through lost(ctx, er) (the engine no longer references er; its
+ * counters are reset for a later engine_submit, preemptions kept), and
+ * with `cold` every cached block is dropped (pcache_clear: an empty prefix
+ * cache, reported as removals to a KV observer).  Returns the number of
+ * requests lost.  Cannot fail.
+ */
+uint32_t engine_crash(engine *e, bool cold, void (*lost)(void *ctx, engine_req *er), void *ctx);
+
 /* Visit every request inside the engine (for end-of-run accounting). */
 void engine_foreach(engine *e, void (*fn)(void *ctx, engine_req *er), void *ctx);
 

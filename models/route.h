@@ -78,7 +78,23 @@ typedef struct route_view {
                                       of the scrape the values above come
                                       from, s (>= 0; 0 in the exact view), for
                                       a staleness limit (llm-d: 2 s) */
+    const uint8_t *down;           /* per destination: 1 if the gateway's
+                                      health checks mark it down (crashed or
+                                      draining, as of the last check,
+                                      gateway.health_check_interval_s;
+                                      docs/faults.md), else 0.  NULL when no
+                                      faults are configured: every
+                                      destination is up.  Routers drop down
+                                      destinations from their candidates
+                                      (route_view_down) */
 } route_view;
+
+/* Whether the gateway's health view marks destination `d` down (false
+ * when v->down is NULL).  Cannot fail. */
+static inline int route_view_down(const route_view *v, uint32_t d)
+{
+    return v->down != NULL && v->down[d] != 0;
+}
 
 struct cost_model; /* models/cost.h */
 struct plan_key;   /* models/plan.h */

@@ -58,10 +58,15 @@ enum sim_rng_stream {
     SIM_STREAM_ROUTER = 4,   /* randomised routing policies */
     SIM_STREAM_DRIFT = 5,    /* workload drift over time */
     SIM_STREAM_ENGINE = 6,   /* per-engine service-time noise */
-    SIM_STREAM_GATEWAY = 7   /* gateway replicas: the bare id draws the
+    SIM_STREAM_GATEWAY = 7,  /* gateway replicas: the bare id draws the
                                 replica of each request (random
                                 assignment); substream i >= 1 seeds
                                 replica i's router (models/cluster.c) */
+    SIM_STREAM_FAULTS = 8    /* random destination faults (faults.mtbf_s):
+                                substream d draws destination d's up and
+                                repair times (models/cluster.c), so every
+                                policy at one (seed, load) sees the same
+                                faults */
 };
 
 /*

@@ -160,6 +160,34 @@ const sim_cfg_key exp_config_schema[] = {
              "(dynamo_kv, llmd precise) this long after the cache changed; 1 ms: no public "
              "end-to-end figure, one ZMQ and one NATS hop without batching (vLLM kv_events, "
              "Dynamo publisher DEFAULT_BATCHING_TIMEOUT_MS = None); 0 = instantaneous"},
+    {.path = "gateway.health_check_interval_s", .type = SIM_CFG_DOUBLE,
+     .offset = OFF(health_check_interval_s), .min = 0, .max = 1e6, .flags = SIM_CFG_EXCL_MIN,
+     .def = "10", .unit = "s",
+     .help = "with faults configured: the gateway health-checks every destination this often "
+             "and its routers skip those found crashed or draining until a check finds them "
+             "up (Kubernetes probe periodSeconds default 10 s; docs/faults.md)"},
+    /* faults: destinations that fail or slow down (docs/faults.md) */
+    {.path = "faults.events", .type = SIM_CFG_STRING_LIST, .offset = OFF(fault_events),
+     .count_offset = CNT(n_fault_events), .def = "[]",
+     .help = "scheduled faults, each \"TIME_S:KIND:DEST[:ARG]\": KIND crash (ARG cold, the "
+             "default, or warm: keeps the prefix cache), drain, slow (ARG the step-time "
+             "factor >= 1) or recover; e.g. [\"600:crash:3\", \"720:recover:3\"]"},
+    {.path = "faults.mtbf_s", .type = SIM_CFG_DOUBLE, .offset = OFF(mtbf_s), .min = 0,
+     .max = 1e12, .def = "0", .unit = "s",
+     .help = "random crashes: mean up time per destination (exponential, own RNG stream: "
+             "the same faults for every policy); 0 = none"},
+    {.path = "faults.mttr_s", .type = SIM_CFG_DOUBLE, .offset = OFF(mttr_s), .min = 0,
+     .max = 1e12, .flags = SIM_CFG_EXCL_MIN, .def = "120", .unit = "s",
+     .help = "random crashes: mean time to a cold recovery (exponential); 120 s: an "
+             "assumed engine restart (model load and warm-up), no public figure"},
+    {.path = "faults.retry_timeout_s", .type = SIM_CFG_DOUBLE, .offset = OFF(retry_timeout_s),
+     .min = 0, .max = 1e6, .def = "0.5", .unit = "s",
+     .help = "a client retries a lost or refused request this long after the loss (OpenAI "
+             "Python client: INITIAL_RETRY_DELAY 0.5 s on a connection error)"},
+    {.path = "faults.max_retries", .type = SIM_CFG_INT, .offset = OFF(max_retries), .min = 0,
+     .max = 1000, .def = "2",
+     .help = "retries per request; one more loss and it has failed for good (OpenAI Python "
+             "client: DEFAULT_MAX_RETRIES 2)"},
     /* cost */
     {.path = "cost.model", .type = SIM_CFG_ENUM, .offset = OFF(cost_model),
      .choices = cost_kind_names, .def = "roofline",
@@ -356,6 +384,32 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
     return rc;
 }
 
+/* faults.events: parse every entry (models/cluster.h cluster_fault_parse)
+ * and check them against cluster.destinations, each error at its list
+ * item; mtbf_s with its mttr_s. */
+static int check_faults(const sim_cfgdoc *d, exp_config *cfg)
+{
+    char at[512], why[320];
+    cfg->faults = sim_xcalloc(cfg->n_fault_events ? cfg->n_fault_events : 1,
+                              sizeof *cfg->faults);
+    for (size_t i = 0; i < cfg->n_fault_events; i++)
+        if (cluster_fault_parse(cfg->fault_events[i], &cfg->faults[i], why, sizeof why)) {
+            if (!sim_cfgdoc_locate(d, "faults.events", cfg->fault_events[i], at, sizeof at))
+                where_key(d, "faults.events", at, sizeof at);
+            return SIM_ERROR(SIM_EINVAL, "%s: key 'faults.events' item %zu is '%s'; %s", at, i,
+                             cfg->fault_events[i], why);
+        }
+    const long bad = cluster_faults_check(cfg->faults, cfg->n_fault_events,
+                                          (uint32_t)cfg->destinations, why, sizeof why);
+    if (bad >= 0) {
+        if (!sim_cfgdoc_locate(d, "faults.events", cfg->fault_events[bad], at, sizeof at))
+            where_key(d, "faults.events", at, sizeof at);
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'faults.events' item %ld is '%s': %s", at, bad,
+                         cfg->fault_events[bad], why);
+    }
+    return SIM_OK;
+}
+
 static int config_load(const char *path, const char *const *sets, size_t n_set, exp_config *cfg,
                        bool check_routers)
 {
@@ -377,6 +431,8 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
     free(sections);
     if (rc == SIM_OK)
         rc = wl_config_bind(d, &cfg->wl);
+    if (rc == SIM_OK)
+        rc = check_faults(d, cfg);
     if (rc == SIM_OK && cfg->scrape_interval_s == 0 && cfg->scrape_delay_s > 0) {
         char at[512];
         if (!sim_cfgdoc_locate(d, "gateway.scrape_delay_s", NULL, at, sizeof at))
@@ -462,6 +518,8 @@ void exp_config_fini(exp_config *cfg)
     free((char **)cfg->src.sets);
     cfg->src = (exp_config_src){0};
     wl_config_fini(&cfg->wl);
+    free(cfg->faults);
+    cfg->faults = NULL;
     sim_cfg_free(exp_config_schema, cfg);
     route_config_free(cfg->router);
     cfg->router = NULL;

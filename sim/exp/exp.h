@@ -91,6 +91,14 @@ typedef struct exp_config {
     int64_t replicas;
     int replica_assign;       /* enum cluster_assign */
     double kv_event_delay_s;  /* s: engine KV events reach the routers */
+    double health_check_interval_s; /* s: gateway health checks (faults) */
+    /* faults (models/cluster.h cluster_faults, docs/faults.md) */
+    char **fault_events;      /* "TIME_S:KIND:DEST[:ARG]" as written */
+    size_t n_fault_events;
+    struct cluster_fault *faults; /* fault_events parsed (n_fault_events), owned */
+    double mtbf_s, mttr_s;    /* random crashes per destination, s; 0 = none */
+    double retry_timeout_s;   /* client retry delay after a loss, s */
+    int64_t max_retries;      /* client retries per request */
     /* cost */
     int cost_model;           /* enum cost_kind */
     char *cost_profile;       /* "" = the deployment's default profile */

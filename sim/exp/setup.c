@@ -174,6 +174,11 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
                     .replicas = (uint32_t)cfg->replicas,
                     .assign = cfg->replica_assign,
                     .kv_event_delay_s = cfg->kv_event_delay_s},
+        .faults = {.events = cfg->faults, .n_events = cfg->n_fault_events,
+                   .mtbf_s = cfg->mtbf_s, .mttr_s = cfg->mttr_s,
+                   .retry_timeout_s = cfg->retry_timeout_s,
+                   .max_retries = (uint32_t)cfg->max_retries,
+                   .health_check_interval_s = cfg->health_check_interval_s},
     };
     return SIM_OK;
 fail:
@@ -416,6 +421,13 @@ void exp_setup_print(const exp_setup *s, FILE *out)
         fprintf(out, "gateway: %lld replica%s (%s), exact engine metrics (read at every "
                 "decision)\n", (long long)cfg->replicas, cfg->replicas == 1 ? "" : "s",
                 cfg->replica_assign == CLUSTER_ASSIGN_RANDOM ? "random" : "round robin");
+    if (cfg->n_fault_events > 0 || cfg->mtbf_s > 0)
+        fprintf(out, "faults: %zu scheduled event%s, random crashes %s (MTBF %g s, MTTR %g s); "
+                "health checks every %g s, client retries after %g s, at most %lld "
+                "(docs/faults.md)\n", cfg->n_fault_events, cfg->n_fault_events == 1 ? "" : "s",
+                cfg->mtbf_s > 0 ? "on" : "off", cfg->mtbf_s, cfg->mttr_s,
+                cfg->health_check_interval_s, cfg->retry_timeout_s,
+                (long long)cfg->max_retries);
     if (s->nominal)
         fprintf(out, "%s warm start: ON (first plan from the workload's nominal rates of "
                 "%zu keys, not from measured counts)\n", s->nominal_for, s->n_nominal);
