@@ -291,8 +291,31 @@ uint32_t route__ring_find(const route__ring *ring, uint64_t h)
     return lo == ring->n ? 0 : lo;
 }
 
+/* The k-th destination (from 0) that the health view does not mark down. */
+static uint32_t kth_up(const route_view *v, uint32_t k)
+{
+    for (uint32_t d = 0;; d++)
+        if (!v->down[d] && k-- == 0)
+            return d;
+}
+
 uint32_t route__p2c(sim_pcg32 *rng, const route_view *v)
 {
+    if (v->down) { /* faults: two distinct choices among the live ones */
+        uint32_t n_up = 0;
+        for (uint32_t d = 0; d < v->n_dest; d++)
+            n_up += !v->down[d];
+        if (n_up > 0 && n_up < v->n_dest) {
+            if (n_up == 1)
+                return kth_up(v, 0);
+            uint32_t a = sim_pcg32_bounded(rng, n_up), b = sim_pcg32_bounded(rng, n_up - 1);
+            if (b >= a)
+                b++;
+            a = kth_up(v, a);
+            b = kth_up(v, b);
+            return v->outstanding[b] < v->outstanding[a] ? b : a;
+        }
+    }
     if (v->n_dest == 1)
         return 0;
     uint32_t a = sim_pcg32_bounded(rng, v->n_dest);
@@ -300,6 +323,16 @@ uint32_t route__p2c(sim_pcg32 *rng, const route_view *v)
     if (b >= a)
         b++; /* distinct from a, uniform over the rest */
     return v->outstanding[b] < v->outstanding[a] ? b : a;
+}
+
+uint32_t route__ring_live(const route__ring *ring, uint32_t i, const route_view *v)
+{
+    for (uint32_t step = 0; step < ring->n; step++) {
+        const uint32_t d = ring->dest[(i + step) % ring->n];
+        if (!route_view_down(v, d))
+            return d;
+    }
+    return ring->dest[i];
 }
 
 uint64_t route__key_hash(uint64_t key, uint64_t salt)

@@ -246,12 +246,15 @@ static inline void touch(aibrix *s, uint32_t x, double now)
     sim_lruq_touch(&s->lq, &s->e[0].pos, sizeof *s->e, x);
 }
 
-/* Least requests over every destination, ties uniformly at random. */
-static uint32_t least(aibrix *s)
+/* Least requests over every destination (faults: every live one), ties
+ * uniformly at random. */
+static uint32_t least(aibrix *s, const route_view *v)
 {
     uint32_t best = 0, ties = 1;
     for (uint32_t d = 1; d < s->n_dest; d++) {
-        if (s->cnt[d] < s->cnt[best]) {
+        if (route_view_down(v, d))
+            continue;
+        if (s->cnt[d] < s->cnt[best] || route_view_down(v, best)) {
             best = d;
             ties = 1;
         } else if (s->cnt[d] == s->cnt[best] && sim_pcg32_bounded(&s->rng, ++ties) == 0) {
@@ -288,7 +291,7 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
     memset(s->cand, 0, W * sizeof *s->cand);
     const int gate = (double)mx > s->factor * (mean + 1) && (uint64_t)(mx - mn) >= s->gap;
     for (uint32_t d = 0; d < R; d++)
-        if (!gate || s->cnt[d] == mn)
+        if ((!gate || s->cnt[d] == mn) && !route_view_down(v, d)) /* faults: ready pods */
             s->cand[d / 64] |= 1ULL << (d % 64);
 
     /* Expire idle entries (least recently used first). */
@@ -363,7 +366,7 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
         }
     (void)any;
     if (dest == AB_NONE)
-        dest = least(s);
+        dest = least(s, v);
 
     /* 4. Add every block for dest, in order (the matched ones first, so
      * making room never evicts an entry recorded in idx). */

@@ -72,6 +72,7 @@ typedef struct cacheroute {
     double interval_s;
     double last_tick_s;
     int policy;             /* ROUTE__CR_PLAN_* after the legacy `replan` */
+    int fallback;           /* ROUTE__CR_FALLBACK_* */
     int estimate;           /* ROUTE__CR_RATE_* */
     double epsilon, budget_share;
     uint32_t block_size;    /* tokens per block (0: footprints from prompt sizes) */
@@ -240,6 +241,7 @@ static const char *const rate_names[] = {"interval", "window", "ewma", "nominal"
 static const char *const policy_names[] = {"fresh", "hold", "churn_aware", NULL};
 static const char *const weight_names[] = {"rate", "work", NULL};
 static const char *const admission_names[] = {"slots", "bytes", NULL};
+static const char *const fallback_names[] = {"none", "fast", NULL};
 
 static const sim_cfg_key cr_schema[] = {
     {.path = "q_cap", .type = SIM_CFG_DOUBLE, .offset = offsetof(cr_params, q_cap), .min = 0,
@@ -286,6 +288,11 @@ static const sim_cfg_key cr_schema[] = {
      .choices = admission_names, .def = "slots",
      .help = "admit top keys into C = R*W equal slots (paper) or by value per warm token into "
              "W x mean footprint tokens per destination (beyond the paper)"},
+    {.path = "fallback", .type = SIM_CFG_ENUM, .offset = offsetof(cr_params, fallback),
+     .choices = fallback_names, .def = "none",
+     .help = "faults: none = the table keeps a destination the health checks mark down until "
+             "the next plan (paper; requests there fail and are retried); fast = a key goes to "
+             "its live members, or power of two choices if none (docs/faults.md)"},
     {0},
 };
 
@@ -380,6 +387,7 @@ static int create_variant(void *state, const route_env *env, const void *const *
                           .admission = (enum plan_admission)p->admission,
                           .pool_tokens = (double)env->pool_blocks * env->block_size};
     s->interval_s = p->interval_s;
+    s->fallback = p->fallback;
     s->policy = effective_policy(p);
     s->estimate = p->rate_estimate;
     s->epsilon = p->churn_epsilon;
@@ -433,6 +441,19 @@ static int cr_affinity_create(void *state, const route_env *env, const void *con
     return create_variant(state, env, params, PLAN_HASH, 0);
 }
 
+/* router.cacheroute.fallback fast (faults): the least loaded of a key's
+ * table members d[0..k) that the health view does not mark down, or power
+ * of two choices over the live destinations when none is. */
+static uint32_t fast_fallback(cacheroute *own, const uint32_t *d, uint32_t k,
+                              const route_view *v)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t j = 0; j < k; j++)
+        if (!v->down[d[j]] && (best == UINT32_MAX || v->outstanding[d[j]] < v->outstanding[best]))
+            best = d[j];
+    return best != UINT32_MAX ? best : route__p2c(&own->rng, v);
+}
+
 static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
 {
     cacheroute *own = state; /* its RNG; the view is its own in-flight count */
@@ -444,6 +465,8 @@ static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
         if (a >= 0) {
             const uint32_t *d = s->pl.dest + s->pl.off[a];
             const uint32_t k = s->pl.k[a];
+            if (v->down && own->fallback == ROUTE__CR_FALLBACK_FAST)
+                return fast_fallback(own, d, k, v);
             uint32_t best = d[0];
             for (uint32_t j = 1; j < k; j++)
                 if (v->outstanding[d[j]] < v->outstanding[best])

@@ -133,6 +133,8 @@ static uint32_t chwbl_route(void *state, const wl_request *r, const route_view *
             continue;
         s->seen[d] = 1;
         distinct++;
+        if (route_view_down(v, d)) /* faults: skip a down node */
+            continue;
         if ((uint64_t)v->outstanding[d] + 1 <= bound) {
             chosen = d;
             break;
@@ -146,6 +148,8 @@ static uint32_t chwbl_route(void *state, const wl_request *r, const route_view *
             left--;
         }
     }
+    if (route_view_down(v, chosen)) /* faults: all over the bound, home down */
+        chosen = route__ring_live(&s->ring, i, v);
     return chosen;
 }
 

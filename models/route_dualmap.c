@@ -690,6 +690,12 @@ static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
     }
     uint32_t c[2];
     candidates(s, key, &c[0], &c[1]);
+    if (v->down) { /* faults: each ring skips to its next live node */
+        c[0] = route__ring_live(&s->ring1, route__ring_find(&s->ring1,
+                                                            route__key_hash(key, DM_SALT1)), v);
+        c[1] = route__ring_live(&s->ring2, route__ring_find(&s->ring2,
+                                                            route__key_hash(key, DM_SALT2)), v);
+    }
     uint32_t unc[2], nl[2];
     double pend[2], run[2], wait[2], ttft[2];
     for (int i = 0; i < 2; i++) {

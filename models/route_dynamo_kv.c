@@ -146,11 +146,21 @@ static uint32_t softmax_pick(dynamo_kv *s)
     double lo = INFINITY, hi = -INFINITY;
     for (uint32_t d = 0; d < n; d++) {
         lo = fmin(lo, s->logit[d]);
-        hi = fmax(hi, s->logit[d]);
+        if (s->logit[d] < INFINITY) /* faults: a down worker's logit is +inf */
+            hi = fmax(hi, s->logit[d]);
     }
     const double u = sim_pcg32_uniform(&s->rng);
-    if (lo == hi)
-        return (uint32_t)(u * n) < n ? (uint32_t)(u * n) : n - 1;
+    if (lo == INFINITY) /* faults: every worker down */
+        return 0;
+    if (lo == hi) { /* uniform over those at lo (all, without faults) */
+        uint32_t m = 0;
+        for (uint32_t d = 0; d < n; d++)
+            m += s->logit[d] == lo;
+        uint32_t k = (uint32_t)(u * m) < m ? (uint32_t)(u * m) : m - 1;
+        for (uint32_t d = 0; d < n; d++)
+            if (s->logit[d] == lo && k-- == 0)
+                return d;
+    }
     const double scale = 1.0 / ((hi - lo) * s->p.router_temperature);
     double sum = 0;
     for (uint32_t d = 0; d < n; d++)
@@ -178,6 +188,8 @@ static uint32_t dyn_route(void *state, const wl_request *r, const route_view *v)
         const double prefill = (double)(s->pend[d] + fresh);
         const double decode = (double)(s->dblk[d] + (req_blocks - s->len[d]));
         s->logit[d] = s->p.overlap_score_weight * prefill / (double)bs + decode;
+        if (route_view_down(v, d)) /* faults: removed workers are no candidates */
+            s->logit[d] = INFINITY;
     }
     uint32_t best;
     if (s->p.router_temperature > 0) {

@@ -82,6 +82,10 @@ static uint32_t flat_lb_route(void *state, const wl_request *r, const route_view
             return route__p2c(&s->rng, v); /* the default, as before */
         if (v->n_dest == 1)
             return 0;
+        if (v->down) /* faults: live candidates only (route__p2c) */
+            return route__p2c(&s->rng, &(route_view){.n_dest = v->n_dest,
+                                                     .outstanding = v->waiting,
+                                                     .down = v->down});
         /* The same draws as route__p2c, on the scraped queue. */
         uint32_t a = sim_pcg32_bounded(&s->rng, v->n_dest);
         uint32_t b = sim_pcg32_bounded(&s->rng, v->n_dest - 1);
@@ -92,9 +96,13 @@ static uint32_t flat_lb_route(void *state, const wl_request *r, const route_view
     /* Least loaded; the j-th tie replaces the choice with probability 1/j
      * (reservoir sampling), so ties are uniform. */
     uint32_t best = 0, ties = 1, lo = load_of(s, v, 0);
+    if (route_view_down(v, 0)) /* faults: a down destination loses to any live one */
+        lo = UINT32_MAX;
     for (uint32_t d = 1; d < v->n_dest; d++) {
+        if (route_view_down(v, d))
+            continue;
         const uint32_t x = load_of(s, v, d);
-        if (x < lo) {
+        if (x < lo || (lo == UINT32_MAX && route_view_down(v, best))) {
             lo = x;
             best = d;
             ties = 1;

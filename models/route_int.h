@@ -36,8 +36,14 @@ uint32_t route__ring_find(const route__ring *ring, uint64_t h);
 /* Power of two choices: two distinct destinations drawn uniformly from
  * `rng`, the one with fewer requests in flight wins, ties to the first
  * drawn (as sgl-router power_of_two).  Shared by flat_lb and the fallback of the
- * planned routers.  Cannot fail. */
+ * planned routers.  With a health view (faults) both are drawn among the
+ * destinations it does not mark down.  Cannot fail. */
 uint32_t route__p2c(sim_pcg32 *rng, const route_view *v);
+
+/* Faults: the first destination on `ring` at or after position i that
+ * v's health view does not mark down (a hash ring skips to the next live
+ * node), or ring->dest[i] when all are down.  Cannot fail. */
+uint32_t route__ring_live(const route__ring *ring, uint32_t i, const route_view *v);
 
 /* Ring position of a routing key (a second hash of the key, so that the
  * ring does not depend on how keys were derived). */
@@ -89,7 +95,10 @@ typedef struct route__cacheroute_params {
     double churn_budget;   /* moves per re-plan / admitted keys, [0, 1] */
     int plan_weight;   /* enum plan_weight (models/plan.h) */
     int admission;     /* enum plan_admission */
+    int fallback;      /* ROUTE__CR_FALLBACK_* (faults: a table entry's
+                          destination marked down) */
 } route__cacheroute_params;
+enum { ROUTE__CR_FALLBACK_NONE = 0, ROUTE__CR_FALLBACK_FAST = 1 };
 enum { ROUTE__CR_RATE_INTERVAL = 0, ROUTE__CR_RATE_WINDOW, ROUTE__CR_RATE_EWMA,
        ROUTE__CR_RATE_NOMINAL };
 enum { ROUTE__CR_PLAN_FRESH = 0, ROUTE__CR_PLAN_HOLD, ROUTE__CR_PLAN_CHURN };

@@ -214,6 +214,8 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
     uint32_t best = 0, ties = 0;
     double top = -INFINITY;
     for (uint32_t d = 0; d < n; d++) {
+        if (route_view_down(v, d) && !(top == -INFINITY && d + 1 == n)) /* faults: */
+            continue; /* the datastore drops unready pods (all down: the last one) */
         const uint32_t q = v->waiting ? v->waiting[d] : 0;
         const double sq = qhi == qlo ? 1.0 : (double)(qhi - q) / (double)(qhi - qlo);
         const double sk = 1.0 - (v->kv_util ? v->kv_util[d] : 0.0);

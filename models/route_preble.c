@@ -1185,17 +1185,19 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     uint32_t g = 0;
     if (cached > fresh && m > 0) { /* exploit */
         uint32_t deep = s->path[m - 1], best = PB_NONE;
+        /* faults: destinations marked down are skipped (route_view_down) */
         for (uint32_t d = 0; d < s->n_dest; d++)
-            if (has_bit(s, deep, d) && (best == PB_NONE || s->load[d] < s->load[best]))
+            if (has_bit(s, deep, d) && !route_view_down(v, d) &&
+                (best == PB_NONE || s->load[d] < s->load[best]))
                 best = d;
         if (best == PB_NONE) /* empty set: any destination */
             for (uint32_t d = 0; d < s->n_dest; d++)
-                if (best == PB_NONE || s->load[d] < s->load[best])
+                if (!route_view_down(v, d) && (best == PB_NONE || s->load[d] < s->load[best]))
                     best = d;
-        g = best;
+        g = best == PB_NONE ? 0 : best; /* PB_NONE: all down */
     } else { /* explore */
         for (uint32_t d = 1; d < s->n_dest; d++)
-            if (s->load[d] < s->load[g])
+            if (!route_view_down(v, d) && (s->load[d] < s->load[g] || route_view_down(v, g)))
                 g = d;
     }
     /* Insert the new tail, touch the path leaf to root, join alloc. */

@@ -390,8 +390,10 @@ static uint32_t sglang_route(void *state, const wl_request *r, const route_view 
     }
 
     /* 1. Load gate on this replica's in-flight counts. */
-    uint32_t mx = v->outstanding[0], mn = v->outstanding[0], amin = 0;
-    for (uint32_t d = 1; d < v->n_dest; d++) {
+    uint32_t mx = 0, mn = UINT32_MAX, amin = 0;
+    for (uint32_t d = 0; d < v->n_dest; d++) {
+        if (route_view_down(v, d)) /* faults: unhealthy workers leave the pool */
+            continue;
         const uint32_t x = v->outstanding[d];
         if (x > mx)
             mx = x;
@@ -437,7 +439,7 @@ static uint32_t sglang_route(void *state, const wl_request *r, const route_view 
         const sg_node *deep = &s->nd[cur];
         uint32_t ten = SG_NONE;
         for (uint32_t t = 0; t < deep->nt; t++)
-            if (deep->tv[t].d < ten)
+            if (deep->tv[t].d < ten && !route_view_down(v, deep->tv[t].d)) /* faults */
                 ten = deep->tv[t].d;
         if (ten != SG_NONE)
             for (uint32_t x = cur; x != SG_NONE; x = s->nd[x].parent) {
@@ -450,8 +452,9 @@ static uint32_t sglang_route(void *state, const wl_request *r, const route_view 
             dest = ten;
         } else {
             dest = 0;
-            for (uint32_t d = 1; d < s->n_dest; d++)
-                if (s->size[d] < s->size[dest])
+            for (uint32_t d = 1; d < s->n_dest; d++) /* faults: live ones only */
+                if (!route_view_down(v, d) &&
+                    (s->size[d] < s->size[dest] || route_view_down(v, dest)))
                     dest = d;
         }
     }

@@ -45,8 +45,9 @@ static int sticky_create(void *state, const route_env *env, const void *const *p
 static uint32_t sticky_route(void *state, const wl_request *r, const route_view *v)
 {
     sticky *s = state;
-    (void)v;
     uint32_t i = route__ring_find(&s->ring, route__key_hash(r->key, STICKY_SALT));
+    if (v->down) /* faults: the next live node on the ring */
+        return route__ring_live(&s->ring, i, v);
     return s->ring.dest[i];
 }
 
