@@ -1,6 +1,6 @@
 #!/bin/sh
 # End-to-end tests of `crsim report` and `crsim plot` on a small result
-# database built here with SQL (schema version 6, the tables and columns
+# database built here with SQL (schema version 7, the tables and columns
 # the report reads), so the test does not depend on the simulator: known
 # per-seed SLO metrics give known capacity strings, including left- and
 # right-censored and non-monotone cases, and bad inputs exit with status 2
@@ -26,7 +26,7 @@ DB="$TMP/r.db"
 {
 cat <<'EOF'
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta VALUES ('schema_version', '6');
+INSERT INTO meta VALUES ('schema_version', '7');
 CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL, config_path TEXT,
   config_text TEXT NOT NULL, config_hash TEXT NOT NULL, build_version TEXT NOT NULL,
   host TEXT, started_at TEXT NOT NULL, finished_at TEXT, n_runs_planned INTEGER NOT NULL,
@@ -47,7 +47,10 @@ CREATE TABLE run_metrics(run_id INTEGER PRIMARY KEY, n_arrived INTEGER NOT NULL,
   steps INTEGER NOT NULL, events INTEGER NOT NULL, preemptions INTEGER NOT NULL,
   kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,
   n_too_long INTEGER NOT NULL DEFAULT 0, fair_keys INTEGER NOT NULL DEFAULT 0,
-  fair_worst_p99 REAL, fair_spread_p99 REAL, fair_jain REAL);
+  fair_worst_p99 REAL, fair_spread_p99 REAL, fair_jain REAL,
+  n_failed INTEGER NOT NULL DEFAULT 0, n_lost INTEGER NOT NULL DEFAULT 0,
+  n_refused INTEGER NOT NULL DEFAULT 0, n_retries INTEGER NOT NULL DEFAULT 0,
+  n_crashes INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE capacities(experiment_id INTEGER NOT NULL, point INTEGER NOT NULL,
   point_label TEXT NOT NULL, policy TEXT NOT NULL, seed INTEGER NOT NULL, slo_metric TEXT
   NOT NULL, slo_s REAL NOT NULL, capacity_rps REAL, censoring TEXT NOT NULL, lowest_rps REAL
@@ -64,7 +67,7 @@ n=0
 run() {
     n=$((n + 1))
     echo "INSERT INTO runs VALUES ($n, $1, $2, $3, '$4', NULL, '$5', $6, $7, '', 'h', 'b', 't', 1, 'complete');"
-    echo "INSERT INTO run_metrics VALUES ($n, 10, 10, 0, 0, 10, 10, 100, 50, $9, 0.1, 0.2, $8, 0.1, NULL, NULL, NULL, 1, 1, 1, ${10}, 1, 0, 1, 2, 1, 1, 1, 0, 1, 1, 0, 0, NULL, NULL, NULL);"
+    echo "INSERT INTO run_metrics VALUES ($n, 10, 10, 0, 0, 10, 10, 100, 50, $9, 0.1, 0.2, $8, 0.1, NULL, NULL, NULL, 1, 1, 1, ${10}, 1, 0, 1, 2, 1, 1, 1, 0, 1, 1, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0);"
 }
 i=0
 # flat_lb: fails 2 s everywhere (left), 3.5 s: 50, 30, 50 (seed 3 is

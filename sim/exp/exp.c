@@ -907,6 +907,12 @@ static void print_row(FILE *out, bool sweep, size_t point, const char *policy, d
             (unsigned long long)r->n_completed, (unsigned long long)r->n_unfinished,
             (unsigned long long)r->n_rejected, (unsigned long long)r->preemptions,
             (unsigned long long)r->n_too_long, served_nothing(r) ? "  SERVED NOTHING" : "");
+    if (r->n_crashes || r->n_refused) /* faults (docs/faults.md) */
+        fprintf(out, "%s  faults: %llu crash%s, %llu lost, %llu refused, %llu retries, %llu "
+                "failed for good\n", sweep ? "      " : "", (unsigned long long)r->n_crashes,
+                r->n_crashes == 1 ? "" : "es", (unsigned long long)r->n_lost,
+                (unsigned long long)r->n_refused, (unsigned long long)r->n_retries,
+                (unsigned long long)r->n_failed);
 }
 
 static void progress(bool tty, size_t done, size_t total, double elapsed, const task *t,

@@ -79,6 +79,7 @@ typedef struct run_rec {
     const char *label, *policy;  /* point into the statement-independent copies */
     double rate, hit, p99, slo, imb;
     double too_long, f_worst, f_spread, f_jain; /* run_metrics n_too_long, fair_* */
+    double failed, retries;                     /* n_failed, n_retries (faults) */
 } run_rec;
 
 void exp__report_free(exp__report *r)
@@ -198,6 +199,8 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
     double *fw = sim_xmalloc((n_runs + 1) * sizeof *fw);
     double *fs = sim_xmalloc((n_runs + 1) * sizeof *fs);
     double *fj = sim_xmalloc((n_runs + 1) * sizeof *fj);
+    double *fl = sim_xmalloc((n_runs + 1) * sizeof *fl);
+    double *rt = sim_xmalloc((n_runs + 1) * sizeof *rt);
     int64_t *seeds = NULL;
     size_t n_loads = 0, n_seeds = 0;
     for (size_t i = 0; i < n_runs; i++) {
@@ -225,6 +228,8 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
             fw[k] = runs[i].f_worst;
             fs[k] = runs[i].f_spread;
             fj[k] = runs[i].f_jain;
+            fl[k] = runs[i].failed;
+            rt[k] = runs[i].retries;
             k++;
         }
         exp__rep_load *e = &c->loads[l];
@@ -238,11 +243,15 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
         mean_sd(fw, k, &e->fair_worst_mean, NULL, NULL);
         mean_sd(fs, k, &e->fair_spread_mean, NULL, NULL);
         mean_sd(fj, k, &e->fair_jain_mean, NULL, NULL);
+        mean_sd(fl, k, &e->failed_mean, NULL, NULL);
+        mean_sd(rt, k, &e->retries_mean, NULL, NULL);
     }
     free(tl);
     free(fw);
     free(fs);
     free(fj);
+    free(fl);
+    free(rt);
     free(loads);
     free(seeds);
     free(hit);
@@ -270,8 +279,8 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
 
     const char *cols[] = {"hit_rate", r->p99_metric, r->slo_metric, "imbalance_work",
                           "n_completed", "n_rejected", "n_too_long", "fair_worst_p99",
-                          "fair_spread_p99", "fair_jain"};
-    if ((rc = exp_store_read_runs(db, r->id, cols, 10, &stored, &n_stored)))
+                          "fair_spread_p99", "fair_jain", "n_failed", "n_retries"};
+    if ((rc = exp_store_read_runs(db, r->id, cols, 12, &stored, &n_stored)))
         goto done;
     for (size_t i = 0; i < n_stored; i++) {
         const exp_store_run *sr = &stored[i];
@@ -295,7 +304,10 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
             .hit = has_m ? sr->v[0] : NAN, .p99 = has_m ? sr->v[1] : INFINITY,
             .slo = has_m ? sr->v[2] : INFINITY, .imb = has_m ? sr->v[3] : NAN,
             .too_long = has_m ? sr->v[6] : NAN, .f_worst = has_m ? sr->v[7] : NAN,
-            .f_spread = has_m ? sr->v[8] : NAN, .f_jain = has_m ? sr->v[9] : NAN};
+            .f_spread = has_m ? sr->v[8] : NAN, .f_jain = has_m ? sr->v[9] : NAN,
+            .failed = has_m ? sr->v[10] : NAN, .retries = has_m ? sr->v[11] : NAN};
+        if (has_m && (sr->v[10] > 0 || sr->v[11] > 0))
+            r->has_faults = true;
     }
     exp_store_runs_free(stored, n_stored);
     stored = NULL;
@@ -654,7 +666,7 @@ static void fmt_count(double x, char *buf, size_t n)
 static void print_tables(const exp__report *r, enum fmt f, FILE *out)
 {
     print_header(r, f, out);
-    size_t cols = 8 + r->n_slos;
+    size_t cols = 8 + r->n_slos + (r->has_faults ? 2 : 0);
     char buf[160];
     for (size_t p = 0; p < r->n_points; p++) {
         const exp__rep_point *pt = &r->points[p];
@@ -680,6 +692,10 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
         table_set(&t, 0, 5 + r->n_slos, "tenant p99 spread");
         table_set(&t, 0, 6 + r->n_slos, "Jain");
         table_set(&t, 0, 7 + r->n_slos, "too long");
+        if (r->has_faults) {
+            table_set(&t, 0, 8 + r->n_slos, "failed");
+            table_set(&t, 0, 9 + r->n_slos, "retries");
+        }
         for (size_t c = 0; c < pt->n_cells; c++) {
             const exp__rep_cell *cell = &pt->cells[c];
             table_set(&t, c + 1, 0, cell->policy);
@@ -705,6 +721,12 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
             table_set(&t, c + 1, 6 + r->n_slos, buf);
             fmt_count(e ? e->too_long_mean : NAN, buf, sizeof buf);
             table_set(&t, c + 1, 7 + r->n_slos, buf);
+            if (r->has_faults) { /* faults: failed for good, client retries */
+                fmt_count(e ? e->failed_mean : NAN, buf, sizeof buf);
+                table_set(&t, c + 1, 8 + r->n_slos, buf);
+                fmt_count(e ? e->retries_mean : NAN, buf, sizeof buf);
+                table_set(&t, c + 1, 9 + r->n_slos, buf);
+            }
         }
         table_print(&t, f, out);
         table_free(&t);

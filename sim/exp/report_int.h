@@ -28,6 +28,8 @@ typedef struct exp__rep_load {
     double imb_mean;     /* imbalance_work (max/mean served work); NAN if none */
     double imb_sd;
     double too_long_mean;    /* n_too_long (engine.max_model_len); NAN if none */
+    double failed_mean;      /* n_failed (faults, docs/faults.md); NAN if none */
+    double retries_mean;     /* n_retries (faults) */
     double fair_worst_mean;  /* fair_worst_p99, s (+INF as p99_mean) */
     double fair_spread_mean; /* fair_spread_p99, s */
     double fair_jain_mean;   /* fair_jain, in (0, 1]; NAN if no key qualified */
@@ -68,6 +70,8 @@ typedef struct exp__report {
     size_t n_seeds;
     int64_t n_runs_planned, n_points_planned;
     size_t n_runs, n_interrupted;
+    bool has_faults;         /* some run lost a request (n_failed or n_retries
+                                > 0): the tables show failed and retries */
     size_t n_served_nothing; /* runs with no completed request and some
                                 rejected (every request rejected) */
     int caps_source;          /* 0 computed (no rows), 1 table, 2 recomputed (stale table) */

@@ -66,7 +66,10 @@ static const char schema_sql[] =
     "  steps INTEGER NOT NULL, events INTEGER NOT NULL, preemptions INTEGER NOT NULL,\n"
     "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,\n"
     "  n_too_long INTEGER NOT NULL DEFAULT 0, fair_keys INTEGER NOT NULL DEFAULT 0,\n"
-    "  fair_worst_p99 REAL, fair_spread_p99 REAL, fair_jain REAL);\n"
+    "  fair_worst_p99 REAL, fair_spread_p99 REAL, fair_jain REAL,\n"
+    "  n_failed INTEGER NOT NULL DEFAULT 0, n_lost INTEGER NOT NULL DEFAULT 0,\n"
+    "  n_refused INTEGER NOT NULL DEFAULT 0, n_retries INTEGER NOT NULL DEFAULT 0,\n"
+    "  n_crashes INTEGER NOT NULL DEFAULT 0);\n"
     "CREATE TABLE IF NOT EXISTS key_metrics(\n"
     "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
     "  routing_key TEXT NOT NULL, requests INTEGER NOT NULL,\n"
@@ -77,7 +80,7 @@ static const char schema_sql[] =
     "  id INTEGER NOT NULL, arrival_s REAL NOT NULL, routing_key TEXT NOT NULL,\n"
     "  measured INTEGER NOT NULL,\n"
     "  status TEXT NOT NULL CHECK (status IN ('completed','unfinished','rejected',"
-    "'too_long')),\n"
+    "'too_long','failed')),\n"
     "  dest INTEGER, replica INTEGER,\n"
     "  prompt_tokens INTEGER NOT NULL, hit_tokens INTEGER NOT NULL,\n"
     "  output_tokens INTEGER NOT NULL,\n"
@@ -537,6 +540,7 @@ static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
         char key[17];
         snprintf(key, sizeof key, "%016llx", (unsigned long long)r->key);
         const char *status = r->too_long ? "too_long"
+                             : r->failed   ? "failed"
                              : r->rejected ? "rejected"
                              : r->e2e_s >= 0 ? "completed" : "unfinished";
         int i = 1;
@@ -560,7 +564,7 @@ static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
         bind_real(st, i++, r->ttft_s >= 0 ? r->ttft_s : NAN);
         bind_real(st, i++, r->e2e_s >= 0 ? r->e2e_s : NAN);
         sqlite3_bind_int64(st, i++, r->preemptions);
-        sqlite3_bind_int64(st, i++, 0); /* retries: no faults yet (issue 15 item 1) */
+        sqlite3_bind_int64(st, i++, r->retries);
         if (sqlite3_step(st) != SQLITE_DONE) {
             sqlite3_finalize(st);
             return exp__store_dberr(s, "cannot add request records");
@@ -613,7 +617,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
 
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot prepare a metrics row");
         goto fail;
@@ -655,6 +659,11 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     bind_real(st, i++, res->fair_worst_p99);
     bind_real(st, i++, res->fair_spread_p99);
     bind_real(st, i++, res->fair_jain);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_failed);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_lost);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_refused);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_retries);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_crashes);
     if (sqlite3_step(st) != SQLITE_DONE) {
         rc = exp__store_dberr(s, "cannot add run metrics");
         goto fail;
@@ -819,7 +828,8 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " tpot_p99, e2e_p50, e2e_p90, e2e_p99, imbalance_work, imbalance_requests,"
                        " first_arrival_s, last_arrival_s, sim_end_s, throughput_rps, steps,"
                        " events, preemptions, kv_pool_blocks, kv_pool_tokens, n_too_long,"
-                       " fair_keys, fair_worst_p99, fair_spread_p99, fair_jain"
+                       " fair_keys, fair_worst_p99, fair_spread_p99, fair_jain, n_failed, n_lost,"
+                       " n_refused, n_retries, n_crashes"
                        " FROM run_metrics WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO key_metrics SELECT ?1, routing_key, requests, hit_rate,"
@@ -1046,7 +1056,8 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " tpot_p90, tpot_p99, e2e_p50, e2e_p90, e2e_p99, imbalance_work,"
         " imbalance_requests, first_arrival_s, last_arrival_s, sim_end_s,"
         " throughput_rps, steps, events, preemptions, kv_pool_blocks, kv_pool_tokens,"
-        " n_too_long, fair_keys, fair_worst_p99, fair_spread_p99, fair_jain"
+        " n_too_long, fair_keys, fair_worst_p99, fair_spread_p99, fair_jain, n_failed,"
+        " n_lost, n_refused, n_retries, n_crashes"
         " FROM src.run_metrics r JOIN idmap i ON i.old = r.run_id;"
         "INSERT INTO main.key_metrics SELECT i.new, routing_key, requests, hit_rate,"
         " ttft_p99, ttft_mean FROM src.key_metrics k JOIN idmap i ON i.old = k.run_id;"
