@@ -46,7 +46,7 @@ static uint32_t sticky_route(void *state, const wl_request *r, const route_view 
 {
     sticky *s = state;
     uint32_t i = route__ring_find(&s->ring, route__key_hash(r->key, STICKY_SALT));
-    if (v->down) /* faults: the next live node on the ring */
+    if (v && v->down) /* faults: the next live node on the ring (v may be NULL: load-blind) */
         return route__ring_live(&s->ring, i, v);
     return s->ring.dest[i];
 }

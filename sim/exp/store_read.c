@@ -160,7 +160,8 @@ static const char *const real_columns[] = {
     "first_arrival_s", "last_arrival_s", "sim_end_s", "throughput_rps",
     "fair_worst_p99", "fair_spread_p99", "fair_jain",
     /* request counts, read as doubles (exact below 2^53) */
-    "n_arrived", "n_completed", "n_unfinished", "n_rejected", "n_too_long", "fair_keys", NULL,
+    "n_arrived", "n_completed", "n_unfinished", "n_rejected", "n_too_long", "fair_keys",
+    "n_failed", "n_lost", "n_refused", "n_retries", "n_crashes", NULL,
 };
 
 static int check_column(const char *c)
