@@ -89,6 +89,10 @@ typedef struct route__cacheroute_params {
     double churn_budget;   /* moves per re-plan / admitted keys, [0, 1] */
     int plan_weight;   /* enum plan_weight (models/plan.h) */
     int admission;     /* enum plan_admission */
+    double *q_cap_by_group; /* mixed fleets: q_cap per destination group
+                               (cluster.groups order), requests/s; empty =
+                               q_cap everywhere (docs/mixed-fleets.md) */
+    size_t n_q_cap_by_group;
 } route__cacheroute_params;
 enum { ROUTE__CR_RATE_INTERVAL = 0, ROUTE__CR_RATE_WINDOW, ROUTE__CR_RATE_EWMA,
        ROUTE__CR_RATE_NOMINAL };
