@@ -47,8 +47,8 @@ static const char *const assign_names[] = {"round_robin", "random", NULL};
  * (exp_config_group), so a group states only what differs. */
 static const sim_cfg_key group_schema[] = {
     {.path = "name", .type = SIM_CFG_STRING, .offset = GOFF(name),
-     .help = "group name (unique; 1-63 of A-Z a-z 0-9 . _ -), shown in the set-up line and "
-             "the destinations table"},
+     .help = "group name (unique; 1-63 of A-Z a-z 0-9 . _ -), shown in the run's set-up "
+             "line"},
     {.path = "destinations", .type = SIM_CFG_INT, .offset = GOFF(destinations), .min = 1,
      .max = 100000, .help = "destinations in this group (one engine each)"},
     {.path = "hardware", .type = SIM_CFG_STRING, .offset = GOFF(hardware), .def = "\"\"",
