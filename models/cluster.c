@@ -312,14 +312,13 @@ static int pull_next(cluster *c, sim_event *ev)
 /* Record every engine's metrics into `s` at time `t`. */
 static void take_snapshot(cluster *c, snapshot *s, double t)
 {
-    const double pool = (double)c->res->pool_blocks;
     s->t = t;
     for (uint32_t d = 0; d < c->p->n_dest; d++) {
         const engine *e = c->eng[d];
         s->queued[d] = engine_queued_tokens(e);
         s->waiting[d] = engine_n_waiting(e);
         s->running[d] = engine_n_running(e);
-        s->kv_util[d] = (double)engine_kv_used_blocks(e) / pool;
+        s->kv_util[d] = (double)engine_kv_used_blocks(e) / (double)c->res->dest[d].pool_blocks;
     }
 }
 
@@ -1000,6 +999,30 @@ static uint64_t replica_seed(uint64_t seed, uint32_t i)
     return hi << 32 | sim_pcg32_next(&g);
 }
 
+/* Groups of a mixed fleet that cannot work: they must cover n_dest and
+ * keep the cluster's block size and prefix caching. */
+static int mixed_fleet_check(const cluster_params *p)
+{
+    if (!p->n_groups)
+        return SIM_OK;
+    uint64_t sum = 0;
+    for (uint32_t g = 0; g < p->n_groups; g++) {
+        const cluster_group *x = &p->groups[g];
+        if (x->n_dest == 0 || x->engine.block_size != p->engine.block_size ||
+            x->engine.prefix_caching != p->engine.prefix_caching)
+            return SIM_ERROR(SIM_EINVAL, "destination group %u has %u destinations, block size "
+                             "%u, prefix caching %d; expected >= 1 destination and the "
+                             "cluster's block size %u and prefix caching %d", g, x->n_dest,
+                             x->engine.block_size, (int)x->engine.prefix_caching,
+                             p->engine.block_size, (int)p->engine.prefix_caching);
+        sum += x->n_dest;
+    }
+    if (sum != p->n_dest)
+        return SIM_ERROR(SIM_EINVAL, "destination groups add up to %llu destinations; expected "
+                         "n_dest = %u", (unsigned long long)sum, p->n_dest);
+    return SIM_OK;
+}
+
 int cluster_run(const cluster_params *p, const route_type *rt, const route_env *env,
                 const route_config *rcfg, wl_source src, cluster_result *out)
 {
@@ -1007,7 +1030,11 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     int rc = check_gateway(&p->gateway);
     if (rc)
         return rc;
-    rc = spec_kv_pool(&p->deploy, &out->pool_tokens, &out->pool_blocks);
+    rc = mixed_fleet_check(p);
+    if (rc)
+        return rc;
+    rc = spec_kv_pool(p->n_groups ? &p->groups[0].deploy : &p->deploy, &out->pool_tokens,
+                      &out->pool_blocks);
     if (rc)
         return rc;
     if ((rc = check_faults(&p->faults, p->n_dest)))
@@ -1025,6 +1052,17 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     out->n_dest = p->n_dest;
     out->warmup_s = p->warmup_s;
     out->dest = sim_xcalloc(p->n_dest, sizeof *out->dest);
+    for (uint32_t g = 0, d = 0; g < (p->n_groups ? p->n_groups : 1); g++) {
+        uint64_t tok = out->pool_tokens;
+        uint32_t blk = out->pool_blocks;
+        if (g > 0 && (rc = spec_kv_pool(&p->groups[g].deploy, &tok, &blk)) != SIM_OK) {
+            free(out->dest);
+            out->dest = NULL;
+            return rc;
+        }
+        for (uint32_t e = d + (p->n_groups ? p->groups[g].n_dest : p->n_dest); d < e; d++)
+            out->dest[d] = (cluster_dest){.pool_blocks = blk, .pool_tokens = tok, .group = g};
+    }
     c.q = sim_evq_create();
     c.eng = sim_xcalloc(p->n_dest, sizeof *c.eng);
     c.step_ev = sim_xcalloc(p->n_dest, sizeof *c.step_ev);
@@ -1052,7 +1090,9 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         c.kv_ev->kind = EV_KV;
     }
     for (uint32_t d = 0; d < p->n_dest; d++) {
-        c.eng[d] = engine_create(d, out->pool_blocks, &p->engine, &p->cost, &hooks);
+        const cluster_group *g = p->n_groups ? &p->groups[out->dest[d].group] : NULL;
+        c.eng[d] = engine_create(d, out->dest[d].pool_blocks, g ? &g->engine : &p->engine,
+                                 g ? &g->cost : &p->cost, &hooks);
         if (!c.eng[d])
             sim_panic(__FILE__, __LINE__, "out of memory creating engines");
         engine_mark_window(c.eng[d], p->warmup_s);

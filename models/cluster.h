@@ -163,6 +163,18 @@ long cluster_faults_check(const cluster_fault *ev, size_t n_ev, uint32_t n_dest,
 /* Most gateway replicas a run accepts. */
 #define CLUSTER_MAX_REPLICAS 4096
 
+/* One destination group of a mixed fleet (docs/mixed-fleets.md): its
+ * destinations run `deploy` (own KV pool, from spec_kv_pool), time steps
+ * with `cost` and schedule with `engine` (whose block_size and
+ * prefix_caching must equal cluster_params.engine's: routers hash blocks
+ * of one size). */
+typedef struct cluster_group {
+    uint32_t n_dest;        /* destinations in the group, >= 1 */
+    spec_deploy deploy;
+    cost_model cost;
+    engine_params engine;
+} cluster_group;
+
 typedef struct cluster_params {
     uint32_t n_dest;        /* destinations R, >= 1 */
     spec_deploy deploy;     /* what each destination runs on */
@@ -186,6 +198,12 @@ typedef struct cluster_params {
                                least this many measured requests (0 is read
                                as 1; docs/report.md, "Fairness") */
     const volatile sig_atomic_t *stop; /* optional: non-zero interrupts the run */
+    /* Mixed fleet: groups[0..n_groups) cover the n_dest destinations in
+     * order (group 0 has destinations 0 .. groups[0].n_dest - 1, ...);
+     * each replaces deploy, cost and engine above for its destinations.
+     * NULL / 0 = one group: every destination runs deploy, cost, engine. */
+    const cluster_group *groups;
+    uint32_t n_groups;
 } cluster_params;
 
 /* Per-destination results. */
@@ -193,6 +211,9 @@ typedef struct cluster_dest {
     engine_stats st;          /* engine counters (whole run + window) */
     uint64_t routed;          /* requests routed here (whole run) */
     uint64_t routed_measured; /* measured requests routed here */
+    uint32_t pool_blocks;     /* its KV pool, blocks (its group's) */
+    uint64_t pool_tokens;     /* its KV pool, tokens */
+    uint32_t group;           /* its group (0 without groups) */
 } cluster_dest;
 
 /* Per-request record (exportable). */
@@ -257,8 +278,9 @@ typedef struct cluster_result {
                                    at or after it are measured */
     double throughput_rps;      /* measured completions / (end − warm-up) */
     uint64_t steps, events, preemptions;
-    uint32_t pool_blocks;       /* KV pool per destination, blocks */
-    uint64_t pool_tokens;       /* KV pool per destination, tokens */
+    uint32_t pool_blocks;       /* KV pool per destination, blocks (group
+                                   0's in a mixed fleet: see dest[]) */
+    uint64_t pool_tokens;       /* KV pool per destination, tokens (ditto) */
     uint32_t n_dest;
     cluster_dest *dest;         /* n_dest entries, owned */
     cluster_rec *rec;           /* n_arrived entries by request id, owned */
@@ -290,7 +312,8 @@ typedef struct cluster_result {
  * route_check), once per gateway replica (p->gateway), and ticked every
  * route_interval_s(rt, rcfg) seconds.  Fills *out (free with
  * cluster_result_fini, also after an error).  Returns SIM_OK, SIM_EINVAL
- * (a deployment with no KV pool, a bad router or gateway parameter),
+ * (a deployment with no KV pool, groups that do not add up to n_dest or
+ * change the block size, a bad router or gateway parameter),
  * SIM_ENOMEM, or SIM_EINTR when *stop was set (out->interrupted = 1,
  * partial results).
  */

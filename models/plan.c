@@ -142,6 +142,7 @@ void plan_fini(plan *pl)
     free(pl->off);
     free(pl->dest);
     free(pl->load);
+    free(pl->cap);
     sim_u64map_fini(&pl->idx);
     memset(pl, 0, sizeof *pl);
 }
@@ -158,11 +159,22 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
 {
     memset(out, 0, sizeof *out);
     *all = *adm = NULL;
-    if (p->n_dest == 0 || !(p->q_cap > 0) || !(p->slots > 0) || !isfinite(p->q_cap) ||
+    double q = p->q_cap;
+    if (p->cap && p->n_dest) { /* heterogeneous: size by the mean capacity */
+        double sum = 0;
+        for (uint32_t d = 0; d < p->n_dest; d++) {
+            if (!(p->cap[d] > 0) || !isfinite(p->cap[d]))
+                return SIM_ERROR(SIM_EINVAL, "plan with capacity %g at destination %u; expected "
+                                 "finite capacities > 0 (requests/s)", p->cap[d], d);
+            sum += p->cap[d];
+        }
+        q = sum / p->n_dest;
+    }
+    if (p->n_dest == 0 || !(q > 0) || !(p->slots > 0) || !isfinite(q) ||
         !isfinite(p->slots))
         return SIM_ERROR(SIM_EINVAL, "plan with R = %u, q_cap = %g, W = %g; expected R >= 1 "
                          "and finite q_cap > 0 (requests/s) and W > 0 (slots)",
-                         p->n_dest, p->q_cap, p->slots);
+                         p->n_dest, q, p->slots);
     const uint32_t R = p->n_dest;
     const int by_work = p->weight == PLAN_WEIGHT_WORK;
     const int by_bytes = p->admission == PLAN_ADMIT_BYTES;
@@ -210,7 +222,7 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
     out->n_dest = R;
     out->n_keys = n;
     out->capacity = (uint64_t)floor((double)R * p->slots);
-    out->q_cap_w = by_work && total > 0 ? p->q_cap * (total_w / total) : p->q_cap;
+    out->q_cap_w = by_work && total > 0 ? q * (total_w / total) : q;
     if (by_bytes) {
         double per = p->slots * (n ? fsum / (double)n : 1);
         if (p->pool_tokens > 0 && per > p->pool_tokens)
@@ -282,8 +294,9 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
 }
 
 /* Allocate out's arrays for na admitted keys with Σk = sum_k and fill key,
- * rate, w, k, off from adm.  SIM_OK or SIM_ENOMEM (out freed). */
-static int alloc_out(plan *out, const cand *adm, size_t na)
+ * rate, w, k, off from adm, the capacities `cap` (n_dest, or NULL) and the
+ * cold-tail loads.  SIM_OK or SIM_ENOMEM (out freed). */
+static int alloc_out(plan *out, const cand *adm, size_t na, const double *cap)
 {
     const uint32_t R = out->n_dest;
     const uint64_t sum_k = out->sum_k;
@@ -312,10 +325,46 @@ static int alloc_out(plan *out, const cand *adm, size_t na)
         pos += adm[i].k;
     }
     out->off[na] = pos;
+    if (cap) { /* the cold tail in proportion to capacity */
+        out->cap = malloc(R * sizeof *out->cap);
+        if (!out->cap) {
+            plan_fini(out);
+            return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", na);
+        }
+        double sum = 0;
+        for (uint32_t d = 0; d < R; d++)
+            sum += out->cap[d] = cap[d];
+        for (uint32_t d = 0; d < R; d++)
+            out->load[d] = out->cold_w * (cap[d] / sum);
+        return SIM_OK;
+    }
     const double cold_share = out->cold_w / R;
     for (uint32_t d = 0; d < R; d++)
         out->load[d] = cold_share;
     return SIM_OK;
+}
+
+/* Capacity LPT for one key (see "Heterogeneous capacity" in plan.h): the
+ * k distinct destinations with the smallest (load + share) / cap, in that
+ * order (ties: lower index), into dest[0..k).  O(R k). */
+static void place_by_capacity(const plan *pl, double share, uint32_t k, uint32_t *dest)
+{
+    const uint32_t R = pl->n_dest;
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t best = UINT32_MAX;
+        double bv = 0;
+        for (uint32_t d = 0; d < R; d++) {
+            int in = 0;
+            for (uint32_t i = 0; i < j && !in; i++)
+                in = dest[i] == d;
+            if (in)
+                continue;
+            const double v = (pl->load[d] + share) / pl->cap[d];
+            if (best == UINT32_MAX || v < bv)
+                best = d, bv = v;
+        }
+        dest[j] = best;
+    }
 }
 
 static void index_keys(plan *out)
@@ -335,7 +384,7 @@ int plan_build_ex(const plan_key *keys, const double *work, const double *tokens
     free(all);
     const uint32_t R = p->n_dest;
     heap_ent *h = malloc(R * sizeof *h);
-    if (!h || (rc = alloc_out(out, adm, na)) != SIM_OK) {
+    if (!h || (rc = alloc_out(out, adm, na, p->cap)) != SIM_OK) {
         free(adm), free(h);
         plan_fini(out);
         return rc ? rc : SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
@@ -355,7 +404,9 @@ int plan_build_ex(const plan_key *keys, const double *work, const double *tokens
     for (size_t a = 0; a < na; a++) {
         const uint32_t k = adm[a].k, pos = out->off[a];
         const double share = adm[a].w / k;
-        if (p->placement == PLAN_LPT) {
+        if (p->placement == PLAN_LPT && p->cap) {
+            place_by_capacity(out, share, k, out->dest + pos);
+        } else if (p->placement == PLAN_LPT) {
             /* Pop the k least loaded (distinct by construction), then
              * push them back with their new load. */
             for (uint32_t j = 0; j < k; j++) {
@@ -421,6 +472,22 @@ static double imbalance_of(const double *load, uint32_t R)
     return sum > 0 ? mx / (sum / R) : NAN;
 }
 
+/* max_d (load_d / cap_d) / (Σ load / Σ cap); imbalance_of when cap is
+ * NULL. */
+static double imbalance_cap(const double *load, const double *cap, uint32_t R)
+{
+    if (!cap)
+        return imbalance_of(load, R);
+    double mx = 0, sum = 0, sc = 0;
+    for (uint32_t d = 0; d < R; d++) {
+        sum += load[d];
+        sc += cap[d];
+        if (load[d] / cap[d] > mx)
+            mx = load[d] / cap[d];
+    }
+    return sum > 0 ? mx / (sum / sc) : NAN;
+}
+
 int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
                    const double *tokens, size_t n, const plan_params *p, double epsilon,
                    uint64_t budget, plan *out, plan_churn_stats *st)
@@ -468,9 +535,17 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
             hl[prev->dest[r]] += w / prev->k[i];
     }
     const double held_cold = total_w - held_w > 0 ? total_w - held_w : 0;
-    for (uint32_t d = 0; d < R; d++)
-        hl[d] += held_cold / R;
-    st->held_imbalance = imbalance_of(hl, R);
+    if (p->cap) {
+        double sc = 0;
+        for (uint32_t d = 0; d < R; d++)
+            sc += p->cap[d];
+        for (uint32_t d = 0; d < R; d++)
+            hl[d] += held_cold * (p->cap[d] / sc);
+    } else {
+        for (uint32_t d = 0; d < R; d++)
+            hl[d] += held_cold / R;
+    }
+    st->held_imbalance = imbalance_cap(hl, p->cap, R);
     /* Skip when within 1+ε, or no worse than the held table was planned to
      * be (so unchanged rates never move a key; 1e-12 absorbs the order of
      * the sums). */
@@ -497,7 +572,7 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
         }
         free(all), free(adm), sim_u64map_fini(&pos_of);
         *out = held;
-        rc = alloc_out(out, h, prev->n_admitted);
+        rc = alloc_out(out, h, prev->n_admitted, p->cap);
         free(h);
         if (rc) {
             free(hl);
@@ -512,7 +587,12 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
     free(hl);
     sim_u64map_fini(&pos_of);
     free(all);
-    if ((rc = alloc_out(out, adm, na)) != SIM_OK) {
+    if (p->cap) { /* no capacity-aware rebalancing: a fresh plan (plan.h) */
+        free(adm);
+        plan_fini(out);
+        return plan_build_ex(keys, work, tokens, n, p, out);
+    }
+    if ((rc = alloc_out(out, adm, na, NULL)) != SIM_OK) {
         free(adm);
         return rc;
     }
@@ -621,6 +701,8 @@ int64_t plan_lookup(const plan *pl, uint64_t key)
 
 double plan_imbalance(const plan *pl)
 {
+    if (pl->cap)
+        return imbalance_cap(pl->load, pl->cap, pl->n_dest);
     double mx = 0, sum = 0;
     for (uint32_t d = 0; d < pl->n_dest; d++) {
         sum += pl->load[d];

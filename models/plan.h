@@ -64,7 +64,36 @@ typedef struct plan_params {
     enum plan_admission admission; /* PLAN_ADMIT_SLOTS unless byte-aware */
     double pool_tokens;   /* PLAN_ADMIT_BYTES: a destination's KV pool,
                              tokens, caps the warm-token budget (0 = unknown) */
+    const double *cap;    /* mixed fleets, beyond the paper: n_dest
+                             per-destination capacities q_d, requests/s
+                             (finite, > 0; copied into the plan), or NULL =
+                             q_cap for every destination (the paper's rule,
+                             bit for bit).  See "Heterogeneous capacity". */
 } plan_params;
+
+/*
+ * Heterogeneous capacity (router.cacheroute.q_cap_by_group; beyond the
+ * paper, which assumes identical destinations; docs/mixed-fleets.md).  With
+ * per-destination capacities q_d (p->cap):
+ *   sizing     k_b = max(1, ceil(λ_b / q̄)), q̄ = Σ q_d / R the mean
+ *              capacity, so Σ_b λ_b / q̄ capacity units are placed, as
+ *              many as R destinations of the fleet's mean capacity hold;
+ *   admission  unchanged (C = R·W slots; W stays one number);
+ *   cold tail  destination d starts at cold · q_d / Σ q (the fallback's
+ *              share in proportion to capacity);
+ *   placement  LPT for uniform (related) machines, the rule of Gonzalez,
+ *              Ibarra and Sahni ("Bounds for LPT schedules on uniform
+ *              processors", SIAM J. Comput. 6(1), 1977): each admitted key,
+ *              in descending weight, takes the k_b distinct destinations
+ *              with the smallest (load_d + λ_b/k_b) / q_d (its parts would
+ *              finish first there; ties: lower index), adding λ_b / k_b to
+ *              each.  With equal q_d this is the uniform LPT's choice.
+ *   imbalance  plan_imbalance is max_d (load_d / q_d) / (Σ load / Σ q).
+ * PLAN_HASH placement ignores the capacities (the ablations place by
+ * hash).  plan_rebalance keeps a held table (its skip test uses the
+ * capacity-relative imbalance) but does not rebalance by capacity: when
+ * the held table is not kept it builds a fresh plan (plan_build_ex).
+ */
 
 /*
  * Work-aware units.  With PLAN_WEIGHT_WORK a key's weight is
@@ -98,6 +127,8 @@ typedef struct plan {
     uint32_t *dest;       /* destinations of admitted key i: dest[off[i] .. off[i+1]) */
     double *load;         /* expected weight per destination incl. cold tail
                              (requests/s, or tokens/s when work-aware) */
+    double *cap;          /* n_dest capacities q_d (plan_params.cap, owned
+                             copy), or NULL for uniform capacity */
     uint64_t sum_k;       /* Σ k_b over admitted keys (<= capacity for slot admission) */
     uint64_t capacity;    /* C = floor(R · W) */
     double admitted_rate; /* Σ λ_b over admitted keys, requests/s */
@@ -114,7 +145,8 @@ typedef struct plan {
  * Build the plan for `n` keys (`keys` is not modified; keys must be
  * distinct).  Fills *out (free with plan_fini, also after an error).
  * Returns SIM_OK, SIM_EINVAL (R = 0, q_cap or W not positive, a negative or
- * non-finite rate) or SIM_ENOMEM.
+ * non-finite rate, a capacity q_d not finite and positive) or SIM_ENOMEM.
+ * q_cap is not read when p->cap is set.
  */
 int plan_build(const plan_key *keys, size_t n, const plan_params *p, plan *out);
 
@@ -185,7 +217,9 @@ void plan_fini(plan *pl);
 /* Admitted index of `key`, or -1 if it is not admitted.  O(1). */
 int64_t plan_lookup(const plan *pl, uint64_t key);
 
-/* max/mean of the expected per-destination load (1 = perfectly even). */
+/* max/mean of the expected per-destination load (1 = perfectly even);
+ * with capacities, max/mean of load relative to capacity (see
+ * "Heterogeneous capacity"). */
 double plan_imbalance(const plan *pl);
 
 #endif

@@ -128,6 +128,14 @@ typedef struct route_env {
     size_t n_nominal;
     double nominal_rate;     /* the run's offered load the shares are scaled
                                 to, requests/s */
+    uint32_t n_groups;       /* mixed fleet (cluster.groups,
+                                docs/mixed-fleets.md): number of destination
+                                groups; 0 = one uniform group.  Known at
+                                check time */
+    const uint32_t *group_of; /* n_dest entries: destination -> group index
+                                (< n_groups), or NULL (uniform, and at check
+                                time); pool_blocks, batch_tokens and cost
+                                above are then those of group 0 */
 } route_env;
 
 /*

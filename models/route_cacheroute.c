@@ -68,6 +68,7 @@ typedef struct cacheroute {
     plan pl;
     int have_plan;
     plan_params pp;
+    double *cap;            /* q_cap_by_group per destination (pp.cap), or NULL */
     sim_pcg32 rng;
     double interval_s;
     double last_tick_s;
@@ -293,6 +294,13 @@ static const sim_cfg_key cr_schema[] = {
      .help = "faults: none = the table keeps a destination the health checks mark down until "
              "the next plan (paper; requests there fail and are retried); fast = a key goes to "
              "its live members, or power of two choices if none (docs/faults.md)"},
+    {.path = "q_cap_by_group", .type = SIM_CFG_DOUBLE_LIST,
+     .offset = offsetof(cr_params, q_cap_by_group),
+     .count_offset = offsetof(cr_params, n_q_cap_by_group), .min = 0, .max = 1e9,
+     .flags = SIM_CFG_EXCL_MIN, .def = "[]", .unit = "requests/s",
+     .help = "mixed fleets: q_cap of each cluster.groups entry, in order (replaces q_cap; "
+             "sizing by their mean, LPT by load/capacity; beyond the paper, "
+             "docs/mixed-fleets.md); [] = q_cap everywhere"},
     {0},
 };
 
@@ -314,7 +322,19 @@ static int cr_check(const void *const *params, const route_env *env, const route
     const route__sticky_params *sp = params[0];
     const cr_params *p = params[1];
     char at[512];
-    if (!(p->q_cap > 0))
+    if (p->n_q_cap_by_group && p->n_q_cap_by_group != env->n_groups)
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'router.cacheroute.q_cap_by_group' has %zu "
+                         "value%s but cluster.groups has %u group%s; expected one q_cap per "
+                         "group, in cluster.groups order (docs/mixed-fleets.md)",
+                         route_where(loc, "router.cacheroute.q_cap_by_group", at, sizeof at),
+                         p->n_q_cap_by_group, p->n_q_cap_by_group == 1 ? "" : "s", env->n_groups,
+                         env->n_groups == 1 ? "" : "s");
+    if (p->n_q_cap_by_group && effective_policy(p) == ROUTE__CR_PLAN_CHURN)
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'router.cacheroute.q_cap_by_group' is set with "
+                         "plan_policy churn_aware, which does not rebalance by capacity; "
+                         "expected plan_policy fresh or hold with per-group q_cap",
+                         route_where(loc, "router.cacheroute.q_cap_by_group", at, sizeof at));
+    if (!(p->q_cap > 0) && !p->n_q_cap_by_group)
         return SIM_ERROR(SIM_EINVAL, "%s: key 'router.cacheroute.q_cap' is not set; expected the "
                          "measured per-destination capacity in requests/s (> 0): run `crsim "
                          "calibrate CONFIG` and copy its router.cacheroute.q_cap",
@@ -354,6 +374,7 @@ static double cr_interval_s(const void *const *params)
 static void free_state(cacheroute *s)
 {
     plan_fini(&s->pl);
+    free(s->cap);
     free(s->ck);
     free(s->cc);
     free(s->iv);
@@ -386,6 +407,19 @@ static int create_variant(void *state, const route_env *env, const void *const *
                           .weight = (enum plan_weight)p->plan_weight,
                           .admission = (enum plan_admission)p->admission,
                           .pool_tokens = (double)env->pool_blocks * env->block_size};
+    if (p->n_q_cap_by_group) {
+        /* Per-group q_cap as per-destination capacities (beyond the
+         * paper; plan.h "Heterogeneous capacity"). */
+        if (!env->group_of)
+            return SIM_ERROR(SIM_EINVAL, "router.cacheroute.q_cap_by_group is set but the "
+                             "gateway knows no destination groups (route_env.group_of)");
+        s->cap = sim_xmalloc(env->n_dest * sizeof *s->cap);
+        for (uint32_t d = 0; d < env->n_dest; d++) {
+            SIM_ALWAYS(env->group_of[d] < p->n_q_cap_by_group); /* checked: one per group */
+            s->cap[d] = p->q_cap_by_group[env->group_of[d]];
+        }
+        s->pp.cap = s->cap;
+    }
     s->interval_s = p->interval_s;
     s->fallback = p->fallback;
     s->policy = effective_policy(p);
@@ -637,7 +671,8 @@ static void cr_interval(void *state, double now_s)
         const plan_params hp = {.n_dest = s->pp.n_dest, .q_cap = s->pp.q_cap,
                                 .slots = s->pp.slots, .placement = PLAN_LPT,
                                 .replicate = s->pp.replicate, .weight = s->pp.weight,
-                                .admission = s->pp.admission, .pool_tokens = s->pp.pool_tokens};
+                                .admission = s->pp.admission, .pool_tokens = s->pp.pool_tokens,
+                                .cap = s->pp.cap};
         /* hold keeps the hash variants' tables too: the held prediction
          * does not depend on the placement rule. */
         rc = plan_rebalance(&s->pl, keys, work, tok, n, hold ? &hp : &s->pp, eps, budget, &next,

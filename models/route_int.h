@@ -97,6 +97,10 @@ typedef struct route__cacheroute_params {
     int admission;     /* enum plan_admission */
     int fallback;      /* ROUTE__CR_FALLBACK_* (faults: a table entry's
                           destination marked down) */
+    double *q_cap_by_group; /* mixed fleets: q_cap per destination group
+                               (cluster.groups order), requests/s; empty =
+                               q_cap everywhere (docs/mixed-fleets.md) */
+    size_t n_q_cap_by_group;
 } route__cacheroute_params;
 enum { ROUTE__CR_FALLBACK_NONE = 0, ROUTE__CR_FALLBACK_FAST = 1 };
 enum { ROUTE__CR_RATE_INTERVAL = 0, ROUTE__CR_RATE_WINDOW, ROUTE__CR_RATE_EWMA,

@@ -604,6 +604,26 @@ bool sim_cfgdoc_locate(const sim_cfgdoc *d, const char *path, const char *item, 
     const struct node *m = d->root;
     for (const char *c = path;;) {
         size_t len = strcspn(c, ".");
+        const char *br = memchr(c, '[', len);
+        if (br && c[len - 1] == ']') {
+            /* "groups[1]": element 1 of the list at key "groups" (a
+             * TABLE key's element, sim_cfg_key.table). */
+            const struct mapent *e =
+                m->kind == NODE_MAP ? map_find(m, c, (size_t)(br - c)) : NULL;
+            char *end = NULL;
+            unsigned long idx = strtoul(br + 1, &end, 10);
+            if (!e || e->val->kind != NODE_SEQ || end != c + len - 1 || idx >= e->val->n)
+                return false;
+            m = e->val->items[idx];
+            if (c[len] == '\0') {
+                if (item)
+                    return false;
+                put_loc(m->src, m->line, buf, n);
+                return true;
+            }
+            c += len + 1;
+            continue;
+        }
         const struct mapent *e = m->kind == NODE_MAP ? map_find(m, c, len) : NULL;
         if (!e)
             return false;
@@ -839,6 +859,27 @@ static void choices_text(const char *const *choices, char *buf, size_t size)
     free(b.p);
 }
 
+/* "name, destinations, engine": the top-level names of a TABLE key's
+ * element schema, in schema order.  A new string.  Cannot fail. */
+static char *table_keys(const sim_cfg_key *k)
+{
+    struct sbuf b = {0};
+    for (const sim_cfg_key *e = k->table; e && e->path; e++) {
+        size_t len = strcspn(e->path, ".");
+        bool seen = false;
+        for (const sim_cfg_key *f = k->table; f < e && !seen; f++)
+            seen = strncmp(f->path, e->path, len) == 0 && (f->path[len] == '.' || !f->path[len]);
+        if (seen)
+            continue;
+        if (b.len)
+            sb_puts(&b, ", ");
+        sb_putn(&b, e->path, len);
+    }
+    if (!b.p)
+        sb_puts(&b, "");
+    return sb_take(&b);
+}
+
 /* The expected form of key `k` (of one element if `element`), as in
  * "an integer in [1, 4096] (tokens)". */
 static void expected(const sim_cfg_key *k, bool element, char *buf, size_t size)
@@ -863,6 +904,12 @@ static void expected(const sim_cfg_key *k, bool element, char *buf, size_t size)
         else
             snprintf(buf, size, "a string%s", unit);
         break;
+    case SIM_CFG_TABLE: {
+        char *kids = table_keys(k);
+        snprintf(buf, size, "a list of mappings, each with keys: %s", kids);
+        free(kids);
+        break;
+    }
     default: {
         const char *what = t == SIM_CFG_INT_LIST ? "integers"
                          : t == SIM_CFG_DOUBLE_LIST ? "numbers" : "strings";
@@ -1099,11 +1146,16 @@ static const void *cfield(const void *base, size_t offset)
     return (const char *)base + offset;
 }
 
+static int bind_table(const sim_cfgdoc *d, const sim_cfg_key *k, const char *full,
+                      const struct node *n, void *base);
+
 /* Convert node `n` for key `k` and store it in `base`.  For lists the
  * array and count are stored together, only on success. */
 static int bind_node(const sim_cfgdoc *d, const sim_cfg_key *k, const char *full,
                      const struct node *n, void *base)
 {
+    if (k->type == SIM_CFG_TABLE)
+        return bind_table(d, k, full, n, base);
     if (!is_list(k->type))
         return bind_scalar(d, k, full, n, false, field(base, k->offset));
     if (n->kind != NODE_SEQ)
@@ -1342,9 +1394,10 @@ static int check_keys(const struct binder *b, const struct node *m, const char *
 /* Find the node at `full` in the document; *out = NULL if absent.  Fails
  * if something on the way is not a mapping (possible only above a prefix
  * bound with sim_cfg_bind_prefix: check_keys catches it everywhere else). */
-static int lookup(const sim_cfgdoc *d, const char *full, const struct node **out)
+static int lookup_from(const struct node *root, const char *label, const char *full,
+                       const struct node **out)
 {
-    const struct node *m = d->root;
+    const struct node *m = root;
     const char *c = full;
     *out = NULL;
     for (;;) {
@@ -1359,12 +1412,95 @@ static int lookup(const sim_cfgdoc *d, const char *full, const struct node **out
         if (e->val->kind != NODE_MAP) {
             char desc[128];
             describe(e->val, DESC_QUOTE, desc, sizeof desc);
-            return fail_at(e->val->src, e->val->line, "key '%.*s' is %s; expected a mapping",
-                           (int)(c - full + (ptrdiff_t)len), full, desc);
+            return fail_at(e->val->src, e->val->line, "key '%s%s%.*s' is %s; expected a mapping",
+                           label, *label ? "." : "", (int)(c - full + (ptrdiff_t)len), full,
+                           desc);
         }
         m = e->val;
         c += len + 1;
     }
+}
+
+static int lookup(const sim_cfgdoc *d, const char *full, const struct node **out)
+{
+    return lookup_from(d->root, "", full, out);
+}
+
+/* One element of a TABLE key: the mapping `item`, labelled `label`
+ * ("cluster.groups[1]"), bound against k->table into `elem` (zeroed).
+ * Unknown keys are checked inside the element only.  On error `elem` is
+ * released. */
+static int bind_elem(const sim_cfgdoc *d, const sim_cfg_key *k, const char *label,
+                     const struct node *item, void *elem)
+{
+    const sim_cfg_section sec = { label, k->table, elem };
+    struct binder b;
+    binder_init(&b, d, &sec, 1);
+    int rc = check_keys(&b, item, label);
+    for (size_t i = 0; !rc && i < b.n; i++) {
+        const struct ent *e = &b.ents[i];
+        const struct node *n;
+        rc = lookup_from(item, label, e->key->path, &n);
+        if (rc)
+            break;
+        if (n) {
+            rc = bind_node(d, e->key, e->full, n, e->base);
+        } else if (e->key->def) {
+            rc = bind_default(e->key, e->full, e->base);
+        } else {
+            char exp[600];
+            expected(e->key, false, exp, sizeof exp);
+            rc = fail_at(item->src, item->line, "missing required key '%s'; expected %s",
+                         e->full, exp);
+        }
+    }
+    binder_fini(&b);
+    if (rc)
+        sim_cfg_free(k->table, elem);
+    return rc;
+}
+
+/* A TABLE key: a sequence of mappings, each bound by bind_elem into a new
+ * array stored with its count only on success. */
+static int bind_table(const sim_cfgdoc *d, const sim_cfg_key *k, const char *full,
+                      const struct node *n, void *base)
+{
+    if (n->kind != NODE_SEQ)
+        return bad_value(n, k, full, false, false);
+    if (n->n < k->min_len) {
+        char exp[600];
+        expected(k, false, exp, sizeof exp);
+        return fail_at(n->src, n->line, "key '%s' has %zu element%s; expected %s", full, n->n,
+                       n->n == 1 ? "" : "s", exp);
+    }
+    char *arr = n->n ? sim_xcalloc(n->n, k->elem_size) : NULL;
+    int rc = SIM_OK;
+    size_t i = 0;
+    for (; !rc && i < n->n; i++) {
+        struct sbuf label = {0};
+        sb_printf(&label, "%s[%zu]", full, i);
+        const struct node *item = n->items[i];
+        if (item->kind != NODE_MAP) {
+            char desc[128];
+            char *kids = table_keys(k);
+            describe(item, DESC_QUOTE, desc, sizeof desc);
+            rc = fail_at(item->src, item->line, "key '%s' is %s; expected a mapping with keys: %s",
+                         label.p, desc, kids);
+            free(kids);
+        } else {
+            rc = bind_elem(d, k, label.p, item, arr + i * k->elem_size);
+        }
+        free(label.p);
+    }
+    if (rc) {
+        for (size_t j = 0; j + 1 < i; j++) /* element i - 1 freed itself */
+            sim_cfg_free(k->table, arr + j * k->elem_size);
+        free(arr);
+        return rc;
+    }
+    *(void **)field(base, k->offset) = arr;
+    *(size_t *)field(base, k->count_offset) = n->n;
+    return SIM_OK;
 }
 
 /* Bind all sections; check unknown keys in the subtree at `scope` ("" for
@@ -1453,6 +1589,16 @@ void sim_cfg_free(const sim_cfg_key *schema, void *out)
             *(void **)f = NULL;
             *(size_t *)field(out, k->count_offset) = 0;
             break;
+        case SIM_CFG_TABLE: {
+            char *a = *(char **)f;
+            size_t *count = field(out, k->count_offset);
+            for (size_t i = 0; a && i < *count; i++)
+                sim_cfg_free(k->table, a + i * k->elem_size);
+            free(a);
+            *(void **)f = NULL;
+            *count = 0;
+            break;
+        }
         default:
             break;
         }
@@ -1536,9 +1682,29 @@ static void dump_scalar(struct sbuf *b, const sim_cfg_key *k, enum sim_cfg_type 
     }
 }
 
+static void dump_flow(struct sbuf *b, const struct binder *bd, const char *prefix);
+
 static void dump_value(struct sbuf *b, const sim_cfg_key *k, const void *base)
 {
     const void *f = cfield(base, k->offset);
+    if (k->type == SIM_CFG_TABLE) {
+        /* Flow style, one mapping per element, keys in schema order. */
+        const char *arr = *(const char *const *)f;
+        size_t n = *(const size_t *)cfield(base, k->count_offset);
+        sb_puts(b, "[");
+        for (size_t i = 0; i < n; i++) {
+            const sim_cfg_section s = { NULL, k->table,
+                                        (void *)(uintptr_t)(arr + i * k->elem_size) };
+            struct binder bd;
+            binder_init(&bd, NULL, &s, 1);
+            sb_puts(b, i ? ", {" : "{");
+            dump_flow(b, &bd, "");
+            sb_puts(b, "}");
+            binder_fini(&bd);
+        }
+        sb_puts(b, "]");
+        return;
+    }
     if (!is_list(k->type)) {
         dump_scalar(b, k, k->type, f);
         return;
@@ -1589,6 +1755,42 @@ static void dump_level(struct sbuf *b, const struct binder *bd, const char *pref
     }
 }
 
+/* dump_level in flow style: "a: 1, b: {c: 2}" for the mapping at
+ * `prefix`, without the enclosing braces. */
+static void dump_flow(struct sbuf *b, const struct binder *bd, const char *prefix)
+{
+    size_t plen = *prefix ? strlen(prefix) + 1 : 0;
+    bool first = true;
+    for (size_t i = 0; i < bd->n; i++) {
+        const char *s = bd->ents[i].full;
+        if (!is_under(s, prefix))
+            continue;
+        size_t len = strcspn(s + plen, ".");
+        bool done = false;
+        for (size_t j = 0; j < i && !done; j++)
+            done = is_under(bd->ents[j].full, prefix) &&
+                   strncmp(bd->ents[j].full, s, plen + len) == 0 &&
+                   (bd->ents[j].full[plen + len] == '.' || bd->ents[j].full[plen + len] == '\0');
+        if (done)
+            continue;
+        char *comp = xstrndup(s + plen, len);
+        sb_puts(b, first ? "" : ", ");
+        first = false;
+        dump_string(b, comp);
+        sb_puts(b, ": ");
+        if (s[plen + len] == '\0') {
+            dump_value(b, bd->ents[i].key, bd->ents[i].base);
+        } else {
+            char *sub = xstrndup(s, plen + len);
+            sb_puts(b, "{");
+            dump_flow(b, bd, sub);
+            sb_puts(b, "}");
+            free(sub);
+        }
+        free(comp);
+    }
+}
+
 char *sim_cfg_dump_sections(const sim_cfg_section *sections, size_t n_sections)
 {
     struct binder bd;
@@ -1620,6 +1822,7 @@ static const char *type_name(enum sim_cfg_type t)
     case SIM_CFG_INT_LIST: return "int list";
     case SIM_CFG_DOUBLE_LIST: return "number list";
     case SIM_CFG_STRING_LIST: return "string list";
+    case SIM_CFG_TABLE: return "table";
     }
     return "?";
 }
@@ -1649,8 +1852,19 @@ void sim_cfg_help_sections(const sim_cfg_section *sections, size_t n_sections, F
             snprintf(what, sizeof what, "%s%s%s", range[0] ? range + 1 : "",
                      range[0] && k->unit && *k->unit ? " " : "", k->unit ? k->unit : "");
         }
+        if (k->type == SIM_CFG_TABLE)
+            snprintf(what, sizeof what, "a list of mappings");
         fprintf(f, "  %-*s  %-11s  %-*s  %s%s%s\n", wpath, bd.ents[i].full, type_name(k->type),
                 wdef, def, what, *what ? "; " : "", k->help ? k->help : "");
+        if (k->type == SIM_CFG_TABLE) {
+            /* Each element's keys, as "cluster.groups[].name". */
+            struct sbuf pre_b = {0};
+            sb_printf(&pre_b, "%s[]", bd.ents[i].full);
+            char *pre = sb_take(&pre_b);
+            const sim_cfg_section sub = { pre, k->table, NULL };
+            sim_cfg_help_sections(&sub, 1, f);
+            free(pre);
+        }
     }
     binder_fini(&bd);
 }
@@ -1669,9 +1883,10 @@ int sim_cfg_schema_check(const sim_cfg_key *schema)
 {
     size_t size = 1;
     for (const sim_cfg_key *k = schema; k->path; k++) {
-        size_t end = k->offset + (is_list(k->type) ? sizeof(void *) : elem_size(k->type));
+        const bool arr = is_list(k->type) || k->type == SIM_CFG_TABLE;
+        size_t end = k->offset + (arr ? sizeof(void *) : elem_size(k->type));
         size = end > size ? end : size;
-        if (is_list(k->type) && k->count_offset + sizeof(size_t) > size)
+        if (arr && k->count_offset + sizeof(size_t) > size)
             size = k->count_offset + sizeof(size_t);
     }
     for (const sim_cfg_key *k = schema; k->path; k++) {
@@ -1679,8 +1894,25 @@ int sim_cfg_schema_check(const sim_cfg_key *schema)
         if (!*p || *p == '.' || p[strlen(p) - 1] == '.' || strstr(p, "..") ||
             strpbrk(p, " \t\n=[]"))
             return SIM_ERROR(SIM_EINVAL, "schema key '%s': malformed path", p);
-        if ((unsigned)k->type > (unsigned)SIM_CFG_STRING_LIST)
+        if ((unsigned)k->type > (unsigned)SIM_CFG_TABLE)
             return SIM_ERROR(SIM_EINVAL, "schema key '%s': bad type %d", p, (int)k->type);
+        if (k->type == SIM_CFG_TABLE) {
+            if (!k->table || !k->table[0].path || k->elem_size == 0)
+                return SIM_ERROR(SIM_EINVAL, "schema key '%s': TABLE without element schema "
+                                 "or size", p);
+            if (k->def && strcmp(k->def, "[]") != 0)
+                return SIM_ERROR(SIM_EINVAL, "schema key '%s': TABLE default must be [] or "
+                                 "none", p);
+            if (k->count_offset < k->offset + sizeof(void *) &&
+                k->offset < k->count_offset + sizeof(size_t))
+                return SIM_ERROR(SIM_EINVAL, "schema key '%s': count_offset overlaps offset", p);
+            int rc = sim_cfg_schema_check(k->table);
+            if (rc) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s", sim_errmsg());
+                return SIM_ERROR(rc, "schema key '%s' (element): %s", p, msg);
+            }
+        }
         if (k->type == SIM_CFG_ENUM && (!k->choices || !k->choices[0]))
             return SIM_ERROR(SIM_EINVAL, "schema key '%s': ENUM without choices", p);
         if (is_list(k->type) && k->count_offset < k->offset + sizeof(void *) &&

@@ -118,7 +118,10 @@ int sim_cfgdoc_set(sim_cfgdoc *d, const char *assignment);
  * of its key for a key from the file, "--set KEY" for one from the
  * command line.  With `item` non-NULL the value at `path` must be a list
  * and the location is that of its first scalar element equal to `item`
- * (path "experiment.policies", item "cacheroute").  Writes at most `n`
+ * (path "experiment.policies", item "cacheroute").  A component "name[i]"
+ * steps into element i (0-based) of the list at "name", so
+ * "cluster.groups[1].tp" locates a key of a TABLE element and
+ * "cluster.groups[1]" the element itself.  Writes at most `n`
  * bytes (NUL-terminated) to `buf`.  Returns true if found; false, leaving
  * buf unchanged, if the key or item is absent.  Cannot fail.
  */
@@ -168,6 +171,20 @@ char *sim_cfg_resolve_path(const sim_cfgdoc *d, const char *p);
  *                                  Lists also write the element count to a
  *                                  size_t at `count_offset`; an empty list
  *                                  is (NULL, 0).
+ *   SIM_CFG_TABLE        void *    a YAML sequence of mappings ("a list of
+ *                                  maps": cluster.groups), each bound
+ *                                  against the sub-schema `table` (keys,
+ *                                  ranges and defaults as at top level;
+ *                                  nested mappings allowed) into a new
+ *                                  array of `elem_size`-byte structs, with
+ *                                  the count at `count_offset`.  Messages
+ *                                  name an element's keys "path[i].key"
+ *                                  (0-based i) at the element's file and
+ *                                  line; unknown keys inside an element are
+ *                                  errors as anywhere.  The default must be
+ *                                  "[]" or NULL (required).  --set can
+ *                                  replace the whole list ("a.b=[{k: 1}]")
+ *                                  but not address one element.
  *
  * Numbers in quotes are rejected: in YAML "30" is a string, and accepting
  * it would hide a config written for some other tool.  Null values ("key:"
@@ -184,7 +201,8 @@ enum sim_cfg_type {
     SIM_CFG_PATH,
     SIM_CFG_INT_LIST,
     SIM_CFG_DOUBLE_LIST,
-    SIM_CFG_STRING_LIST
+    SIM_CFG_STRING_LIST,
+    SIM_CFG_TABLE
 };
 
 /* sim_cfg_key.flags: make a range bound exclusive ("a rate > 0"). */
@@ -228,6 +246,10 @@ typedef struct sim_cfg_key {
     const char *unit;
     /* One line for --help. */
     const char *help;
+    /* SIM_CFG_TABLE only: the schema of one element (NULL-terminated,
+     * offsets into the element struct) and the element struct's size. */
+    const struct sim_cfg_key *table;
+    size_t elem_size;
 } sim_cfg_key;
 
 /*

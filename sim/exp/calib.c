@@ -743,6 +743,82 @@ bad:
                      "loads > 0 requests/s, e.g. 1,2,4,8", what, v ? v : "");
 }
 
+/* Mixed fleets (docs/mixed-fleets.md): the overrides that make group
+ * `g` of `cfg` a uniform cluster of its deployment (cluster.groups=[] and
+ * the group's resolved cluster.*, engine.* and cost.profile), into
+ * buf[0..10) / sets[0..10); returns their count (10). */
+static size_t group_sets(const exp_group *g, char buf[10][320], const char *sets[10])
+{
+    snprintf(buf[0], sizeof buf[0], "cluster.groups=[]");
+    snprintf(buf[1], sizeof buf[1], "cluster.hardware=\"%s\"", g->hardware);
+    snprintf(buf[2], sizeof buf[2], "cluster.model=\"%s\"", g->model);
+    snprintf(buf[3], sizeof buf[3], "cluster.tp=%lld", (long long)g->tp);
+    snprintf(buf[4], sizeof buf[4], "cluster.weight_dtype=%s", g->weight_dtype);
+    snprintf(buf[5], sizeof buf[5], "cluster.kv_dtype=%s", g->kv_dtype);
+    snprintf(buf[6], sizeof buf[6], "cluster.mem_util=%.17g", g->mem_util);
+    snprintf(buf[7], sizeof buf[7], "cost.profile=\"%s\"", g->cost_profile);
+    snprintf(buf[8], sizeof buf[8], "engine.max_num_batched_tokens=%lld",
+             (long long)g->max_num_batched_tokens);
+    snprintf(buf[9], sizeof buf[9], "engine.max_num_seqs=%lld", (long long)g->max_num_seqs);
+    for (size_t i = 0; i < 10; i++)
+        sets[i] = buf[i];
+    return 10;
+}
+
+/* `crsim calibrate` of a mixed fleet: the calibration of every group as
+ * a uniform cluster of its deployment (`cfg` is the loaded config of
+ * `config` with `sets`), each printed under its name, then the
+ * q_cap_by_group line and one W (the smallest group's: the same slot
+ * count must fit every group's pool). */
+static int calib_groups(const char *config, const char *const *sets, size_t n_set,
+                        const exp_config *cfg, double slo, const exp_calib_opts *o)
+{
+    double *q = sim_xcalloc(cfg->n_groups, sizeof *q);
+    int64_t w = 0;
+    int rc = SIM_OK;
+    for (size_t i = 0; rc == SIM_OK && i < cfg->n_groups; i++) {
+        const exp_group g = exp_config_group(cfg, i);
+        char buf[10][320];
+        const char **all = sim_xcalloc(n_set + 10, sizeof *all);
+        for (size_t j = 0; j < n_set; j++)
+            all[j] = sets[j];
+        size_t n = n_set + group_sets(&g, buf, all + n_set);
+        exp_config gc;
+        rc = exp_config_load_unchecked(config, all, n, &gc);
+        free(all);
+        if (rc)
+            break;
+        printf("== group %s (destinations %u-%u): %s on %lld x %s\n", g.name, g.first,
+               g.first + g.n_dest - 1, g.model, (long long)g.tp, g.hardware);
+        exp_calib_result res;
+        rc = exp_calibrate_opts(&gc, slo, o, &res);
+        if (rc == SIM_OK) {
+            exp_calib_print(&res, stdout);
+            q[i] = res.q_cap_rps;
+            w = i == 0 || res.slots < w ? res.slots : w;
+        }
+        exp_calib_result_fini(&res);
+        exp_config_fini(&gc);
+        printf("\n");
+    }
+    for (size_t i = 0; rc == SIM_OK && i < cfg->n_groups; i++)
+        if (!isfinite(q[i])) {
+            printf("# router.cacheroute.q_cap_by_group: group %s has no exact knee; widen "
+                   "--grid\n", cfg->groups[i].name);
+            free(q);
+            return SIM_OK;
+        }
+    if (rc == SIM_OK) {
+        printf("mixed fleet (docs/mixed-fleets.md): per-group q_cap and the smallest group's W\n"
+               "router:\n  cacheroute:\n    q_cap_by_group: [");
+        for (size_t i = 0; i < cfg->n_groups; i++)
+            printf("%s%.3f", i ? ", " : "", q[i]);
+        printf("]\n    slots: %lld\n", (long long)w);
+    }
+    free(q);
+    return rc;
+}
+
 int exp_calib_main(const exp_cli_args *a)
 {
     const char *config = a->pos[0];
@@ -778,11 +854,15 @@ int exp_calib_main(const exp_cli_args *a)
         }
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         o.jobs = jobs > 0 ? (unsigned)jobs : ncpu > 0 ? (unsigned)ncpu : 1;
-        exp_calib_result res;
-        rc = exp_calibrate_opts(&cfg, slo, &o, &res);
-        if (rc == SIM_OK)
-            exp_calib_print(&res, stdout);
-        exp_calib_result_fini(&res);
+        if (cfg.n_groups) {
+            rc = calib_groups(config, sets, n_set, &cfg, slo, &o);
+        } else {
+            exp_calib_result res;
+            rc = exp_calibrate_opts(&cfg, slo, &o, &res);
+            if (rc == SIM_OK)
+                exp_calib_print(&res, stdout);
+            exp_calib_result_fini(&res);
+        }
     }
     exp_config_fini(&cfg);
     free(seeds);

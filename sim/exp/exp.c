@@ -39,6 +39,121 @@ static const char *const assign_names[] = {"round_robin", "random", NULL};
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
 
+/* ---- mixed fleets: cluster.groups (docs/mixed-fleets.md) ---- */
+
+#define GOFF(f) offsetof(exp_group_cfg, f)
+
+/* One element of cluster.groups.  "" and 0 inherit the cluster-level key
+ * (exp_config_group), so a group states only what differs. */
+static const sim_cfg_key group_schema[] = {
+    {.path = "name", .type = SIM_CFG_STRING, .offset = GOFF(name),
+     .help = "group name (unique; 1-63 of A-Z a-z 0-9 . _ -), shown in the run's set-up "
+             "line"},
+    {.path = "destinations", .type = SIM_CFG_INT, .offset = GOFF(destinations), .min = 1,
+     .max = 100000, .help = "destinations in this group (one engine each)"},
+    {.path = "hardware", .type = SIM_CFG_STRING, .offset = GOFF(hardware), .def = "\"\"",
+     .help = "GPU spec: a name in models/specs/ or a path; \"\" = cluster.hardware"},
+    {.path = "model", .type = SIM_CFG_STRING, .offset = GOFF(model), .def = "\"\"",
+     .help = "model spec; \"\" = cluster.model"},
+    {.path = "tp", .type = SIM_CFG_INT, .offset = GOFF(tp), .min = 0, .max = 64, .def = "0",
+     .unit = "GPUs", .help = "tensor-parallel degree; 0 = cluster.tp"},
+    {.path = "weight_dtype", .type = SIM_CFG_STRING, .offset = GOFF(weight_dtype),
+     .def = "\"\"", .help = "weight format (bf16, fp16, fp8); \"\" = cluster.weight_dtype"},
+    {.path = "kv_dtype", .type = SIM_CFG_STRING, .offset = GOFF(kv_dtype), .def = "\"\"",
+     .help = "KV-cache format (bf16, fp16, fp8); \"\" = cluster.kv_dtype"},
+    {.path = "mem_util", .type = SIM_CFG_DOUBLE, .offset = GOFF(mem_util), .min = 0, .max = 1,
+     .def = "0", .help = "share of GPU memory the engine uses; 0 = cluster.mem_util"},
+    {.path = "cost_profile", .type = SIM_CFG_STRING, .offset = GOFF(cost_profile),
+     .def = "\"\"",
+     .help = "calibration profile; \"\" = cost.profile, or the group deployment's default "
+             "when cost.profile is \"\""},
+    {.path = "engine.max_num_batched_tokens", .type = SIM_CFG_INT,
+     .offset = GOFF(max_num_batched_tokens), .min = 0, .max = 1e7, .def = "0",
+     .unit = "tokens", .help = "token budget per step; 0 = engine.max_num_batched_tokens"},
+    {.path = "engine.max_num_seqs", .type = SIM_CFG_INT, .offset = GOFF(max_num_seqs),
+     .min = 0, .max = 1e6, .def = "0",
+     .help = "running requests per engine at most; 0 = engine.max_num_seqs"},
+    {0},
+};
+
+exp_group exp_config_group(const exp_config *cfg, size_t i)
+{
+    SIM_ALWAYS(i < cfg->n_groups);
+    uint32_t first = 0;
+    for (size_t j = 0; j < i; j++)
+        first += (uint32_t)cfg->groups[j].destinations;
+    const exp_group_cfg *g = &cfg->groups[i];
+#define INHERIT_S(gf, cf) (g->gf && *g->gf ? g->gf : cfg->cf)
+#define INHERIT_N(gf, cf) (g->gf > 0 ? g->gf : cfg->cf)
+    return (exp_group){.name = g->name, .where = g->where, .first = first,
+                       .n_dest = (uint32_t)g->destinations,
+                       .hardware = INHERIT_S(hardware, hardware),
+                       .model = INHERIT_S(model, model),
+                       .weight_dtype = INHERIT_S(weight_dtype, weight_dtype),
+                       .kv_dtype = INHERIT_S(kv_dtype, kv_dtype),
+                       .tp = INHERIT_N(tp, tp), .mem_util = INHERIT_N(mem_util, mem_util),
+                       .cost_profile = INHERIT_S(cost_profile, cost_profile),
+                       .max_num_batched_tokens =
+                           INHERIT_N(max_num_batched_tokens, max_num_batched_tokens),
+                       .max_num_seqs = INHERIT_N(max_num_seqs, max_num_seqs)};
+#undef INHERIT_S
+#undef INHERIT_N
+}
+
+/* Cross-key checks of cluster.groups after binding: unique well-formed
+ * names, known dtypes, cluster.destinations (if written) equal to the
+ * groups' sum; then set cfg->destinations to that sum and record where
+ * each element was written.  Specs and profiles are opened by
+ * exp_setup_init, which names the group key. */
+static int check_groups(const sim_cfgdoc *d, exp_config *cfg)
+{
+    if (cfg->n_groups == 0)
+        return SIM_OK;
+    int64_t sum = 0;
+    for (size_t i = 0; i < cfg->n_groups; i++) {
+        exp_group_cfg *g = &cfg->groups[i];
+        char key[64];
+        snprintf(key, sizeof key, "cluster.groups[%zu]", i);
+        if (!sim_cfgdoc_locate(d, key, NULL, g->where, sizeof g->where))
+            snprintf(g->where, sizeof g->where, "%s", sim_cfgdoc_path(d));
+        size_t len = strlen(g->name), ok = strspn(g->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "abcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789._-");
+        if (len == 0 || len > 63 || ok != len)
+            return SIM_ERROR(SIM_EINVAL, "%s: key '%s.name' is \"%s\"; expected 1-63 of "
+                             "A-Z a-z 0-9 . _ -", g->where, key, g->name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->groups[j].name, g->name) == 0)
+                return SIM_ERROR(SIM_EINVAL, "%s: key '%s.name' is '%s', the name of "
+                                 "cluster.groups[%zu] too; expected unique group names",
+                                 g->where, key, g->name, j);
+        const char *dt[2] = {g->weight_dtype, g->kv_dtype};
+        const char *dk[2] = {"weight_dtype", "kv_dtype"};
+        for (int k = 0; k < 2; k++) {
+            enum spec_dtype t;
+            if (*dt[k] && spec_dtype_parse(dt[k], &t) != 0)
+                return SIM_ERROR(SIM_EINVAL, "%s: key '%s.%s' is '%s'; expected one of: bf16, "
+                                 "fp16, fp8, or \"\" for cluster.%s", g->where, key, dk[k],
+                                 dt[k], dk[k]);
+        }
+        sum += g->destinations;
+    }
+    char at[512];
+    if (sum > 100000)
+        return SIM_ERROR(SIM_EINVAL, "%s: cluster.groups add up to %lld destinations; expected "
+                         "at most 100000", cfg->groups[0].where, (long long)sum);
+    if (sim_cfgdoc_locate(d, "cluster.destinations", NULL, at, sizeof at) &&
+        cfg->destinations != sum)
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'cluster.destinations' is %lld but cluster.groups "
+                         "add up to %lld destinations; expected the sum of the groups' "
+                         "destinations, or no cluster.destinations", at,
+                         (long long)cfg->destinations, (long long)sum);
+    cfg->destinations = sum;
+    return SIM_OK;
+}
+
+/* ---- end of mixed fleets ---- */
+
 const sim_cfg_key exp_config_schema[] = {
     /* experiment */
     {.path = "experiment.name", .type = SIM_CFG_STRING, .offset = OFF(name),
@@ -123,6 +238,12 @@ const sim_cfg_key exp_config_schema[] = {
     {.path = "cluster.mem_util", .type = SIM_CFG_DOUBLE, .offset = OFF(mem_util), .min = 0,
      .max = 1, .flags = SIM_CFG_EXCL_MIN, .def = "0.9",
      .help = "share of GPU memory the engine uses (vLLM gpu_memory_utilization)"},
+    {.path = "cluster.groups", .type = SIM_CFG_TABLE, .offset = OFF(groups),
+     .count_offset = CNT(n_groups), .table = group_schema, .elem_size = sizeof(exp_group_cfg),
+     .def = "[]",
+     .help = "mixed fleet: destination groups, each with its own hardware, model, TP, "
+             "dtypes, cost profile, engine limits (\"\"/0 = the cluster-level key); "
+             "destinations numbered group by group; [] = one group (docs/mixed-fleets.md)"},
     /* engine */
     {.path = "engine.block_size", .type = SIM_CFG_INT, .offset = OFF(block_size), .min = 1,
      .max = 4096, .def = "16", .unit = "tokens", .help = "KV block size"},
@@ -213,6 +334,7 @@ double exp_config_median_slo(const exp_config *cfg)
 route_env exp_config_route_env(const exp_config *cfg)
 {
     return (route_env){.n_dest = (uint32_t)cfg->destinations,
+                       .n_groups = (uint32_t)cfg->n_groups,
                        .block_size = (uint32_t)cfg->block_size,
                        .batch_tokens = (uint32_t)cfg->max_num_batched_tokens,
                        .ttft_slo_s = exp_config_median_slo(cfg)};
@@ -433,6 +555,8 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
         rc = wl_config_bind(d, &cfg->wl);
     if (rc == SIM_OK)
         rc = check_faults(d, cfg);
+    if (rc == SIM_OK)
+        rc = check_groups(d, cfg);
     if (rc == SIM_OK && cfg->scrape_interval_s == 0 && cfg->scrape_delay_s > 0) {
         char at[512];
         if (!sim_cfgdoc_locate(d, "gateway.scrape_delay_s", NULL, at, sizeof at))

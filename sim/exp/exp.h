@@ -39,6 +39,42 @@ typedef struct exp_config_src {
                                  calibrate, whose router inputs are measured */
 } exp_config_src;
 
+/* One destination group of cluster.groups (docs/mixed-fleets.md): a
+ * share of the destinations with its own hardware, model, TP, dtypes,
+ * memory share, cost profile and scheduler limits.  A string "" or a
+ * number 0 means "as the cluster-level key" (cluster.*, engine.*,
+ * cost.profile); exp_config_group resolves them. */
+typedef struct exp_group_cfg {
+    char *name;               /* unique: 1-63 of A-Z a-z 0-9 . _ - */
+    int64_t destinations;     /* >= 1 */
+    char *hardware;           /* "" = cluster.hardware */
+    char *model;              /* "" = cluster.model */
+    int64_t tp;               /* 0 = cluster.tp */
+    char *weight_dtype;       /* "" = cluster.weight_dtype */
+    char *kv_dtype;           /* "" = cluster.kv_dtype */
+    double mem_util;          /* 0 = cluster.mem_util */
+    char *cost_profile;       /* "" = cost.profile, or the group deployment's
+                                 default profile when cost.profile is "" */
+    int64_t max_num_batched_tokens; /* 0 = engine.max_num_batched_tokens */
+    int64_t max_num_seqs;     /* 0 = engine.max_num_seqs */
+    /* not a config key (not dumped): where the element was written
+     * ("FILE:LINE" or "--set cluster.groups"), set at load for messages */
+    char where[256];
+} exp_group_cfg;
+
+/* A group with every inherited value resolved (exp_config_group).
+ * Strings point into the config. */
+typedef struct exp_group {
+    const char *name;
+    const char *where;        /* "FILE:LINE" of the element */
+    uint32_t first, n_dest;   /* destinations [first, first + n_dest) */
+    const char *hardware, *model, *weight_dtype, *kv_dtype;
+    int64_t tp;
+    double mem_util;
+    const char *cost_profile; /* "" = the deployment's default profile */
+    int64_t max_num_batched_tokens, max_num_seqs;
+} exp_group;
+
 /* The whole configuration of an experiment (docs/config.md).  Bound once
  * from YAML plus --set overrides, then read-only. */
 typedef struct exp_config {
@@ -79,6 +115,10 @@ typedef struct exp_config {
     char *weight_dtype;
     char *kv_dtype;
     double mem_util;
+    exp_group_cfg *groups;    /* cluster.groups; n_groups = 0: one group of
+                                 every destination (cluster.* as above).
+                                 With groups, `destinations` is their sum */
+    size_t n_groups;
     /* engine */
     int64_t block_size;
     int64_t max_num_batched_tokens;
@@ -195,6 +235,11 @@ double exp_config_median_slo(const exp_config *cfg);
  * block_size, batch_tokens and ttft_slo_s (the rest zero; exp_setup adds
  * the run's seed, KV pool, cost model and key shares).  Cannot fail. */
 route_env exp_config_route_env(const exp_config *cfg);
+
+/* Group `i` (< cfg->n_groups) of cluster.groups with the cluster-level
+ * values it inherits filled in, and its destination range (destinations
+ * are numbered group by group, in the order written).  Cannot fail. */
+exp_group exp_config_group(const exp_config *cfg, size_t i);
 
 /* Free what a config owns.  Safe on a zeroed config and twice. */
 void exp_config_fini(exp_config *cfg);

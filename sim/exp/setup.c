@@ -59,8 +59,8 @@ static void list_yaml(const char *dir, char *buf, size_t n)
  * be opened: say which key, the folder it was looked up in and what
  * exists there.  Other errors (a bad spec file) already name their file
  * and line and pass unchanged. */
-static int missing_file(int rc, const exp_config *cfg, const char *key, const char *value,
-                        const char *dir, const char *what)
+static int missing_file_at(int rc, const char *where, const char *key, const char *value,
+                           const char *dir, const char *what)
 {
     if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
         return rc;
@@ -68,8 +68,14 @@ static int missing_file(int rc, const exp_config *cfg, const char *key, const ch
     snprintf(msg, sizeof msg, "%s", sim_errmsg());
     list_yaml(dir, have, sizeof have);
     return SIM_ERROR(rc, "%s: key '%s' is '%s': no such %s (%s); expected a name in %s/ (one "
-                     "of: %s) or a path to a %s file", cfg->src.path ? cfg->src.path : "config",
-                     key, value, what, msg, dir, have, what);
+                     "of: %s) or a path to a %s file", where, key, value, what, msg, dir, have,
+                     what);
+}
+
+static int missing_file(int rc, const exp_config *cfg, const char *key, const char *value,
+                        const char *dir, const char *what)
+{
+    return missing_file_at(rc, cfg->src.path ? cfg->src.path : "config", key, value, dir, what);
 }
 
 /* A calibration profile that does not exist: named by cost.profile, or
@@ -97,11 +103,115 @@ static int missing_profile(int rc, const exp_config *cfg, const char *pname)
                      have);
 }
 
+/* Build group `i` of cluster.groups into *o (zeroed first): specs,
+ * deployment, KV pool and cost model, the same way exp_setup_init builds
+ * the single cluster's.  Errors name the group's key and line.  On error
+ * *o holds nothing to free. */
+static int group_init(const exp_config *cfg, size_t i, exp_setup_group *o)
+{
+    memset(o, 0, sizeof *o);
+    o->g = exp_config_group(cfg, i);
+    const exp_group *g = &o->g;
+    char key[96];
+    int rc;
+    snprintf(key, sizeof key, "cluster.groups[%zu].hardware", i);
+    if ((rc = spec_hw_load(g->hardware, &o->hw)))
+        return missing_file_at(rc, g->where, key, g->hardware, spec_dir(), "GPU spec");
+    snprintf(key, sizeof key, "cluster.groups[%zu].model", i);
+    if ((rc = spec_model_load(g->model, &o->model))) {
+        spec_hw_fini(&o->hw);
+        return missing_file_at(rc, g->where, key, g->model, spec_dir(), "model spec");
+    }
+    o->dep = (spec_deploy){.hw = &o->hw, .model = &o->model, .tp = g->tp,
+                           .mem_util = g->mem_util, .block_size = cfg->block_size};
+    spec_dtype_parse(g->weight_dtype, &o->dep.weight_dtype); /* checked at load */
+    spec_dtype_parse(g->kv_dtype, &o->dep.kv_dtype);
+    char msg[768];
+    if ((rc = spec_kv_pool(&o->dep, &o->pool_tokens, &o->pool_blocks))) {
+        snprintf(msg, sizeof msg, "%s", sim_errmsg());
+        rc = SIM_ERROR(rc, "%s: cluster.groups[%zu] ('%s'): %s", g->where, i, g->name, msg);
+        goto fail;
+    }
+    char *pname = *g->cost_profile ? sim_xstrdup(g->cost_profile)
+                                   : cost_profile_default_name(&o->dep);
+    snprintf(o->cost_profile, sizeof o->cost_profile, "%s", pname);
+    cost_profile prof;
+    rc = cost_profile_load(pname, &prof);
+    free(pname);
+    if (rc == SIM_OK) {
+        rc = cost_model_from_profile(&o->cost, (enum cost_kind)cfg->cost_model, &o->dep, &prof);
+        cost_profile_fini(&prof);
+    }
+    if (rc) {
+        char dir[512], have[1024];
+        snprintf(msg, sizeof msg, "%s", sim_errmsg());
+        snprintf(dir, sizeof dir, "%s/cost", spec_dir());
+        list_yaml(dir, have, sizeof have);
+        rc = SIM_ERROR(rc, "%s: cluster.groups[%zu] ('%s', %s on %lld x %s, weights %s, KV %s): "
+                       "calibration profile '%s': %s; expected a profile in %s/ (one of: %s) "
+                       "named by cluster.groups[%zu].cost_profile, or a deployment that has one "
+                       "(docs/mixed-fleets.md)", g->where, i, g->name, g->model, (long long)g->tp,
+                       g->hardware, g->weight_dtype, g->kv_dtype, o->cost_profile, msg, dir,
+                       have, i);
+        goto fail;
+    }
+    return SIM_OK;
+fail:
+    spec_hw_fini(&o->hw);
+    spec_model_fini(&o->model);
+    return rc;
+}
+
+/* The groups of cluster.groups into s (cp is set afterwards): every
+ * group built, group 0 also into the setup's single-deployment fields. */
+static int groups_init(const exp_config *cfg, exp_setup *s)
+{
+    s->groups = sim_xcalloc(cfg->n_groups, sizeof *s->groups);
+    s->cgroups = sim_xcalloc(cfg->n_groups, sizeof *s->cgroups);
+    s->group_of = sim_xcalloc((size_t)cfg->destinations, sizeof *s->group_of);
+    for (size_t i = 0; i < cfg->n_groups; i++) {
+        int rc = group_init(cfg, i, &s->groups[i]);
+        if (rc)
+            return rc;
+        s->n_groups = i + 1;
+        const exp_setup_group *x = &s->groups[i];
+        s->cgroups[i] = (cluster_group){
+            .n_dest = x->g.n_dest, .deploy = x->dep, .cost = x->cost,
+            .engine = {.block_size = (uint32_t)cfg->block_size,
+                       .max_num_batched_tokens = (uint32_t)x->g.max_num_batched_tokens,
+                       .max_num_seqs = (uint32_t)x->g.max_num_seqs,
+                       .prefix_caching = cfg->prefix_caching}};
+        for (uint32_t d = x->g.first; d < x->g.first + x->g.n_dest; d++)
+            s->group_of[d] = (uint32_t)i;
+    }
+    /* Group 0 again into the single-deployment fields (its own copies of
+     * the specs, so that exp_setup_fini frees each once). */
+    exp_setup_group g0;
+    int rc = group_init(cfg, 0, &g0);
+    if (rc)
+        return rc;
+    s->hw = g0.hw;
+    s->model = g0.model;
+    s->dep = g0.dep;
+    s->dep.hw = &s->hw;
+    s->dep.model = &s->model;
+    s->pool_tokens = g0.pool_tokens;
+    s->pool_blocks = g0.pool_blocks;
+    s->cost = g0.cost;
+    snprintf(s->cost_profile, sizeof s->cost_profile, "%s", g0.cost_profile);
+    return SIM_OK;
+}
+
 int exp_setup_init(const exp_config *cfg, exp_setup *s)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     int rc;
+    if (cfg->n_groups) {
+        if ((rc = groups_init(cfg, s)))
+            goto fail;
+        goto shared;
+    }
     if ((rc = spec_hw_load(cfg->hardware, &s->hw))) {
         rc = missing_file(rc, cfg, "cluster.hardware", cfg->hardware, spec_dir(), "GPU spec");
         goto fail;
@@ -130,6 +240,7 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
     cost_profile_fini(&prof);
     if (rc)
         goto fail;
+shared:
     s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
     if (s->is_trace &&
         (rc = wl_config_trace_load(&cfg->wl, &s->trace)))
@@ -179,6 +290,8 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
                    .retry_timeout_s = cfg->retry_timeout_s,
                    .max_retries = (uint32_t)cfg->max_retries,
                    .health_check_interval_s = cfg->health_check_interval_s},
+        .groups = s->n_groups ? s->cgroups : NULL,
+        .n_groups = (uint32_t)s->n_groups,
     };
     return SIM_OK;
 fail:
@@ -242,6 +355,17 @@ void exp_setup_fini(exp_setup *s)
     s->trace = NULL;
     spec_hw_fini(&s->hw);
     spec_model_fini(&s->model);
+    for (size_t i = 0; i < s->n_groups; i++) {
+        spec_hw_fini(&s->groups[i].hw);
+        spec_model_fini(&s->groups[i].model);
+    }
+    free(s->groups);
+    free(s->cgroups);
+    free(s->group_of);
+    s->groups = NULL;
+    s->cgroups = NULL;
+    s->group_of = NULL;
+    s->n_groups = 0;
 }
 
 route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
@@ -253,6 +377,7 @@ route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
     env.nominal = s->nominal;
     env.n_nominal = s->n_nominal;
     env.nominal_rate = rate;
+    env.group_of = s->group_of;
     return env;
 }
 
@@ -406,11 +531,27 @@ void exp_stream_close(exp_stream *st)
 void exp_setup_print(const exp_setup *s, FILE *out)
 {
     const exp_config *cfg = s->cfg;
-    fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
-            (long long)cfg->destinations, s->model.name, (long long)cfg->tp, s->hw.name,
-            cfg->weight_dtype, cfg->kv_dtype);
-    fprintf(out, "cost model: %s, calibration profile %s\n",
-            cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+    if (s->n_groups) {
+        fprintf(out, "cluster: mixed fleet of %lld destinations in %zu groups (cost model %s; "
+                "docs/mixed-fleets.md)\n", (long long)cfg->destinations, s->n_groups,
+                cost_kind_name((enum cost_kind)cfg->cost_model));
+        for (size_t i = 0; i < s->n_groups; i++) {
+            const exp_setup_group *x = &s->groups[i];
+            fprintf(out, "  group %s: destinations %u-%u, %u x %s on %lld x %s, weights %s, KV "
+                    "%s, KV pool %u blocks = %llu tokens, profile %s, max_num_batched_tokens "
+                    "%lld, max_num_seqs %lld\n", x->g.name, x->g.first,
+                    x->g.first + x->g.n_dest - 1, x->g.n_dest, x->model.name,
+                    (long long)x->g.tp, x->hw.name, x->g.weight_dtype, x->g.kv_dtype,
+                    x->pool_blocks, (unsigned long long)x->pool_tokens, x->cost_profile,
+                    (long long)x->g.max_num_batched_tokens, (long long)x->g.max_num_seqs);
+        }
+    } else {
+        fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
+                (long long)cfg->destinations, s->model.name, (long long)cfg->tp, s->hw.name,
+                cfg->weight_dtype, cfg->kv_dtype);
+        fprintf(out, "cost model: %s, calibration profile %s\n",
+                cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+    }
     if (cfg->scrape_interval_s > 0)
         fprintf(out, "gateway: %lld replica%s (%s), engine metrics scraped every %g s, visible "
                 "%g s later (docs/information-model.md)\n", (long long)cfg->replicas,
@@ -431,9 +572,12 @@ void exp_setup_print(const exp_setup *s, FILE *out)
     if (s->nominal)
         fprintf(out, "%s warm start: ON (first plan from the workload's nominal rates of "
                 "%zu keys, not from measured counts)\n", s->nominal_for, s->n_nominal);
-    fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f GB)\n",
-            s->pool_blocks, (long long)cfg->block_size, (unsigned long long)s->pool_tokens,
-            (double)s->pool_tokens * spec_kv_bytes_per_token(&s->model, s->dep.kv_dtype) / 1e9);
+    if (!s->n_groups) /* groups print their pools above */
+        fprintf(out, "KV pool per destination: %u blocks x %lld tokens = %llu tokens (%.1f "
+                "GB)\n", s->pool_blocks, (long long)cfg->block_size,
+                (unsigned long long)s->pool_tokens,
+                (double)s->pool_tokens * spec_kv_bytes_per_token(&s->model, s->dep.kv_dtype) /
+                    1e9);
     if (s->is_trace) {
         const wl_trace *t = s->trace;
         fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n",

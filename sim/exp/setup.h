@@ -20,6 +20,18 @@
 #include "workloads/mooncake.h"
 #include "sim/exp/exp.h"
 
+/* One destination group of a mixed fleet, built (docs/mixed-fleets.md). */
+typedef struct exp_setup_group {
+    exp_group g;             /* the resolved config (strings point into it) */
+    spec_hw hw;
+    spec_model model;
+    spec_deploy dep;         /* points into hw and model */
+    uint64_t pool_tokens;    /* KV pool per destination of the group, tokens */
+    uint32_t pool_blocks;    /* ... blocks */
+    cost_model cost;
+    char cost_profile[256];  /* name or path of its calibration profile */
+} exp_setup_group;
+
 typedef struct exp_setup {
     const exp_config *cfg;   /* not owned; must outlive the setup */
     spec_hw hw;
@@ -43,6 +55,13 @@ typedef struct exp_setup {
                                  requests (sums to 1), descending; else NULL */
     size_t n_nominal;
     char nominal_for[256];   /* the policies that asked for them, ", "-joined */
+    /* Mixed fleet (cluster.groups): n_groups >= 1 groups, owned; hw,
+     * model, dep, pool_*, cost and cost_profile above are then group 0's
+     * and cp.groups points at `cgroups`.  0 without groups. */
+    exp_setup_group *groups;
+    size_t n_groups;
+    cluster_group *cgroups;  /* n_groups entries for cluster_run */
+    uint32_t *group_of;      /* destination -> group (route_env.group_of) */
 } exp_setup;
 
 /* Every routing key of the workload with its share of requests (summing

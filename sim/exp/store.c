@@ -694,8 +694,8 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
         sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.steps);
         sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.preemptions);
         sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.rejected);
-        sqlite3_bind_int64(st, i++, res->pool_blocks);
-        sqlite3_bind_int64(st, i++, (sqlite3_int64)res->pool_tokens);
+        sqlite3_bind_int64(st, i++, cd->pool_blocks); /* its group's (mixed fleets) */
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->pool_tokens);
         sqlite3_bind_int64(st, i++, (sqlite3_int64)cd->st.ctx_read_tokens);
         if (sqlite3_step(st) != SQLITE_DONE) {
             rc = exp__store_dberr(s, "cannot add destination metrics");
