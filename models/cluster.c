@@ -1104,13 +1104,39 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     const void *args[ROUTE_MAX_READS];
     route_config_args(rcfg, rt, args);
     const double interval_s = route_interval_s(rt, rcfg);
+    /* Mixed fleet: every destination's pool, step budget and cost model
+     * for the routers (route_env.dest_*; valid during create only).
+     * Without groups they stay NULL, as the caller's env has them. */
+    uint32_t *env_pool = NULL, *env_batch = NULL;
+    const cost_model **env_cost = NULL;
+    if (p->n_groups && !env->dest_pool_blocks) {
+        env_pool = sim_xcalloc(p->n_dest, sizeof *env_pool);
+        env_batch = sim_xcalloc(p->n_dest, sizeof *env_batch);
+        env_cost = sim_xcalloc(p->n_dest, sizeof *env_cost);
+        for (uint32_t d = 0; d < p->n_dest; d++) {
+            const cluster_group *g = &p->groups[out->dest[d].group];
+            env_pool[d] = out->dest[d].pool_blocks;
+            env_batch[d] = g->engine.max_num_batched_tokens;
+            env_cost[d] = &g->cost;
+        }
+    }
     for (; n_created < c.n_rep; n_created++) {
         route_env e = *env;
         e.seed = replica_seed(env->seed, n_created);
+        if (env_pool) {
+            e.dest_pool_blocks = env_pool;
+            e.dest_batch_tokens = env_batch;
+            e.dest_cost = env_cost;
+        }
         rc = rt->create(c.rstate[n_created], &e, args);
         if (rc)
-            goto done;
+            break;
     }
+    free(env_pool);
+    free(env_batch);
+    free(env_cost);
+    if (rc)
+        goto done;
     if (rt->attach)
         for (uint32_t i = 1; i < c.n_rep; i++)
             rt->attach(c.rstate[i], c.rstate[0]);

@@ -136,7 +136,35 @@ typedef struct route_env {
                                 (< n_groups), or NULL (uniform, and at check
                                 time); pool_blocks, batch_tokens and cost
                                 above are then those of group 0 */
+    /* Mixed fleet, per destination (docs/mixed-fleets.md, "What routers
+     * know"): n_dest entries each, filled by cluster_run when the cluster
+     * has groups (owned by it, valid for the duration of create(): copy
+     * what you keep); NULL without groups, and then every destination has
+     * pool_blocks, batch_tokens and cost above.  Read them through
+     * route_env_pool_blocks, route_env_batch_tokens and route_env_cost. */
+    const uint32_t *dest_pool_blocks;  /* KV pool of destination d, blocks */
+    const uint32_t *dest_batch_tokens; /* its max_num_batched_tokens */
+    const struct cost_model *const *dest_cost; /* its step-time model */
 } route_env;
+
+/* KV pool of destination d (< n_dest), blocks: its group's in a mixed
+ * fleet, else env->pool_blocks (0 = unknown). */
+static inline uint32_t route_env_pool_blocks(const route_env *env, uint32_t d)
+{
+    return env->dest_pool_blocks ? env->dest_pool_blocks[d] : env->pool_blocks;
+}
+
+/* max_num_batched_tokens of destination d, tokens (0 = unknown). */
+static inline uint32_t route_env_batch_tokens(const route_env *env, uint32_t d)
+{
+    return env->dest_batch_tokens ? env->dest_batch_tokens[d] : env->batch_tokens;
+}
+
+/* Step-time model of destination d (NULL = unknown); valid as env->cost. */
+static inline const struct cost_model *route_env_cost(const route_env *env, uint32_t d)
+{
+    return env->dest_cost ? env->dest_cost[d] : env->cost;
+}
 
 /*
  * A router's configuration section: the keys below `prefix` in the config

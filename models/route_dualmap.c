@@ -37,6 +37,10 @@
  * (route_env.cost) — the step time of one prefill chunk of batch_tokens
  * tokens with no earlier context, divided by batch_tokens.  Context
  * attention is not included, so t_p is a lower bound for long contexts.
+ * t_p, the backlog B and the prefix-index bound are per destination: in a
+ * mixed fleet each comes from the destination's own cost model,
+ * max_num_batched_tokens and KV pool (route_env_cost, _batch_tokens,
+ * _pool_blocks; docs/mixed-fleets.md), and TTFT_c uses t_p of c.
  *
  * Router-side prefix index: for each destination, an LRU set of the block
  * hashes this router sent there, bounded to pool_blocks entries per
@@ -160,7 +164,8 @@ typedef struct dm_entry {
  * prefetched. */
 typedef struct dm_lru {
     sim_lruq q;
-    uint32_t n; /* live entries */
+    uint32_t n;   /* live entries */
+    uint32_t cap; /* bound: the destination's KV pool, blocks */
 } dm_lru;
 
 /* One window entry of the hot-prefix detector: the keys of depths 1..d. */
@@ -180,8 +185,11 @@ typedef struct dualmap {
     sim_pfxidx *gx;    /* the global index (AIBrix's PrefixHashTable), if gcap */
     route__ring ring1, ring2;
     sim_pcg32 rng;
-    double slo_s, tp_s, max_wait_s, backlog; /* backlog = slo / t_p, tokens */
-    uint32_t block_size, pool_blocks;
+    double slo_s, max_wait_s;
+    double *tp;      /* per destination: t_p, s per token (its own cost model in a
+                        mixed fleet; all equal otherwise) */
+    double *backlog; /* per destination: B = slo / t_p (or rebalance_tokens), tokens */
+    uint32_t block_size;
     /* Prefix index: entries in per-destination LRU orders. */
     sim_u64map pidx;        /* mix(block, dest) -> entry */
     dm_entry *ent;
@@ -237,7 +245,7 @@ static void pidx_touch(dualmap *s, uint64_t block, uint32_t d)
         lru_touch(s, l, e);
         return;
     }
-    if (l->n >= s->pool_blocks) { /* evict d's least recent block */
+    if (l->n >= l->cap) { /* evict d's least recent block */
         e = lru_pop(s, l);
         sim_u64map_del(&s->pidx, s->ent[e].key);
         l->n--;
@@ -490,7 +498,7 @@ static void rebalance(dualmap *s, const route_view *v, uint32_t src, double exce
         const wl_request *q = listed[i];
         const dm_req *rec = req_find(s, q->id);
         uint32_t unc = rec && rec->dest == src ? rec->uncached : q->prompt_tokens;
-        double ttft_s = (run + ahead + unc) * s->tp_s;
+        double ttft_s = (run + ahead + unc) * s->tp[src];
         ahead += unc;
         if (!rec || rec->dest != src)
             continue;
@@ -498,9 +506,9 @@ static void rebalance(dualmap *s, const route_view *v, uint32_t src, double exce
         if (to == src)
             continue;
         double pt = pending_cached(s, v, to);
-        if (pt > s->backlog)
+        if (pt > s->backlog[to])
             continue; /* the other candidate is overloaded too */
-        double ttft_t = (pt + predict_uncached(s, q, to)) * s->tp_s;
+        double ttft_t = (pt + predict_uncached(s, q, to)) * s->tp[to];
         if (ttft_t < ttft_s)
             cand[nc++] = (mig){q, ttft_t - ttft_s, ttft_s, to, unc};
     }
@@ -511,7 +519,7 @@ static void rebalance(dualmap *s, const route_view *v, uint32_t src, double exce
         /* Re-evaluate the target: earlier moves may have filled it. */
         double pt = s->pend_cache[m->to];
         uint32_t unc_t = predict_uncached(s, m->q, m->to);
-        if (pt > s->backlog || (pt + unc_t) * s->tp_s >= m->ttft_s)
+        if (pt > s->backlog[m->to] || (pt + unc_t) * s->tp[m->to] >= m->ttft_s)
             continue;
         if (!v->ops->migrate(v->ops->ctx, m->q, m->to))
             continue;
@@ -583,6 +591,53 @@ static int dm_check(const void *const *params, const route_env *env, const route
     return route__check_ring(env->n_dest, p->vnodes, "router.dualmap.vnodes", loc);
 }
 
+/* Destination d's prefix-index bound (its KV pool), t_p and backlog B
+ * from its own pool, cost model and max_num_batched_tokens
+ * (route_env_*; docs/mixed-fleets.md, "What routers know"). */
+static int dm_dest_init(dualmap *s, const route__dualmap_params *p, const route_env *env,
+                        uint32_t d, double slo)
+{
+    const uint32_t pool = route_env_pool_blocks(env, d);
+    if (pool == 0)
+        return SIM_ERROR(SIM_EINVAL, "router.dualmap: KV pool of destination %u is 0 blocks; "
+                         "expected the destination pool size in blocks (> 0) to bound the "
+                         "prefix index", d);
+    double tp = p->tp_s;
+    if (tp == 0) {
+        const cost_model *cm = route_env_cost(env, d);
+        const uint32_t bt = route_env_batch_tokens(env, d);
+        if (!cm || bt == 0)
+            return SIM_ERROR(SIM_EINVAL, "router.dualmap: no per-token prefill time: set "
+                             "tp_s > 0 or give the cost model and "
+                             "max_num_batched_tokens");
+        double c = bt;
+        cost_batch b = {.prefill_tokens = bt, .sampled = 1, .prefill_attn = c * c / 2};
+        tp = cost_step_time(cm, &b) / c;
+        if (!(tp > 0) || !isfinite(tp))
+            return SIM_ERROR(SIM_EINVAL, "router.dualmap: the cost model gives a prefill "
+                             "time of %g s/token for destination %u; expected > 0", tp, d);
+    }
+    s->lru[d].cap = pool;
+    s->tp[d] = tp;
+    s->backlog[d] = p->rebalance_tokens > 0 ? p->rebalance_tokens : slo / tp;
+    return SIM_OK;
+}
+
+double route__dualmap_tp_s(const void *state, uint32_t d)
+{
+    return ((const dualmap *)state)->tp[d];
+}
+
+double route__dualmap_backlog(const void *state, uint32_t d)
+{
+    return ((const dualmap *)state)->backlog[d];
+}
+
+uint32_t route__dualmap_index_cap(const void *state, uint32_t d)
+{
+    return ((const dualmap *)state)->lru[d].cap;
+}
+
 static int dm_create(void *state, const route_env *env, const void *const *params)
 {
     dualmap *s = state;
@@ -596,44 +651,39 @@ static int dm_create(void *state, const route_env *env, const void *const *param
     if (env->block_size == 0)
         return SIM_ERROR(SIM_EINVAL, "router.dualmap: block size is 0; expected the engine "
                          "block size in tokens (> 0)");
-    if (env->pool_blocks == 0)
-        return SIM_ERROR(SIM_EINVAL, "router.dualmap: KV pool is 0 blocks; expected the "
-                         "destination pool size in blocks (> 0) to bound the prefix index");
     if (p->tp_s < 0 || !isfinite(p->tp_s))
         return SIM_ERROR(SIM_EINVAL, "router.dualmap.tp_s is %g; expected "
                          "a time per token >= 0 s (0 = from the cost model)", p->tp_s);
     if (p->max_wait_s < 0)
         return SIM_ERROR(SIM_EINVAL, "router.dualmap.max_wait_s is %g; expected >= 0 s "
                          "(0 = default 60)", p->max_wait_s);
-    double tp = p->tp_s;
-    if (tp == 0) {
-        if (!env->cost || env->batch_tokens == 0)
-            return SIM_ERROR(SIM_EINVAL, "router.dualmap: no per-token prefill time: set "
-                             "tp_s > 0 or give the cost model and "
-                             "max_num_batched_tokens");
-        double c = env->batch_tokens;
-        cost_batch b = {.prefill_tokens = env->batch_tokens, .sampled = 1,
-                        .prefill_attn = c * c / 2};
-        tp = cost_step_time(env->cost, &b) / c;
-        if (!(tp > 0) || !isfinite(tp))
-            return SIM_ERROR(SIM_EINVAL, "router.dualmap: the cost model gives a prefill "
-                             "time of %g s/token; expected > 0", tp);
-    }
     memset(s, 0, sizeof *s);
     s->n_dest = env->n_dest;
+    s->tp = calloc(env->n_dest, sizeof *s->tp);
+    s->backlog = calloc(env->n_dest, sizeof *s->backlog);
+    s->lru = calloc(env->n_dest, sizeof *s->lru);
+    if (!s->tp || !s->backlog || !s->lru) {
+        dm_destroy(s);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap");
+    }
+    /* Per destination (route_env_*: its group's in a mixed fleet): the
+     * index bound and t_p.  Without groups every destination gets the same
+     * values, computed as before. */
+    for (uint32_t d = 0; d < env->n_dest; d++) {
+        int rc = dm_dest_init(s, p, env, d, slo);
+        if (rc) {
+            dm_destroy(s);
+            return rc;
+        }
+    }
     s->slo_s = slo;
-    s->tp_s = tp;
-    s->backlog = slo / tp;
     s->max_wait_s = p->max_wait_s > 0 ? p->max_wait_s : DM_MAX_WAIT_S;
     s->block_size = env->block_size;
-    s->pool_blocks = env->pool_blocks;
     s->switch_tokens = p->switch_tokens;
     s->rebalance_tokens = p->rebalance_tokens;
     s->router_queue = p->router_queue;
     s->gcap = (uint32_t)p->index_blocks;
     s->gttl_s = p->index_ttl_s;
-    if (p->rebalance_tokens > 0)
-        s->backlog = p->rebalance_tokens;
     s->rq_free = DM_NONE;
     s->pass = 0;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
@@ -652,12 +702,11 @@ static int dm_create(void *state, const route_env *env, const void *const *param
     if (!rc && s->gcap && !(s->gx = sim_pfxidx_create(s->gcap, env->n_dest)))
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap's prefix index");
     if (!rc) {
-        s->lru = calloc(env->n_dest, sizeof *s->lru);
         s->stamp = calloc(env->n_dest, sizeof *s->stamp);
         s->pend_cache = calloc(env->n_dest, sizeof *s->pend_cache);
         s->run_cache = calloc(env->n_dest, sizeof *s->run_cache);
         s->list = malloc(DM_LIST_MAX * sizeof *s->list);
-        if (!s->lru || !s->stamp || !s->pend_cache ||
+        if (!s->stamp || !s->pend_cache ||
             !s->run_cache || !s->list)
             rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating dualmap");
     }
@@ -701,7 +750,7 @@ static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
     for (int i = 0; i < 2; i++) {
         unc[i] = predict_uncached(s, r, c[i]);
         pend[i] = pending(s, v, c[i], &run[i], &wait[i], &nl[i]);
-        ttft[i] = (pend[i] + unc[i]) * s->tp_s;
+        ttft[i] = (pend[i] + unc[i]) * s->tp[c[i]];
     }
     /* Cache affinity: larger predicted hit, i.e. fewer uncached tokens. */
     int a;
@@ -732,11 +781,11 @@ static uint32_t dm_route(void *state, const wl_request *r, const route_view *v)
         int over[2];
         for (int i = 0; i < 2; i++) {
             p[i] = pend[i] + (i == t ? unc[i] : 0);
-            over[i] = p[i] > s->backlog || (nl[i] > 0 && wait[i] >= s->max_wait_s);
+            over[i] = p[i] > s->backlog[c[i]] || (nl[i] > 0 && wait[i] >= s->max_wait_s);
         }
         if (over[0] && over[1]) {
             for (int i = 0; i < 2; i++) {
-                double excess = pend[i] - s->backlog;
+                double excess = pend[i] - s->backlog[c[i]];
                 if (excess <= 0) /* overloaded by waiting time only */
                     excess = pend[i];
                 s->pass++;
@@ -777,6 +826,8 @@ static void dm_destroy(void *state)
     free(s->stamp);
     free(s->pend_cache);
     free(s->run_cache);
+    free(s->tp);
+    free(s->backlog);
     memset(s, 0, sizeof *s);
 }
 

@@ -78,6 +78,16 @@ typedef struct route__dualmap_params {
 } route__dualmap_params;
 extern const route_section route__sec_dualmap;
 
+/* A created dualmap router's estimates for destination d (< n_dest), from
+ * that destination's own pool, cost model and max_num_batched_tokens
+ * (route_env_pool_blocks, route_env_cost, route_env_batch_tokens; its
+ * group's in a mixed fleet): t_p in s per token, the rebalancing backlog
+ * B in tokens, and the bound of its per-destination prefix index in
+ * blocks.  For tests (test `fleet`); `state` is a dualmap's. */
+double route__dualmap_tp_s(const void *state, uint32_t d);
+double route__dualmap_backlog(const void *state, uint32_t d);
+uint32_t route__dualmap_index_cap(const void *state, uint32_t d);
+
 /* router.cacheroute (models/route_cacheroute.c), read by the cacheroute
  * family and, for its control interval, by preble (which prunes its
  * window on the same tick). */
