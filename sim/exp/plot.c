@@ -279,6 +279,301 @@ static int write_hit(const exp__report *r, const exp__rep_point *pt, const char 
     return close_data(f, path);
 }
 
+/* ---- timeline (experiment.timeline_s) ---- */
+
+/* One line of the timeline figure: a (point, policy) at the report rate,
+ * averaged over seeds window by window. */
+typedef struct tl_series {
+    int64_t point;
+    const char *policy, *label; /* point into the rows */
+    double *hit, *p99;          /* sums, then means; n_win entries */
+    size_t *n_hit, *n_p99, *n_inf;
+    bool drop;                  /* equal to the same policy at an earlier point */
+    char *title;
+} tl_series;
+
+/* A scheduled fault event of the stored faults.events ("T:KIND:DEST[:ARG]"). */
+typedef struct tl_event {
+    double t_s;
+    char what[48];
+} tl_event;
+
+#define TL_MAX_EVENTS 64
+
+/* Parse a stored faults.events flow list (["630:crash:7", ...]) into
+ * evs, skipping items seen before; malformed items are ignored (the
+ * config was checked when it ran). */
+static void tl_parse_events(const char *list, tl_event *evs, size_t *n_ev)
+{
+    for (const char *q = strchr(list, '"'); q && *n_ev < TL_MAX_EVENTS; q = strchr(q, '"')) {
+        const char *end = strchr(q + 1, '"');
+        if (!end)
+            break;
+        char item[64];
+        size_t len = (size_t)(end - q - 1) < sizeof item - 1 ? (size_t)(end - q - 1)
+                                                            : sizeof item - 1;
+        memcpy(item, q + 1, len);
+        item[len] = '\0';
+        q = end + 1;
+        char *colon = strchr(item, ':'), *stop = NULL;
+        if (!colon)
+            continue;
+        *colon = '\0';
+        double t = strtod(item, &stop);
+        if (stop == item || *stop || !isfinite(t))
+            continue;
+        tl_event e = {.t_s = t};
+        snprintf(e.what, sizeof e.what, "%s", colon + 1);
+        for (char *c = e.what; *c; c++) /* "crash:7:cold" -> "crash 7 cold" */
+            if (*c == ':' || *c == ' ' || *c == '\'' || *c == '"')
+                *c = '_';
+        bool seen = false;
+        for (size_t i = 0; i < *n_ev && !seen; i++)
+            seen = evs[i].t_s == e.t_s && strcmp(evs[i].what, e.what) == 0;
+        if (!seen)
+            evs[(*n_ev)++] = e;
+    }
+}
+
+/* "router.cacheroute.fallback=none, x.y=1" -> "fallback=none,y=1". */
+static void tl_short_label(sbuf *b, const char *label)
+{
+    while (*label) {
+        size_t n = strcspn(label, ",");
+        const char *eq = memchr(label, '=', n), *k = label;
+        for (const char *c = label; c < (eq ? eq : label + n); c++)
+            if (*c == '.' || *c == ' ')
+                k = c + 1;
+        sb_printf(b, "%.*s", (int)(label + n - k), k);
+        label += n;
+        if (*label == ',') {
+            sb_printf(b, ",");
+            label++;
+            while (*label == ' ')
+                label++;
+        }
+    }
+}
+
+typedef struct tl_plot {
+    tl_series *ser;
+    size_t n_ser, n_win;
+    tl_event ev[TL_MAX_EVENTS];
+    size_t n_ev;
+    double *t0;               /* n_win window starts, s (NAN if no row) */
+    double w_s, t_lo, t_hi;   /* window width and data span, s */
+    double ceiling, ymin;     /* p99 axis, s */
+    bool any_inf;
+} tl_plot;
+
+static void tl_plot_fini(tl_plot *t)
+{
+    for (size_t i = 0; i < t->n_ser; i++) {
+        free(t->ser[i].hit);
+        free(t->ser[i].p99);
+        free(t->ser[i].n_hit);
+        free(t->ser[i].n_p99);
+        free(t->ser[i].n_inf);
+        free(t->ser[i].title);
+    }
+    free(t->ser);
+    free(t->t0);
+    memset(t, 0, sizeof *t);
+}
+
+/* Series, means over seeds, duplicates, events and axes from the rows. */
+static void tl_build(const exp_store_tl_row *rows, size_t n, tl_plot *t)
+{
+    memset(t, 0, sizeof *t);
+    int64_t max_idx = 0;
+    t->t_lo = INFINITY;
+    t->t_hi = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        max_idx = rows[i].idx > max_idx ? rows[i].idx : max_idx;
+        if (rows[i].idx == 1 && !(t->w_s > 0) && i > 0 && rows[i - 1].idx == 0)
+            t->w_s = rows[i].t0_s - rows[i - 1].t0_s;
+        t->t_lo = fmin(t->t_lo, rows[i].t0_s);
+        t->t_hi = fmax(t->t_hi, rows[i].t0_s);
+    }
+    if (!(t->w_s > 0))
+        t->w_s = 1;
+    t->t_hi += t->w_s;
+    t->n_win = (size_t)max_idx + 1;
+    t->t0 = sim_xcalloc(t->n_win, sizeof *t->t0);
+    for (size_t w = 0; w < t->n_win; w++)
+        t->t0[w] = NAN;
+    for (size_t i = 0; i < n; i++)
+        t->t0[rows[i].idx] = rows[i].t0_s;
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        const exp_store_tl_row *r = &rows[i];
+        tl_series *g = NULL;
+        for (size_t j = 0; j < t->n_ser && !g; j++)
+            if (t->ser[j].point == r->point && strcmp(t->ser[j].policy, r->policy) == 0)
+                g = &t->ser[j];
+        if (!g) {
+            if (t->n_ser == cap)
+                t->ser = sim_xrealloc(t->ser, (cap = cap ? 2 * cap : 16) * sizeof *t->ser);
+            g = &t->ser[t->n_ser++];
+            *g = (tl_series){.point = r->point, .policy = r->policy, .label = r->point_label,
+                             .hit = sim_xcalloc(t->n_win, sizeof(double)),
+                             .p99 = sim_xcalloc(t->n_win, sizeof(double)),
+                             .n_hit = sim_xcalloc(t->n_win, sizeof(size_t)),
+                             .n_p99 = sim_xcalloc(t->n_win, sizeof(size_t)),
+                             .n_inf = sim_xcalloc(t->n_win, sizeof(size_t))};
+        }
+        if (i == 0 || r->faults_events != rows[i - 1].faults_events)
+            tl_parse_events(r->faults_events, t->ev, &t->n_ev);
+        const size_t w = (size_t)r->idx;
+        if (isfinite(r->hit_rate)) {
+            g->hit[w] += r->hit_rate;
+            g->n_hit[w]++;
+        }
+        if (isinf(r->ttft_p99)) {
+            g->n_inf[w]++;
+        } else if (isfinite(r->ttft_p99)) {
+            g->p99[w] += r->ttft_p99;
+            g->n_p99[w]++;
+        }
+    }
+    double lo = INFINITY, hi = 0;
+    for (size_t j = 0; j < t->n_ser; j++) {
+        tl_series *g = &t->ser[j];
+        for (size_t w = 0; w < t->n_win; w++) {
+            g->hit[w] = g->n_hit[w] ? g->hit[w] / (double)g->n_hit[w] : NAN;
+            /* As the report's means: +Inf if any seed is +Inf. */
+            g->p99[w] = g->n_inf[w] ? INFINITY : g->n_p99[w] ? g->p99[w] / (double)g->n_p99[w]
+                                                             : NAN;
+        }
+        /* The same policy unchanged by the sweep: one line, not one per point. */
+        for (size_t k = 0; k < j && !g->drop; k++) {
+            const tl_series *h = &t->ser[k];
+            if (h->drop || strcmp(h->policy, g->policy) != 0)
+                continue;
+            bool same = true;
+            for (size_t w = 0; w < t->n_win && same; w++)
+                same = (h->hit[w] == g->hit[w] || (isnan(h->hit[w]) && isnan(g->hit[w]))) &&
+                       (h->p99[w] == g->p99[w] || (isnan(h->p99[w]) && isnan(g->p99[w])));
+            g->drop = same;
+        }
+    }
+    for (size_t j = 0; j < t->n_ser; j++) {
+        tl_series *g = &t->ser[j];
+        if (g->drop)
+            continue;
+        bool twin = false;
+        for (size_t k = 0; k < t->n_ser && !twin; k++)
+            twin = k != j && !t->ser[k].drop && strcmp(t->ser[k].policy, g->policy) == 0;
+        sbuf b = {0};
+        sb_word(&b, g->policy);
+        if (twin && g->label[0]) {
+            sbuf l = {0};
+            tl_short_label(&l, g->label);
+            sb_printf(&b, "[");
+            sb_word(&b, l.s ? l.s : "");
+            sb_printf(&b, "]");
+            free(l.s);
+        }
+        g->title = b.s;
+        for (size_t w = 0; w < t->n_win; w++) {
+            t->any_inf = t->any_inf || isinf(g->p99[w]);
+            if (isfinite(g->p99[w]) && g->p99[w] > 0) {
+                lo = fmin(lo, g->p99[w]);
+                hi = fmax(hi, g->p99[w]);
+            }
+        }
+    }
+    if (!isfinite(lo) || !(hi > 0)) {
+        lo = 0.1;
+        hi = 1;
+    }
+    t->ceiling = hi * 3;
+    t->ymin = lo / 1.5;
+}
+
+/*
+ * timeline.tsv: one block per line of the figure (a policy, and a sweep
+ * point where the sweep changed it), one row per window: window centre,
+ * hit rate %, p99 TTFT with +Inf at the ceiling, point size and type
+ * (large open circle for +Inf), p99 as measured, window start, series.
+ */
+static int write_timeline(const exp__report *r, const tl_plot *t, const char *path)
+{
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    fprintf(f, "# crsim plot: timeline (experiment.timeline_s = %g s windows of arrival time) "
+            "of experiment %lld at %g requests/s, mean over seeds; p99 TTFT +Inf (a request "
+            "unfinished or failed) drawn at %.6g\n", t->w_s, (long long)r->id, r->rate_rps,
+            t->ceiling);
+    fprintf(f, "# fault events:");
+    for (size_t e = 0; e < t->n_ev; e++)
+        fprintf(f, " %g s %s;", t->ev[e].t_s, t->ev[e].what);
+    fprintf(f, "%s\n", t->n_ev ? "" : " none scheduled");
+    fprintf(f, "# t_mid_s\thit_pct\tp99_plot_s\tpoint_size\tpoint_type\tttft_p99_s\t"
+            "t0_s\tseries\n");
+    bool first = true;
+    for (size_t j = 0; j < t->n_ser; j++) {
+        const tl_series *g = &t->ser[j];
+        if (g->drop)
+            continue;
+        if (!first)
+            fputs("\n\n", f);
+        first = false;
+        for (size_t w = 0; w < t->n_win; w++) {
+            if (!g->n_hit[w] && !g->n_p99[w] && !g->n_inf[w])
+                continue;
+            const double t0 = t->t0[w];
+            fprintf(f, "%.10g", t0 + t->w_s / 2);
+            put_num(f, 100 * g->hit[w]);
+            put_num(f, isinf(g->p99[w]) ? t->ceiling : g->p99[w]);
+            fprintf(f, "\t%s", isinf(g->p99[w]) ? "2.2\t6" : "0.6\t7");
+            if (isinf(g->p99[w]))
+                fputs("\tinf", f);
+            else
+                put_num(f, g->p99[w]);
+            fprintf(f, "\t%.10g\t%s\n", t0, g->title);
+        }
+    }
+    return close_data(f, path);
+}
+
+/* The gnuplot variables of the timeline figure. */
+static void tl_vars(sbuf *b, const tl_plot *t)
+{
+    sb_printf(b, "; series='");
+    size_t k = 0;
+    for (size_t j = 0; j < t->n_ser; j++)
+        if (!t->ser[j].drop)
+            sb_printf(b, "%s%s", k++ ? " " : "", t->ser[j].title);
+    sb_printf(b, "'; ceiling=%.10g; ymin=%.10g; anyinf=%d; window=%.10g", t->ceiling, t->ymin,
+              t->any_inf ? 1 : 0, t->w_s);
+    sb_printf(b, "; events='");
+    for (size_t e = 0; e < t->n_ev; e++)
+        sb_printf(b, "%s%.10g", e ? " " : "", t->ev[e].t_s);
+    sb_printf(b, "'; evlabels='");
+    for (size_t e = 0; e < t->n_ev; e++)
+        sb_printf(b, "%s%s", e ? " " : "", t->ev[e].what);
+    /* Around the scheduled events (2 minutes before the first, 3 after
+     * the last), else the whole run. */
+    double x0 = t->t_lo, x1 = t->t_hi;
+    if (t->n_ev) {
+        double e0 = INFINITY, e1 = -INFINITY;
+        for (size_t e = 0; e < t->n_ev; e++) {
+            e0 = fmin(e0, t->ev[e].t_s);
+            e1 = fmax(e1, t->ev[e].t_s);
+        }
+        x0 = fmax(x0, e0 - 120);
+        x1 = fmin(x1, e1 + 180);
+        if (!(x1 > x0)) {
+            x0 = t->t_lo;
+            x1 = t->t_hi;
+        }
+    }
+    sb_printf(b, "'; xmin=%.10g; xmax=%.10g", x0, x1);
+}
+
 char *exp_plot_find_gnuplot(void)
 {
     const char *g = getenv("CRSIM_GNUPLOT");
@@ -429,6 +724,34 @@ int exp_plot_main(const exp_cli_args *a)
             free(data.s);
             jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
         }
+    }
+
+    /* The timeline figure, when the runs at the report rate stored one. */
+    if (rc == SIM_OK && r->n_points > 0) {
+        exp_store *db = NULL;
+        exp_store_tl_row *rows = NULL;
+        size_t n_rows = 0;
+        rc = exp_store_open_read(path, &db);
+        if (rc == SIM_OK)
+            rc = exp_store_read_timeline(db, r->id, r->rate_rps, &rows, &n_rows);
+        exp_store_close(db);
+        if (rc == SIM_OK && n_rows) {
+            tl_plot t;
+            tl_build(rows, n_rows, &t);
+            sbuf data = {0}, base = {0}, vars = {0}, script = {0};
+            sb_printf(&data, "%s/timeline.tsv", dir);
+            sb_printf(&base, "%s/timeline", dir);
+            sb_printf(&script, "%s/plot-timeline.gp", exp_plot_script_dir());
+            common_vars(&vars, r, &(exp__rep_point){.label = (char *)""}, data.s, base.s);
+            tl_vars(&vars, &t);
+            rc = write_timeline(r, &t, data.s);
+            if (rc == SIM_OK)
+                printf("wrote %s\n", data.s);
+            free(data.s);
+            jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
+            tl_plot_fini(&t);
+        }
+        exp_store_timeline_free(rows, n_rows);
     }
 
     int status = rc ? exp_cli_fail(rc) : 0;

@@ -255,6 +255,35 @@ int exp_store_policy_means(exp_store *s, int64_t exp_id, const char *column, dou
 /* Free an array from exp_store_policy_means.  Accepts NULL. */
 void exp_store_policy_means_free(exp_store_policy_mean *m, size_t n);
 
+/* One timeline row (experiment.timeline_s; docs/results-schema.md,
+ * "timeline") of a complete run, with the run's identity. */
+typedef struct exp_store_tl_row {
+    int64_t point;            /* sweep point */
+    char *point_label;        /* its overrides ('' without a sweep); owned */
+    char *policy;             /* owned */
+    int64_t seed;
+    int64_t idx;              /* window number */
+    double t0_s;              /* window start, s */
+    int64_t arrivals;         /* requests arriving in the window */
+    double hit_rate;          /* served hit rate, 0..1; NAN if none served */
+    double ttft_p99;          /* p99 TTFT, s; +INF if one is unfinished; NAN if none */
+    char *faults_events;      /* the run's stored faults.events line (the
+                                 flow list after "events:", e.g.
+                                 ["630:crash:7", "750:recover:7"]), '' if
+                                 none; owned */
+} exp_store_tl_row;
+
+/* The timeline rows of the complete runs of experiment `exp_id` at load
+ * exactly `rate_rps`, ordered by point, run order and window.  Fills a new
+ * array *out of *n rows (free with exp_store_timeline_free; none when the
+ * runs stored no timeline).  Returns SIM_OK or SIM_EDB; on error *out is
+ * NULL and *n is 0. */
+int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
+                            exp_store_tl_row **out, size_t *n);
+
+/* Free an array from exp_store_read_timeline.  Accepts NULL. */
+void exp_store_timeline_free(exp_store_tl_row *rows, size_t n);
+
 /* ---- fits (store_fit.c) ------------------------------------------- */
 
 /* One candidate of `crsim fit` (docs/fit.md): the experiment that

@@ -419,3 +419,89 @@ int exp_store_policy_means(exp_store *s, int64_t exp_id, const char *column, dou
     *n = k;
     return SIM_OK;
 }
+
+void exp_store_timeline_free(exp_store_tl_row *rows, size_t n)
+{
+    if (!rows)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].point_label);
+        free(rows[i].policy);
+        free(rows[i].faults_events);
+    }
+    free(rows);
+}
+
+/* The flow list of "faults:\n  events: [...]" in a stored config text
+ * (the canonical dump, sim/core/config.c), or "" when absent. */
+static char *faults_events_of(const char *text)
+{
+    const char *l = strstr(text, "\nfaults:\n");
+    if (!l)
+        return sim_xstrdup("");
+    /* The section's lines are indented by two blanks. */
+    for (l += strlen("\nfaults:\n"); l[0] == ' ' && l[1] == ' '; l += strcspn(l, "\n") + 1) {
+        static const char key[] = "  events: ";
+        if (strncmp(l, key, sizeof key - 1) == 0) {
+            l += sizeof key - 1;
+            size_t len = strcspn(l, "\n");
+            char *v = sim_xmalloc(len + 1);
+            memcpy(v, l, len);
+            v[len] = '\0';
+            return v;
+        }
+        if (!l[strcspn(l, "\n")])
+            break;
+    }
+    return sim_xstrdup("");
+}
+
+int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
+                            exp_store_tl_row **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT r.point, r.point_label, r.policy, r.seed, t.idx, t.t0_s,"
+                           " t.arrivals, t.hit_rate, t.ttft_p99, r.config_text, r.id"
+                           " FROM timeline t JOIN runs r ON r.id = t.run_id"
+                           " WHERE r.experiment_id = ? AND r.rate_rps = ?"
+                           " AND r.status = 'complete'"
+                           " ORDER BY r.point, r.run_index, r.id, t.idx",
+                           -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the timeline");
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_double(st, 2, rate_rps);
+    exp_store_tl_row *v = NULL;
+    size_t k = 0, cap = 0;
+    int64_t last_run = -1;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (k == cap)
+            v = sim_xrealloc(v, (cap = cap ? 2 * cap : 256) * sizeof *v);
+        const int64_t run = sqlite3_column_int64(st, 10);
+        v[k] = (exp_store_tl_row){.point = sqlite3_column_int64(st, 0),
+                                  .point_label = exp__store_col_dup(st, 1),
+                                  .policy = exp__store_col_dup(st, 2),
+                                  .seed = sqlite3_column_int64(st, 3),
+                                  .idx = sqlite3_column_int64(st, 4),
+                                  .t0_s = sqlite3_column_double(st, 5),
+                                  .arrivals = sqlite3_column_int64(st, 6),
+                                  .hit_rate = exp__store_col_real(st, 7),
+                                  .ttft_p99 = exp__store_col_real(st, 8)};
+        /* The config text is parsed once per run. */
+        v[k].faults_events = run == last_run ? sim_xstrdup(v[k - 1].faults_events)
+                                             : faults_events_of(exp__store_col_str(st, 9));
+        last_run = run;
+        k++;
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        exp_store_timeline_free(v, k);
+        return exp__store_dberr(s, "cannot read the timeline");
+    }
+    *out = v;
+    *n = k;
+    return SIM_OK;
+}
