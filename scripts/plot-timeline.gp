@@ -21,7 +21,8 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 }
 set output outbase.".png"
 
-# Eight colours, then the same colours dashed.
+# Sixteen distinct colours (then repeated), so that the figure reads in
+# the plain png terminal too, which draws no dashes.
 set linetype 1 lc rgb "#1f77b4"
 set linetype 2 lc rgb "#d62728"
 set linetype 3 lc rgb "#2ca02c"
@@ -30,7 +31,15 @@ set linetype 5 lc rgb "#9467bd"
 set linetype 6 lc rgb "#8c564b"
 set linetype 7 lc rgb "#e377c2"
 set linetype 8 lc rgb "#17becf"
-set linetype cycle 8
+set linetype 9 lc rgb "#000000"
+set linetype 10 lc rgb "#bcbd22"
+set linetype 11 lc rgb "#7f7f7f"
+set linetype 12 lc rgb "#aec7e8"
+set linetype 13 lc rgb "#98df8a"
+set linetype 14 lc rgb "#ff9896"
+set linetype 15 lc rgb "#c5b0d5"
+set linetype 16 lc rgb "#f7b6d2"
+set linetype cycle 16
 
 do for [pass = 1:2] {
     if (pass == 2) {
@@ -56,7 +65,7 @@ do for [pass = 1:2] {
     set format x ""
     unset xlabel
     plot for [i = 1:nser] datafile index (i - 1) using 1:2 with lines lw 1.6 \
-             lc i dt 1 + int((i - 1) / 8) title word(series, i)
+             lc i title word(series, i)
     set format x "%g"
     set xlabel "arrival time (s)"
     set ylabel "p99 TTFT (s), log scale"
@@ -71,7 +80,7 @@ do for [pass = 1:2] {
         set label "+Inf (unfinished or failed requests) drawn here" at graph 0.99, first ceiling right offset 0, 0.7 tc rgb "red"
     }
     plot for [i = 1:nser] datafile index (i - 1) using 1:3:4:5 with linespoints lw 1.6 \
-             ps variable pt variable lc i dt 1 + int((i - 1) / 8) title word(series, i)
+             ps variable pt variable lc i title word(series, i)
     unset multiplot
 }
 set output

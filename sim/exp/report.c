@@ -775,7 +775,8 @@ static void print_csv(const exp__report *r, FILE *out)
         fprintf(out, ",cap_mean_%g,cap_sd_%g,n_exact_%g,n_left_%g,n_right_%g,cap_left_bound_%g,"
                 "cap_right_bound_%g", r->slos[s], r->slos[s], r->slos[s], r->slos[s],
                 r->slos[s], r->slos[s], r->slos[s]);
-    fputs(",fair_worst_p99_mean,fair_spread_p99_mean,fair_jain_mean,too_long_mean\n", out);
+    fputs(",fair_worst_p99_mean,fair_spread_p99_mean,fair_jain_mean,too_long_mean,"
+          "failed_mean,retries_mean\n", out);
     for (size_t p = 0; p < r->n_points; p++) {
         const exp__rep_point *pt = &r->points[p];
         for (size_t c = 0; c < pt->n_cells; c++) {
@@ -812,6 +813,8 @@ static void print_csv(const exp__report *r, FILE *out)
             csv_num(e ? e->fair_spread_mean : NAN, out);
             csv_num(e ? e->fair_jain_mean : NAN, out);
             csv_num(e ? e->too_long_mean : NAN, out);
+            csv_num(e ? e->failed_mean : NAN, out);  /* faults (docs/faults.md): 0 without */
+            csv_num(e ? e->retries_mean : NAN, out);
             fputs("\n", out);
         }
     }
