@@ -276,7 +276,8 @@ typedef struct exp_store_tl_row {
 /* The timeline rows of the complete runs of experiment `exp_id` at load
  * exactly `rate_rps`, ordered by point, run order and window.  Fills a new
  * array *out of *n rows (free with exp_store_timeline_free; none when the
- * runs stored no timeline).  Returns SIM_OK or SIM_EDB; on error *out is
+ * runs stored no timeline, or the database has no timeline table).
+ * Returns SIM_OK or SIM_EDB; on error *out is
  * NULL and *n is 0. */
 int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
                             exp_store_tl_row **out, size_t *n);

@@ -462,6 +462,15 @@ int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
     *out = NULL;
     *n = 0;
     sqlite3_stmt *st = NULL;
+    /* A database made by hand (or by tests) may lack the table: no rows. */
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name ="
+                           " 'timeline'", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the timeline");
+    const int has_table = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (!has_table)
+        return SIM_OK;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT r.point, r.point_label, r.policy, r.seed, t.idx, t.t0_s,"
                            " t.arrivals, t.hit_rate, t.ttft_p99, r.config_text, r.id"
