@@ -204,24 +204,28 @@ typedef struct pb_tpot {
     double median; /* of v[0..n) */
 } pb_tpot;
 
-/* One active node in a destination's list: its position in `active`
- * and its run. */
+/* One active node in a destination's list: its position in `active`,
+ * its run and its term W(n)/|alloc(n)| (0 when W(n) or |alloc(n)| is 0,
+ * as the full pass skips it; adding +0.0 to a sum that starts at +0.0
+ * leaves it unchanged bit for bit). */
 typedef struct pb_dent {
     uint32_t pos, node;
+    double term;
 } pb_dent;
 
 /* One destination's share of the window load, kept for rebalancing: the
  * active nodes whose allocation holds the destination, in `active`
  * order, and their sum of W(n)/|alloc(n)| in that order -- the value a
  * full recomputation (a pass over `active`) gives the destination, bit
- * for bit, because it adds the same terms in the same order.  `dirty`
- * marks a list whose terms, membership or order changed since `sum` was
- * taken. */
+ * for bit, because it adds the same terms in the same order.  The sum is
+ * kept as prefix sums pre[i] = the sum of the first i terms, valid for
+ * i <= ok; a change of entry i (its term, or an entry inserted or
+ * removed there) sets ok = min(ok, i), and recompute_split re-adds from
+ * entry ok on. */
 typedef struct pb_dlist {
     pb_dent *e;
-    uint32_t n, cap;
-    int dirty;
-    double sum;
+    double *pre; /* cap + 1 */
+    uint32_t n, cap, ok;
 } pb_dlist;
 
 typedef struct preble {
@@ -266,6 +270,8 @@ typedef struct preble {
     double *load_loose; /* per destination: window cost without a node */
     double *load;       /* scratch: full load cost */
     uint8_t *dropped;   /* scratch */
+    struct cand *cand;  /* scratch: migration candidates */
+    uint32_t cand_cap;
     /* Scratch: the request's path as runs pr[0..) with pk[i] of run i's
      * nodes on it (all of them but for the last run). */
     uint32_t *pr, *pk;
@@ -332,6 +338,17 @@ static double decode_load(const preble *s, uint32_t d, uint32_t inflight)
 
 static void fill_load(preble *s, const route_view *v)
 {
+    if (s->tpot_observed) { /* decode_load inline, the same operations */
+        const double om = out_mean(s);
+        const pb_tpot *tp = s->tpot;
+        const double *split = s->load_split, *loose = s->load_loose;
+        double *load = s->load;
+        for (uint32_t d = 0; d < s->n_dest; d++) {
+            const uint32_t f = v->outstanding[d];
+            load[d] = split[d] + loose[d] + (f ? f * om * tp[d].median : 0);
+        }
+        return;
+    }
     for (uint32_t d = 0; d < s->n_dest; d++)
         s->load[d] = s->load_split[d] + s->load_loose[d] + decode_load(s, d, v->outstanding[d]);
 }
@@ -352,6 +369,20 @@ static uint32_t dl_lower(const pb_dlist *l, uint32_t pos)
     return lo;
 }
 
+/* Active node n's term in the load sums: W(n)/|alloc(n)|, or 0 where the
+ * full pass adds nothing. */
+static double dl_term(const preble *s, uint32_t n)
+{
+    const prun *x = &s->nd[n];
+    return x->win_cost != 0 && x->alloc_n != 0 ? x->win_cost / x->alloc_n : 0;
+}
+
+static void dl_stale(pb_dlist *l, uint32_t i)
+{
+    if (i < l->ok)
+        l->ok = i;
+}
+
 /* Insert active node n (at active position pos) into d's list. */
 static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
 {
@@ -359,12 +390,15 @@ static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->e = sim_xrealloc(l->e, l->cap * sizeof *l->e);
+        l->pre = sim_xrealloc(l->pre, (l->cap + 1) * sizeof *l->pre);
+        if (l->n == 0)
+            l->pre[0] = 0;
     }
     uint32_t i = l->n && l->e[l->n - 1].pos < pos ? l->n : dl_lower(l, pos);
     memmove(l->e + i + 1, l->e + i, (l->n - i) * sizeof *l->e);
-    l->e[i] = (pb_dent){pos, n};
+    l->e[i] = (pb_dent){pos, n, dl_term(s, n)};
     l->n++;
-    l->dirty = 1;
+    dl_stale(l, i);
 }
 
 /* Remove the entry at active position pos from d's list. */
@@ -375,7 +409,7 @@ static void dl_del(preble *s, uint32_t d, uint32_t pos)
     SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
     memmove(l->e + i, l->e + i + 1, (l->n - i - 1) * sizeof *l->e);
     l->n--;
-    l->dirty = 1;
+    dl_stale(l, i);
 }
 
 /* For each destination of n's allocation: f(s, d, n). */
@@ -384,11 +418,19 @@ static void dl_del(preble *s, uint32_t d, uint32_t pos)
         for (uint64_t m_ = bits((s), (n))[w_]; m_; m_ &= m_ - 1)                       \
             for (uint32_t d = w_ * 64 + (uint32_t)__builtin_ctzll(m_), o_ = 1; o_; o_ = 0)
 
-/* n's share changed (W(n) or |alloc(n)|): its destinations' sums are stale. */
+/* Active node n's share changed (W(n) or |alloc(n)|): its entries take
+ * the new term, and its destinations' sums are stale from there. */
 static void dl_dirty(preble *s, uint32_t n)
 {
-    PB_FOR_DEST(s, n, d)
-        s->dl[d].dirty = 1;
+    const uint32_t pos = s->nd[n].active_pos;
+    const double term = dl_term(s, n);
+    PB_FOR_DEST(s, n, d) {
+        pb_dlist *l = &s->dl[d];
+        uint32_t i = l->n && l->e[l->n - 1].pos == pos ? l->n - 1 : dl_lower(l, pos);
+        SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
+        l->e[i].term = term;
+        dl_stale(l, i);
+    }
 }
 
 /* Active node n enters (join) or leaves the lists of its destinations. */
@@ -969,22 +1011,18 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
 /* load_split exactly as a pass over `active` in order computes it
  * (spread(+1) of every active node into zeroed sums): per destination,
  * the same terms added in the same order, taken from its list, which is
- * re-added only when it changed.  O(R + the dirty lists' lengths). */
+ * re-added from its first changed entry.  O(R + the re-added entries). */
 static void recompute_split(preble *s)
 {
     for (uint32_t d = 0; d < s->n_dest; d++) {
         pb_dlist *l = &s->dl[d];
-        if (l->dirty) {
-            double sum = 0;
-            for (uint32_t i = 0; i < l->n; i++) {
-                const prun *x = &s->nd[l->e[i].node];
-                if (x->win_cost != 0 && x->alloc_n != 0)
-                    sum += x->win_cost / x->alloc_n;
-            }
-            l->sum = sum;
-            l->dirty = 0;
+        if (l->ok < l->n) {
+            double sum = l->pre[l->ok];
+            for (uint32_t i = l->ok; i < l->n; i++)
+                l->pre[i + 1] = sum += l->e[i].term;
         }
-        s->load_split[d] = l->sum;
+        l->ok = l->n;
+        s->load_split[d] = l->n ? l->pre[l->n] : 0;
     }
 }
 
@@ -994,6 +1032,7 @@ typedef struct cand {
     double cost;
     uint32_t node, id;
 } cand;
+
 
 static int cmp_cand(const void *a, const void *b)
 {
@@ -1007,7 +1046,12 @@ static void rebalance(preble *s, const route_view *v)
 {
     recompute_split(s);
     memset(s->dropped, 0, s->n_dest);
-    cand *c = sim_xmalloc((s->n_active ? s->n_active : 1) * sizeof *c);
+    if (s->cand_cap < s->n_active) {
+        s->cand_cap = 2 * s->n_active;
+        free(s->cand);
+        s->cand = sim_xmalloc(s->cand_cap * sizeof *s->cand);
+    }
+    cand *c = s->cand;
     for (uint32_t round = 0; round + 1 < s->n_dest; round++) {
         fill_load(s, v);
         uint32_t hi = PB_NONE, lo = PB_NONE;
@@ -1028,7 +1072,8 @@ static void rebalance(preble *s, const route_view *v)
             if (x->win_count > 1)
                 c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
         }
-        qsort(c, nc, sizeof *c, cmp_cand);
+        if (nc > 1)
+            qsort(c, nc, sizeof *c, cmp_cand);
         if (nc == 1) { /* a single hot prefix: replicate it */
             if (s->overload_completion) {
                 if (!has_bit(s, c[0].node, lo) &&
@@ -1054,7 +1099,6 @@ static void rebalance(preble *s, const route_view *v)
         }
         s->dropped[hi] = 1;
     }
-    free(c);
 }
 
 /* ---- the route_type functions ---- */
@@ -1200,7 +1244,7 @@ static int pb_create(void *state, const route_env *env, const void *const *param
  * from the root and s->pk[i] how many of run i's nodes (all but, maybe,
  * for the last run).  One map probe per run (block hashes are chained, so
  * a present block's node is where the walk expects it, as for the
- * per-node tree's probe per block), then sequential compares.  Returns
+ * per-node tree's probe per block), then O(log run length) compares.  Returns
  * the matched blocks m. */
 static uint32_t match(preble *s, const wl_request *r, uint32_t *k)
 {
@@ -1219,9 +1263,22 @@ static uint32_t match(preble *s, const wl_request *r, uint32_t *k)
         const prun *p = &s->nd[x];
         const uint64_t *h = chunk_hash(p->ch) + p->off;
         const uint32_t lim = p->len < n - m ? p->len : n - m;
-        uint32_t j = 1;
-        while (j < lim && h[j] == b[m + j])
-            j++;
+        /* The first node of the run that r does not share: hashes are
+         * chained, so node j matches iff every node before it does (the
+         * assumption of the per-node tree's probe per block): a check of
+         * the last node, else a binary search. */
+        uint32_t j = lim;
+        if (h[lim - 1] != b[m + lim - 1]) {
+            uint32_t lo = 1, hi = lim - 1; /* [0, lo) match, hi does not */
+            while (lo < hi) {
+                const uint32_t mid = lo + (hi - lo) / 2;
+                if (h[mid] == b[m + mid])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            j = lo;
+        }
         s->pr[kr] = x;
         s->pk[kr++] = j;
         m += j;
@@ -1410,11 +1467,12 @@ static void pb_destroy(void *state)
     free(s->load_split);
     if (s->dl)
         for (uint32_t d = 0; d < s->n_dest; d++)
-            free(s->dl[d].e);
+            free(s->dl[d].e), free(s->dl[d].pre);
     free(s->dl);
     free(s->load_loose);
     free(s->load);
     free(s->dropped);
+    free(s->cand);
     free(s->pr);
     free(s->pk);
     free(s->tpot);
