@@ -265,6 +265,8 @@ typedef struct preble {
     uint64_t seq;       /* nodes created */
     uint32_t *sub;      /* scratch: active nodes of a migrated subtree */
     uint32_t sub_cap;
+    uint32_t *stk;      /* scratch: runs to visit */
+    uint32_t stk_cap;
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
     pb_dlist *dl;       /* per destination: its active nodes (above) */
     double *load_loose; /* per destination: window cost without a node */
@@ -566,13 +568,6 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
     }
 }
 
-/* Is active node a (at active position i) in the subtree of the node at
- * depth dn with creation number q? */
-static int in_subtree(const preble *s, uint32_t i, uint64_t q, uint32_t dn)
-{
-    return s->act_depth[i] >= dn && s->act_path[i][dn] == q;
-}
-
 /* The order in which the per-node walk of the subtree of the node at
  * depth dn (an explicit stack: pop a node, push its children in child-list
  * order, which is newest first) visits the active nodes at positions i and
@@ -596,23 +591,37 @@ static int dfs_before(const preble *s, uint32_t i, uint32_t j, uint32_t dn)
  * the active nodes of the subtree, whose allocations carry load shares,
  * are updated now (their runs, n's included), in the order a walk over
  * every node of the subtree would reach them (so the shares move in the
- * same floating-point order).  O(active nodes) to find them, plus their
- * paths' compares to order them. */
+ * same floating-point order).  O(runs of the subtree) to find them (a walk
+ * over runs), plus their paths' compares to order them. */
 static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
 {
     const uint32_t pos = s->nd[n].active_pos;
     SIM_ALWAYS(pos != PB_NONE);
     const uint32_t dn = s->act_depth[pos];
-    const uint64_t q = s->nd[n].seq;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < s->n_active; i++)
-        if (in_subtree(s, i, q, dn)) {
+    uint32_t k = 0, top = 0;
+    if (s->stk_cap == 0) {
+        s->stk_cap = 256;
+        s->stk = sim_xmalloc(s->stk_cap * sizeof *s->stk);
+    }
+    s->stk[top++] = n;
+    while (top > 0) { /* the runs of the subtree, any order */
+        const uint32_t x = s->stk[--top];
+        const prun *p = &s->nd[x];
+        if (p->active_pos != PB_NONE) {
             if (k == s->sub_cap) {
                 s->sub_cap = s->sub_cap ? 2 * s->sub_cap : 64;
                 s->sub = sim_xrealloc(s->sub, s->sub_cap * sizeof *s->sub);
             }
-            s->sub[k++] = i;
+            s->sub[k++] = p->active_pos;
         }
+        for (uint32_t c = p->child; c != PB_NONE; c = s->nd[c].next) {
+            if (top == s->stk_cap) {
+                s->stk_cap *= 2;
+                s->stk = sim_xrealloc(s->stk, s->stk_cap * sizeof *s->stk);
+            }
+            s->stk[top++] = c;
+        }
+    }
     for (uint32_t i = 1; i < k; i++) { /* insertion sort: few nodes */
         uint32_t v = s->sub[i], j = i;
         for (; j > 0 && dfs_before(s, v, s->sub[j - 1], dn); j--)
@@ -1483,6 +1492,7 @@ static void pb_destroy(void *state)
     free(s->ser);
     sim_u64map_fini(&s->smap);
     free(s->sub);
+    free(s->stk);
     for (uint32_t i = 0; i < s->n_active; i++)
         free(s->act_path[i]);
     free(s->act_path);
