@@ -270,7 +270,6 @@ typedef struct preble {
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
     pb_dlist *dl;       /* per destination: its active nodes (above) */
     double *load_loose; /* per destination: window cost without a node */
-    double *load;       /* scratch: full load cost */
     uint8_t *dropped;   /* scratch */
     struct cand *cand;  /* scratch: migration candidates */
     uint32_t cand_cap;
@@ -338,21 +337,15 @@ static double decode_load(const preble *s, uint32_t d, uint32_t inflight)
     return inflight * om * cost_step_time(&s->cost, &b);
 }
 
-static void fill_load(preble *s, const route_view *v)
+/* Load cost of destination d, s: its window share, its window cost
+ * without a node and its decode load; om = out_mean(s).  (With tpot:
+ * observed, decode_load inline: the same operations.) */
+static inline double load_of(const preble *s, const route_view *v, uint32_t d, double om)
 {
-    if (s->tpot_observed) { /* decode_load inline, the same operations */
-        const double om = out_mean(s);
-        const pb_tpot *tp = s->tpot;
-        const double *split = s->load_split, *loose = s->load_loose;
-        double *load = s->load;
-        for (uint32_t d = 0; d < s->n_dest; d++) {
-            const uint32_t f = v->outstanding[d];
-            load[d] = split[d] + loose[d] + (f ? f * om * tp[d].median : 0);
-        }
-        return;
-    }
-    for (uint32_t d = 0; d < s->n_dest; d++)
-        s->load[d] = s->load_split[d] + s->load_loose[d] + decode_load(s, d, v->outstanding[d]);
+    const uint32_t f = v->outstanding[d];
+    const double dec = !s->tpot_observed ? decode_load(s, d, f)
+                                         : f ? f * om * s->tpot[d].median : 0;
+    return s->load_split[d] + s->load_loose[d] + dec;
 }
 
 /* ---- allocation sets and their share of the load ---- */
@@ -697,8 +690,13 @@ static uint32_t run_new(preble *s, const uint64_t *h, uint32_t k, uint32_t paren
     c->n = k;
     memcpy(chunk_hash(c), h, k * sizeof *h);
     uint32_t *id = chunk_ids(c);
-    for (uint32_t j = 0; j < k; j++)
-        id[j] = s->n_id_free ? s->id_free[--s->n_id_free] : s->id_next++;
+    const uint32_t take = s->n_id_free < k ? s->n_id_free : k; /* pops, then fresh ids */
+    const uint32_t *top = s->id_free + s->n_id_free - 1;
+    for (uint32_t j = 0; j < take; j++)
+        id[j] = top[-(ptrdiff_t)j];
+    s->n_id_free -= take;
+    for (uint32_t j = take; j < k; j++)
+        id[j] = s->id_next++;
     const uint32_t n = run_alloc(s);
     s->nd[n] = (prun){.hash = h[0], .ch = c, .off = 0, .len = k, .depth = depth,
                       .child = PB_NONE, .active_pos = PB_NONE, .ver = s->ver, .seq = s->seq};
@@ -762,8 +760,10 @@ static void run_free(preble *s, uint32_t n)
         s->id_free_cap = cap;
     }
     const uint32_t *id = chunk_ids(x->ch) + x->off;
-    for (uint32_t j = x->len; j-- > 0;)
-        s->id_free[s->n_id_free++] = id[j];
+    uint32_t *dst = s->id_free + s->n_id_free; /* pushed deepest first */
+    for (uint32_t j = 0; j < x->len; j++)
+        dst[j] = id[x->len - 1 - j];
+    s->n_id_free += x->len;
     if (--x->ch->refs == 0)
         free(x->ch);
     x->ch = NULL;
@@ -1043,12 +1043,27 @@ typedef struct cand {
 } cand;
 
 
-static int cmp_cand(const void *a, const void *b)
+static int cand_before(const cand *x, const cand *y)
 {
-    const cand *x = a, *y = b;
-    if (x->cost != y->cost)
-        return x->cost < y->cost ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    return x->cost != y->cost ? x->cost < y->cost : x->id < y->id;
+}
+
+/* Sift c[i] down the min-heap c[0..n). */
+static void cand_down(cand *c, uint32_t n, uint32_t i)
+{
+    const cand v = c[i];
+    for (;;) {
+        uint32_t k = 2 * i + 1;
+        if (k >= n)
+            break;
+        if (k + 1 < n && cand_before(&c[k + 1], &c[k]))
+            k++;
+        if (!cand_before(&c[k], &v))
+            break;
+        c[i] = c[k];
+        i = k;
+    }
+    c[i] = v;
 }
 
 static void rebalance(preble *s, const route_view *v)
@@ -1062,17 +1077,21 @@ static void rebalance(preble *s, const route_view *v)
     }
     cand *c = s->cand;
     for (uint32_t round = 0; round + 1 < s->n_dest; round++) {
-        fill_load(s, v);
+        /* The loads of the destinations not yet tried (the only ones read)
+         * and the heaviest and lightest of them. */
+        const double om = out_mean(s);
         uint32_t hi = PB_NONE, lo = PB_NONE;
+        double lhi = 0, llo = 0;
         for (uint32_t d = 0; d < s->n_dest; d++) {
             if (s->dropped[d])
                 continue;
-            if (hi == PB_NONE || s->load[d] > s->load[hi])
-                hi = d;
-            if (lo == PB_NONE || s->load[d] < s->load[lo])
-                lo = d;
+            const double l = load_of(s, v, d, om);
+            if (hi == PB_NONE || l > lhi)
+                hi = d, lhi = l;
+            if (lo == PB_NONE || l < llo)
+                lo = d, llo = l;
         }
-        if (hi == PB_NONE || hi == lo || s->load[hi] < s->high_load * s->load[lo])
+        if (hi == PB_NONE || hi == lo || lhi < s->high_load * llo)
             break;
         uint32_t nc = 0; /* the active nodes allocated to hi: hi's list */
         for (uint32_t i = 0; i < s->dl[hi].n; i++) {
@@ -1081,8 +1100,6 @@ static void rebalance(preble *s, const route_view *v)
             if (x->win_count > 1)
                 c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
         }
-        if (nc > 1)
-            qsort(c, nc, sizeof *c, cmp_cand);
         if (nc == 1) { /* a single hot prefix: replicate it */
             if (s->overload_completion) {
                 if (!has_bit(s, c[0].node, lo) &&
@@ -1094,16 +1111,25 @@ static void rebalance(preble *s, const route_view *v)
                 alloc_segment(s, c[0].node, lo, 0);
             }
         } else {
-            for (uint32_t i = 0; i < nc; i++) {
-                fill_load(s, v);
-                if (s->load[hi] < s->high_load * s->load[lo])
+            /* Cheapest first: a heap (the order is total, so the same
+             * sequence as a sort; the loop usually stops after a few). */
+            for (uint32_t i = nc / 2; i-- > 0;)
+                cand_down(c, nc, i);
+            for (uint32_t h = nc; h > 0;) {
+                const cand ci = c[0];
+                c[0] = c[--h];
+                cand_down(c, h, 0);
+                const double om2 = out_mean(s);
+                lhi = load_of(s, v, hi, om2);
+                llo = load_of(s, v, lo, om2);
+                if (lhi < s->high_load * llo)
                     break;
-                if (s->load[hi] - c[i].cost < s->load[lo] + c[i].cost)
+                if (lhi - ci.cost < llo + ci.cost)
                     break;
                 if (s->migrate_subtree)
-                    alloc_subtree_only(s, c[i].node, lo);
+                    alloc_subtree_only(s, ci.node, lo);
                 else
-                    alloc_segment(s, c[i].node, lo, 1);
+                    alloc_segment(s, ci.node, lo, 1);
             }
         }
         s->dropped[hi] = 1;
@@ -1223,11 +1249,10 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->load_split = calloc(env->n_dest, sizeof *s->load_split);
     s->dl = calloc(env->n_dest, sizeof *s->dl);
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
-    s->load = calloc(env->n_dest, sizeof *s->load);
     s->dropped = calloc(env->n_dest, 1);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->load || !s->dropped ||
+    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->dropped ||
         !s->tpot)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
@@ -1336,24 +1361,26 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     uint64_t hit = (uint64_t)m * s->block_size;
     const uint32_t cached = hit >= r->prompt_tokens ? r->prompt_tokens : (uint32_t)hit;
     const uint32_t fresh = r->prompt_tokens - cached;
-    /* Place. */
-    fill_load(s, v);
-    uint32_t g = 0;
+    /* Place: the lowest load cost (ties: lowest index) over alloc(deepest
+     * matched node) (exploit), or over all when exploring or when that set
+     * is empty. */
+    const double om = out_mean(s);
+    uint32_t g = PB_NONE;
+    double lg = 0;
     if (cached > fresh && m > 0) { /* exploit */
-        uint32_t deep = s->pr[k - 1], best = PB_NONE;
-        for (uint32_t d = 0; d < s->n_dest; d++)
-            if (has_bit(s, deep, d) && (best == PB_NONE || s->load[d] < s->load[best]))
-                best = d;
-        if (best == PB_NONE) /* empty set: any destination */
-            for (uint32_t d = 0; d < s->n_dest; d++)
-                if (best == PB_NONE || s->load[d] < s->load[best])
-                    best = d;
-        g = best;
-    } else { /* explore */
-        for (uint32_t d = 1; d < s->n_dest; d++)
-            if (s->load[d] < s->load[g])
-                g = d;
+        const uint32_t deep = s->pr[k - 1];
+        PB_FOR_DEST(s, deep, d) {
+            const double l = load_of(s, v, d, om);
+            if (g == PB_NONE || l < lg)
+                g = d, lg = l;
+        }
     }
+    if (g == PB_NONE) /* explore, or an empty set: any destination */
+        for (uint32_t d = 0; d < s->n_dest; d++) {
+            const double l = load_of(s, v, d, om);
+            if (g == PB_NONE || l < lg)
+                g = d, lg = l;
+        }
     /* Cut the last run where the path leaves it, insert the new tail as
      * one run, touch the path leaf to root, join alloc. */
     if (k > 0 && s->pk[k - 1] < s->nd[s->pr[k - 1]].len)
@@ -1479,7 +1506,6 @@ static void pb_destroy(void *state)
             free(s->dl[d].e), free(s->dl[d].pre);
     free(s->dl);
     free(s->load_loose);
-    free(s->load);
     free(s->dropped);
     free(s->cand);
     free(s->pr);
