@@ -201,7 +201,6 @@ typedef struct pb_tpot {
     double v[PB_TPOT_KEEP];
     double sorted[PB_TPOT_KEEP]; /* v[0..n) in ascending order */
     uint32_t n, pos;
-    double median; /* of v[0..n) */
 } pb_tpot;
 
 /* One active node in a destination's list: its position in `active`,
@@ -242,8 +241,8 @@ typedef struct preble {
      * ties among migration candidates): a new node takes the most recently
      * freed id (a LIFO stack, pushed in prune order), else the next unused
      * one (ids start at 1; 0 is the root). */
-    uint32_t *id_free;
-    uint32_t n_id_free, id_free_cap, id_next;
+    uint32_t *id_free; /* the stack is id_free[id_lo, id_free_cap), top first */
+    uint32_t id_lo, id_free_cap, id_next;
     /* LRU order of the runs (for pruning): a lazy LRU queue of run
      * indices (sim/core/lruq.h).  The per-node order is the runs' order
      * with each run's nodes deepest first. */
@@ -284,6 +283,7 @@ typedef struct preble {
     double last_rebalance_s;
     /* Completion-time inputs (route_done). */
     pb_tpot *tpot;         /* per destination */
+    double *med;           /* per destination: median of tpot[d].v[0..n) */
     sim_u64map smap;       /* series key -> index in ser */
     pb_series *ser;
     uint32_t n_ser, ser_cap, ser_free; /* free list threaded through .head */
@@ -330,7 +330,7 @@ static double decode_load(const preble *s, uint32_t d, uint32_t inflight)
         return 0;
     double om = out_mean(s);
     if (s->tpot_observed)
-        return inflight * om * s->tpot[d].median;
+        return inflight * om * s->med[d];
     double ctx = (s->prompt_n > 0 ? s->prompt_sum / s->prompt_n : 0) + om / 2;
     cost_batch b = {.decode_tokens = inflight, .sampled = inflight,
                     .decode_ctx = (uint64_t)(inflight * ctx)};
@@ -344,7 +344,7 @@ static inline double load_of(const preble *s, const route_view *v, uint32_t d, d
 {
     const uint32_t f = v->outstanding[d];
     const double dec = !s->tpot_observed ? decode_load(s, d, f)
-                                         : f ? f * om * s->tpot[d].median : 0;
+                                         : f ? f * om * s->med[d] : 0;
     return s->load_split[d] + s->load_loose[d] + dec;
 }
 
@@ -472,17 +472,27 @@ static void alloc_add(preble *s, uint32_t n, uint32_t d)
     spread(s, n, +1);
 }
 
+/* alloc(n) = {d}.  An active node leaves the lists of its other
+ * destinations and enters (or, already there, takes its new term in) d's:
+ * the lists a leave-all-then-join would give. */
 static void alloc_only(preble *s, uint32_t n, uint32_t d)
 {
-    const int act = s->nd[n].active_pos != PB_NONE;
+    const uint32_t pos = s->nd[n].active_pos;
     spread(s, n, -1);
-    if (act)
-        dl_leave(s, n);
+    const int had = has_bit(s, n, d);
+    if (pos != PB_NONE)
+        PB_FOR_DEST(s, n, e)
+            if (e != d)
+                dl_del(s, e, pos);
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
     bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
     s->nd[n].alloc_n = 1;
-    if (act)
-        dl_join(s, n);
+    if (pos != PB_NONE) {
+        if (had)
+            dl_dirty(s, n); /* d's entry only, now */
+        else
+            dl_ins(s, d, pos, n);
+    }
     spread(s, n, +1);
 }
 
@@ -690,11 +700,11 @@ static uint32_t run_new(preble *s, const uint64_t *h, uint32_t k, uint32_t paren
     c->n = k;
     memcpy(chunk_hash(c), h, k * sizeof *h);
     uint32_t *id = chunk_ids(c);
-    const uint32_t take = s->n_id_free < k ? s->n_id_free : k; /* pops, then fresh ids */
-    const uint32_t *top = s->id_free + s->n_id_free - 1;
-    for (uint32_t j = 0; j < take; j++)
-        id[j] = top[-(ptrdiff_t)j];
-    s->n_id_free -= take;
+    const uint32_t avail = s->id_free_cap - s->id_lo; /* pops, then fresh ids */
+    const uint32_t take = avail < k ? avail : k;
+    if (take)
+        memcpy(id, s->id_free + s->id_lo, take * sizeof *id);
+    s->id_lo += take;
     for (uint32_t j = take; j < k; j++)
         id[j] = s->id_next++;
     const uint32_t n = run_alloc(s);
@@ -752,18 +762,22 @@ static void run_free(preble *s, uint32_t n)
         s->nd[x->next].prev = x->prev;
     s->nd[x->parent].nchild--;
     sim_u64map_del(&s->map, x->hash);
-    if (s->n_id_free + x->len > s->id_free_cap) {
+    if (s->id_lo < x->len) { /* grow at the bottom end: the stack moves up */
+        const uint32_t used = s->id_free_cap - s->id_lo;
         uint32_t cap = s->id_free_cap ? 2 * s->id_free_cap : 4096;
-        while (cap < s->n_id_free + x->len)
+        while (cap < used + x->len)
             cap *= 2;
-        s->id_free = sim_xrealloc(s->id_free, cap * sizeof *s->id_free);
+        uint32_t *a = sim_xmalloc(cap * sizeof *a);
+        if (used)
+            memcpy(a + cap - used, s->id_free + s->id_lo, used * sizeof *a);
+        free(s->id_free);
+        s->id_free = a;
+        s->id_lo = cap - used;
         s->id_free_cap = cap;
     }
-    const uint32_t *id = chunk_ids(x->ch) + x->off;
-    uint32_t *dst = s->id_free + s->n_id_free; /* pushed deepest first */
-    for (uint32_t j = 0; j < x->len; j++)
-        dst[j] = id[x->len - 1 - j];
-    s->n_id_free += x->len;
+    /* Pushed deepest first, so the run's ids lie in order from the top. */
+    s->id_lo -= x->len;
+    memcpy(s->id_free + s->id_lo, chunk_ids(x->ch) + x->off, x->len * sizeof *s->id_free);
     if (--x->ch->refs == 0)
         free(x->ch);
     x->ch = NULL;
@@ -1025,10 +1039,18 @@ static void recompute_split(preble *s)
 {
     for (uint32_t d = 0; d < s->n_dest; d++) {
         pb_dlist *l = &s->dl[d];
-        if (l->ok < l->n) {
-            double sum = l->pre[l->ok];
-            for (uint32_t i = l->ok; i < l->n; i++)
-                l->pre[i + 1] = sum += l->e[i].term;
+        if (l->ok < l->n) { /* the same additions in the same order, unrolled */
+            const pb_dent *e = l->e;
+            double *pre = l->pre, sum = pre[l->ok];
+            uint32_t i = l->ok;
+            for (; i + 4 <= l->n; i += 4) {
+                pre[i + 1] = sum += e[i].term;
+                pre[i + 2] = sum += e[i + 1].term;
+                pre[i + 3] = sum += e[i + 2].term;
+                pre[i + 4] = sum += e[i + 3].term;
+            }
+            for (; i < l->n; i++)
+                pre[i + 1] = sum += e[i].term;
         }
         l->ok = l->n;
         s->load_split[d] = l->n ? l->pre[l->n] : 0;
@@ -1082,14 +1104,31 @@ static void rebalance(preble *s, const route_view *v)
         const double om = out_mean(s);
         uint32_t hi = PB_NONE, lo = PB_NONE;
         double lhi = 0, llo = 0;
-        for (uint32_t d = 0; d < s->n_dest; d++) {
-            if (s->dropped[d])
-                continue;
-            const double l = load_of(s, v, d, om);
-            if (hi == PB_NONE || l > lhi)
-                hi = d, lhi = l;
-            if (lo == PB_NONE || l < llo)
-                lo = d, llo = l;
+        if (s->tpot_observed) { /* load_of inline, on locals */
+            const double *split = s->load_split, *loose = s->load_loose, *med = s->med;
+            const uint32_t *out = v->outstanding;
+            const uint8_t *dropped = s->dropped;
+            const uint32_t nd = s->n_dest;
+            for (uint32_t d = 0; d < nd; d++) {
+                if (dropped[d])
+                    continue;
+                const uint32_t f = out[d];
+                const double l = split[d] + loose[d] + (f ? f * om * med[d] : 0);
+                if (hi == PB_NONE || l > lhi)
+                    hi = d, lhi = l;
+                if (lo == PB_NONE || l < llo)
+                    lo = d, llo = l;
+            }
+        } else {
+            for (uint32_t d = 0; d < s->n_dest; d++) {
+                if (s->dropped[d])
+                    continue;
+                const double l = load_of(s, v, d, om);
+                if (hi == PB_NONE || l > lhi)
+                    hi = d, lhi = l;
+                if (lo == PB_NONE || l < llo)
+                    lo = d, llo = l;
+            }
         }
         if (hi == PB_NONE || hi == lo || lhi < s->high_load * llo)
             break;
@@ -1251,9 +1290,10 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
     s->dropped = calloc(env->n_dest, 1);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
+    s->med = calloc(env->n_dest, sizeof *s->med);
     int rc = SIM_OK;
     if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->dropped ||
-        !s->tpot)
+        !s->tpot || !s->med)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
         rc = sim_u64map_init(&s->map, 64);
@@ -1265,7 +1305,9 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     }
     for (uint32_t d = 0; d < env->n_dest; d++) /* the reference's initial entry */
         s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .sorted = {PB_TPOT_INIT}, .n = 1,
-                               .pos = 1, .median = PB_TPOT_INIT};
+                               .pos = 1};
+    for (uint32_t d = 0; d < env->n_dest; d++)
+        s->med[d] = PB_TPOT_INIT;
     /* Root sentinel. */
     s->nd[0] = (prun){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
                        .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE,
@@ -1450,7 +1492,7 @@ static void tpot_add(preble *s, uint32_t d, double tpot)
     t->v[t->pos] = tpot;
     t->pos = (t->pos + 1) % PB_TPOT_KEEP;
     const double *srt = t->sorted;
-    t->median = t->n % 2 ? srt[t->n / 2] : (srt[t->n / 2 - 1] + srt[t->n / 2]) / 2;
+    s->med[d] = t->n % 2 ? srt[t->n / 2] : (srt[t->n / 2 - 1] + srt[t->n / 2]) / 2;
 }
 
 /* r's important node now (the reference recomputes it at completion from
@@ -1511,6 +1553,7 @@ static void pb_destroy(void *state)
     free(s->pr);
     free(s->pk);
     free(s->tpot);
+    free(s->med);
     for (uint32_t i = 0; i < s->n_ser; i++) {
         free(s->ser[i].t);
         free(s->ser[i].cum);
