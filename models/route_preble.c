@@ -270,6 +270,7 @@ typedef struct preble {
     pb_dlist *dl;       /* per destination: its active nodes (above) */
     double *load_loose; /* per destination: window cost without a node */
     uint8_t *dropped;   /* scratch */
+    double *load;       /* scratch: load costs */
     struct cand *cand;  /* scratch: migration candidates */
     uint32_t cand_cap;
     /* Scratch: the request's path as runs pr[0..) with pk[i] of run i's
@@ -1104,19 +1105,31 @@ static void rebalance(preble *s, const route_view *v)
         const double om = out_mean(s);
         uint32_t hi = PB_NONE, lo = PB_NONE;
         double lhi = 0, llo = 0;
-        if (s->tpot_observed) { /* load_of inline, on locals */
+        if (s->tpot_observed) {
+            /* load_of inline, on locals, in two passes (the first one a
+             * vector loop).  f · om · med is +0.0 for f = 0 (om and the
+             * medians are finite), so the branch of load_of can go. */
             const double *split = s->load_split, *loose = s->load_loose, *med = s->med;
             const uint32_t *out = v->outstanding;
             const uint8_t *dropped = s->dropped;
+            double *load = s->load;
             const uint32_t nd = s->n_dest;
-            for (uint32_t d = 0; d < nd; d++) {
+            for (uint32_t d = 0; d < nd; d++)
+                load[d] = split[d] + loose[d] + (double)out[d] * om * med[d];
+            uint32_t d = 0;
+            while (d < nd && dropped[d])
+                d++;
+            if (d < nd) {
+                hi = lo = d;
+                lhi = llo = load[d];
+            }
+            for (d++; d < nd; d++) {
                 if (dropped[d])
                     continue;
-                const uint32_t f = out[d];
-                const double l = split[d] + loose[d] + (f ? f * om * med[d] : 0);
-                if (hi == PB_NONE || l > lhi)
+                const double l = load[d];
+                if (l > lhi)
                     hi = d, lhi = l;
-                if (lo == PB_NONE || l < llo)
+                if (l < llo)
                     lo = d, llo = l;
             }
         } else {
@@ -1289,10 +1302,11 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->dl = calloc(env->n_dest, sizeof *s->dl);
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
     s->dropped = calloc(env->n_dest, 1);
+    s->load = calloc(env->n_dest, sizeof *s->load);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
     s->med = calloc(env->n_dest, sizeof *s->med);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->dropped ||
+    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->dropped || !s->load ||
         !s->tpot || !s->med)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
@@ -1549,6 +1563,7 @@ static void pb_destroy(void *state)
     free(s->dl);
     free(s->load_loose);
     free(s->dropped);
+    free(s->load);
     free(s->cand);
     free(s->pr);
     free(s->pk);
