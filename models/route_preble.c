@@ -253,13 +253,6 @@ typedef struct preble {
     size_t w_cap, w_head, w_n;
     uint32_t *active; /* runs headed by important nodes with window requests */
     uint32_t n_active, active_cap;
-    /* Parallel to `active`: the creation numbers of the node's path from
-     * the root (its ancestors at depths 0 .. depth, itself last; constant
-     * while it is active, as a node with descendants or window requests is
-     * never pruned; NULL unless migrate: subtree) and its depth.  A
-     * creation number names a node for good (ids are reused). */
-    uint64_t **act_path;
-    uint32_t *act_depth;
     uint32_t ver;       /* version of the newest subtree migration (starts at 1) */
     uint64_t seq;       /* nodes created */
     uint32_t *sub;      /* scratch: active nodes of a migrated subtree */
@@ -572,43 +565,30 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
     }
 }
 
-/* The order in which the per-node walk of the subtree of the node at
- * depth dn (an explicit stack: pop a node, push its children in child-list
- * order, which is newest first) visits the active nodes at positions i and
- * j: preorder with the oldest child first. */
-static int dfs_before(const preble *s, uint32_t i, uint32_t j, uint32_t dn)
-{
-    const uint64_t *a = s->act_path[i], *b = s->act_path[j];
-    const uint32_t da = s->act_depth[i], db = s->act_depth[j];
-    for (uint32_t k = dn;; k++) {
-        if (k > da || k > db) /* one is an ancestor of the other */
-            return da < db;
-        if (a[k] != b[k])
-            return a[k] < b[k];
-    }
-}
-
 /* Migration of active prefix n to d alone (migrate: subtree, as the
  * reference's update_children): alloc(x) = {d} for n and every node below
  * it.  Done lazily: a tag on n (a new version) stands for the runs below,
  * which are resolved when a request's path or a segment next reads them;
  * the active nodes of the subtree, whose allocations carry load shares,
- * are updated now (their runs, n's included), in the order a walk over
- * every node of the subtree would reach them (so the shares move in the
- * same floating-point order).  O(runs of the subtree) to find them (a walk
- * over runs), plus their paths' compares to order them. */
+ * are updated now (their runs, n's included), in the order the per-node
+ * walk of the subtree reached them (so the shares move in the same
+ * floating-point order): that walk (an explicit stack: pop a node, push
+ * its children in child-list order, newest first) visits in preorder with
+ * the oldest child first, and so does this walk over runs -- a run's
+ * nodes are a chain, only its last node has other children, and a run's
+ * child list is newest first too (a new run is linked first; a cut gives
+ * the head part one child, older than any later one), which is checked
+ * as it is read.  O(runs of the subtree). */
 static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
 {
-    const uint32_t pos = s->nd[n].active_pos;
-    SIM_ALWAYS(pos != PB_NONE);
-    const uint32_t dn = s->act_depth[pos];
+    SIM_ALWAYS(s->nd[n].active_pos != PB_NONE);
     uint32_t k = 0, top = 0;
     if (s->stk_cap == 0) {
         s->stk_cap = 256;
         s->stk = sim_xmalloc(s->stk_cap * sizeof *s->stk);
     }
     s->stk[top++] = n;
-    while (top > 0) { /* the runs of the subtree, any order */
+    while (top > 0) { /* preorder, oldest child first */
         const uint32_t x = s->stk[--top];
         const prun *p = &s->nd[x];
         if (p->active_pos != PB_NONE) {
@@ -616,9 +596,12 @@ static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
                 s->sub_cap = s->sub_cap ? 2 * s->sub_cap : 64;
                 s->sub = sim_xrealloc(s->sub, s->sub_cap * sizeof *s->sub);
             }
-            s->sub[k++] = p->active_pos;
+            s->sub[k++] = x;
         }
+        uint64_t newer = UINT64_MAX;
         for (uint32_t c = p->child; c != PB_NONE; c = s->nd[c].next) {
+            SIM_ALWAYS(s->nd[c].seq < newer); /* newest first */
+            newer = s->nd[c].seq;
             if (top == s->stk_cap) {
                 s->stk_cap *= 2;
                 s->stk = sim_xrealloc(s->stk, s->stk_cap * sizeof *s->stk);
@@ -626,17 +609,11 @@ static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
             s->stk[top++] = c;
         }
     }
-    for (uint32_t i = 1; i < k; i++) { /* insertion sort: few nodes */
-        uint32_t v = s->sub[i], j = i;
-        for (; j > 0 && dfs_before(s, v, s->sub[j - 1], dn); j--)
-            s->sub[j] = s->sub[j - 1];
-        s->sub[j] = v;
-    }
     const uint32_t ver = ++s->ver;
     s->nd[n].tag_v = ver;
     s->nd[n].tag_d = d;
     for (uint32_t i = 0; i < k; i++) {
-        const uint32_t a = s->active[s->sub[i]];
+        const uint32_t a = s->sub[i];
         alloc_only(s, a, d);
         s->nd[a].ver = ver;
     }
@@ -786,33 +763,14 @@ static void run_free(preble *s, uint32_t n)
     s->n_free = n;
 }
 
-/* Run n = s->pr[i] (the request being placed), whose head is an
- * important node, becomes active. */
-static void active_add(preble *s, uint32_t n, uint32_t i)
+/* Run n, whose head is an important node, becomes active. */
+static void active_add(preble *s, uint32_t n)
 {
     if (s->n_active == s->active_cap) {
         s->active_cap = s->active_cap ? 2 * s->active_cap : 256;
         s->active = sim_xrealloc(s->active, s->active_cap * sizeof *s->active);
-        s->act_path = sim_xrealloc(s->act_path, s->active_cap * sizeof *s->act_path);
-        s->act_depth = sim_xrealloc(s->act_depth, s->active_cap * sizeof *s->act_depth);
-    }
-    SIM_ALWAYS(s->pr[i] == n);
-    const uint32_t depth = s->nd[n].depth;
-    uint64_t *path = NULL; /* only subtree migration reads it */
-    if (s->migrate_subtree) {
-        path = sim_xmalloc((depth + 1) * sizeof *path);
-        uint32_t k = 0;
-        for (uint32_t j = 0; j < i; j++) {
-            const prun *x = &s->nd[s->pr[j]];
-            for (uint32_t o = 0; o < x->len; o++)
-                path[k++] = x->seq + o;
-        }
-        path[k++] = s->nd[n].seq;
-        SIM_ALWAYS(k == depth + 1);
     }
     s->nd[n].active_pos = s->n_active;
-    s->act_path[s->n_active] = path;
-    s->act_depth[s->n_active] = depth;
     s->active[s->n_active++] = n;
     dl_join(s, n);
 }
@@ -827,10 +785,7 @@ static void active_del(preble *s, uint32_t n)
             dl_del(s, d, s->n_active);
             dl_ins(s, d, p, last);
         }
-    free(s->act_path[p]);
     s->active[p] = last;
-    s->act_path[p] = s->act_path[s->n_active];
-    s->act_depth[p] = s->act_depth[s->n_active];
     s->nd[last].active_pos = p;
     s->nd[n].active_pos = PB_NONE;
 }
@@ -871,8 +826,8 @@ static void expire(preble *s, double now)
     }
 }
 
-/* Enter e in the window; e.node, if any, is s->pr[i]. */
-static void window_push(preble *s, pentry e, uint32_t i)
+/* Enter e in the window. */
+static void window_push(preble *s, pentry e)
 {
     if (s->w_n == s->w_cap) {
         size_t cap = s->w_cap ? 2 * s->w_cap : 1024;
@@ -894,7 +849,7 @@ static void window_push(preble *s, pentry e, uint32_t i)
     spread(s, e.node, -1);
     x->win_cost += e.cost;
     if (x->win_count++ == 0)
-        active_add(s, e.node, i);
+        active_add(s, e.node);
     else
         dl_dirty(s, e.node);
     spread(s, e.node, +1);
@@ -1455,7 +1410,7 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     uint32_t imp = r->n_blocks ? s->pr[imp_i] : PB_NONE;
     double ttft = ((double)v->queued_tokens[g] + fresh) * s->tp_s;
     window_push(s, (pentry){.t = now, .cost = prefill_time(s, fresh, cached), .ttft = ttft,
-                            .node = imp, .dest = g}, imp_i);
+                            .node = imp, .dest = g});
     s->prompt_sum += r->prompt_tokens;
     s->prompt_n++;
     s->assigned++;
@@ -1577,10 +1532,6 @@ static void pb_destroy(void *state)
     sim_u64map_fini(&s->smap);
     free(s->sub);
     free(s->stk);
-    for (uint32_t i = 0; i < s->n_active; i++)
-        free(s->act_path[i]);
-    free(s->act_path);
-    free(s->act_depth);
     memset(s, 0, sizeof *s);
 }
 
