@@ -225,6 +225,7 @@ typedef struct pb_dlist {
     pb_dent *e;
     double *pre; /* cap + 1 */
     uint32_t n, cap, ok;
+    int queued; /* in the preble's dq */
 } pb_dlist;
 
 typedef struct preble {
@@ -261,6 +262,7 @@ typedef struct preble {
     uint32_t stk_cap;
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
     pb_dlist *dl;       /* per destination: its active nodes (above) */
+    uint32_t *dq, n_dq; /* destinations whose share changed since the last recomputation */
     double *load_loose; /* per destination: window cost without a node */
     uint8_t *dropped;   /* scratch */
     double *load;       /* scratch: load costs */
@@ -366,10 +368,23 @@ static double dl_term(const preble *s, uint32_t n)
     return x->win_cost != 0 && x->alloc_n != 0 ? x->win_cost / x->alloc_n : 0;
 }
 
-static void dl_stale(pb_dlist *l, uint32_t i)
+/* d's load share must be re-set at the next recomputation: its list or
+ * its incremental sum changed. */
+static inline void dq_add(preble *s, uint32_t d)
 {
+    if (!s->dl[d].queued) {
+        s->dl[d].queued = 1;
+        s->dq[s->n_dq++] = d;
+    }
+}
+
+/* Entry i of d's list changed (or one was inserted or removed there). */
+static void dl_stale(preble *s, uint32_t d, uint32_t i)
+{
+    pb_dlist *l = &s->dl[d];
     if (i < l->ok)
         l->ok = i;
+    dq_add(s, d);
 }
 
 /* Insert active node n (at active position pos) into d's list. */
@@ -387,7 +402,7 @@ static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
     memmove(l->e + i + 1, l->e + i, (l->n - i) * sizeof *l->e);
     l->e[i] = (pb_dent){pos, n, dl_term(s, n)};
     l->n++;
-    dl_stale(l, i);
+    dl_stale(s, d, i);
 }
 
 /* Remove the entry at active position pos from d's list. */
@@ -398,7 +413,7 @@ static void dl_del(preble *s, uint32_t d, uint32_t pos)
     SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
     memmove(l->e + i, l->e + i + 1, (l->n - i - 1) * sizeof *l->e);
     l->n--;
-    dl_stale(l, i);
+    dl_stale(s, d, i);
 }
 
 /* For each destination of n's allocation: f(s, d, n). */
@@ -418,7 +433,7 @@ static void dl_dirty(preble *s, uint32_t n)
         uint32_t i = l->n && l->e[l->n - 1].pos == pos ? l->n - 1 : dl_lower(l, pos);
         SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
         l->e[i].term = term;
-        dl_stale(l, i);
+        dl_stale(s, d, i);
     }
 }
 
@@ -449,6 +464,7 @@ static void spread(preble *s, uint32_t n, double sign)
         for (uint64_t m = b[w]; m; m &= m - 1) {
             uint32_t d = w * 64 + (uint32_t)__builtin_ctzll(m);
             s->load_split[d] += share;
+            dq_add(s, d);
         }
 }
 
@@ -990,11 +1006,16 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
 /* load_split exactly as a pass over `active` in order computes it
  * (spread(+1) of every active node into zeroed sums): per destination,
  * the same terms added in the same order, taken from its list, which is
- * re-added from its first changed entry.  O(R + the re-added entries). */
+ * re-added from its first changed entry.  O(changed destinations + the
+ * re-added entries). */
 static void recompute_split(preble *s)
 {
-    for (uint32_t d = 0; d < s->n_dest; d++) {
+    /* Only the queued destinations: any other one's list and share are
+     * unchanged since they were last set from its sum. */
+    for (uint32_t q = 0; q < s->n_dq; q++) {
+        const uint32_t d = s->dq[q];
         pb_dlist *l = &s->dl[d];
+        l->queued = 0;
         if (l->ok < l->n) { /* the same additions in the same order, unrolled */
             const pb_dent *e = l->e;
             double *pre = l->pre, sum = pre[l->ok];
@@ -1011,6 +1032,7 @@ static void recompute_split(preble *s)
         l->ok = l->n;
         s->load_split[d] = l->n ? l->pre[l->n] : 0;
     }
+    s->n_dq = 0;
 }
 
 /* A migration candidate: cost share, run, and the node id of its head
@@ -1064,10 +1086,11 @@ static void rebalance(preble *s, const route_view *v)
             /* load_of inline, on locals, in two passes (the first one a
              * vector loop).  f · om · med is +0.0 for f = 0 (om and the
              * medians are finite), so the branch of load_of can go. */
-            const double *split = s->load_split, *loose = s->load_loose, *med = s->med;
-            const uint32_t *out = v->outstanding;
+            const double *restrict split = s->load_split, *restrict loose = s->load_loose,
+                                   *restrict med = s->med;
+            const uint32_t *restrict out = v->outstanding;
             const uint8_t *dropped = s->dropped;
-            double *load = s->load;
+            double *restrict load = s->load;
             const uint32_t nd = s->n_dest;
             for (uint32_t d = 0; d < nd; d++)
                 load[d] = split[d] + loose[d] + (double)out[d] * om * med[d];
@@ -1255,13 +1278,14 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->alloc = calloc((size_t)s->n_cap * s->words, sizeof *s->alloc);
     s->load_split = calloc(env->n_dest, sizeof *s->load_split);
     s->dl = calloc(env->n_dest, sizeof *s->dl);
+    s->dq = calloc(env->n_dest, sizeof *s->dq);
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
     s->dropped = calloc(env->n_dest, 1);
     s->load = calloc(env->n_dest, sizeof *s->load);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
     s->med = calloc(env->n_dest, sizeof *s->med);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->dropped || !s->load ||
+    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->dq || !s->load_loose || !s->dropped || !s->load ||
         !s->tpot || !s->med)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
@@ -1516,6 +1540,7 @@ static void pb_destroy(void *state)
         for (uint32_t d = 0; d < s->n_dest; d++)
             free(s->dl[d].e), free(s->dl[d].pre);
     free(s->dl);
+    free(s->dq);
     free(s->load_loose);
     free(s->dropped);
     free(s->load);
