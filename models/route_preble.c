@@ -5,11 +5,15 @@
  * section `preble` of docs/policies.md (paper §3.2
  * and the released code, WukLab/preble @8e7906a).
  *
- * Tree: one node per full KV block hash.  Block hashes are chained, so a
- * map from hash to node (with parent, child and sibling links) is the
- * radix tree over token blocks; matching walks the request's blocks while
- * they are present.  Every node carries alloc(n), the set of destinations
- * (a bitset over R) whose requests ran through it.
+ * Tree: one node per full KV block hash.  Block hashes are chained, so
+ * the nodes form a radix tree over token blocks; matching walks the
+ * request's blocks while they are present.  Every node carries alloc(n),
+ * the set of destinations (a bitset over R) whose requests ran through
+ * it.  Stored as runs (struct prun): chains of nodes created and touched
+ * together, which share one last-seen time, LRU place, allocation and
+ * version, cut in two where a request's path leaves one; a map from each
+ * run's head hash finds it.  Node ids and creation numbers, which break
+ * ties and order migrations, are those the per-node tree gives.
  *
  * Rule, per arriving request r (L prompt tokens, m matched blocks):
  *  cached = min(m · block_size, L), new = L − cached.
@@ -98,16 +102,19 @@
  *    the node itself is pruned when no request has touched it within the
  *    window, which has the same effect.
  *
- * Cost per request: O(blocks of r) hash lookups and list moves (match,
- * insert, touch; at completion the kept path is re-read, no lookups), plus
- * O(R) for the arg-min and O(R) per window entry retired.  A rebalancing
- * pass is O(R + the changed destinations' active nodes) for the loads (a
- * per-destination list of active nodes and its sum, re-added only when it
- * changed, bit for bit the full pass's sum), O(hi's active nodes) for the
- * candidates, and per subtree migration O(active nodes) (lazy: a version
- * tag on the prefix; the nodes below are brought up to date when a path
- * reads them).  Internals only: the rules and every result are those of
- * the per-node implementation (docs/performance.md, round 4).
+ * Cost per request: one map probe per run on r's path plus O(log run
+ * length) hash compares (match, again at completion), one new run for the
+ * new tail (its hashes and ids copied), per run on the path a touch and
+ * an allocation check, plus O(R) for the arg-min and per window entry
+ * retired.  A rebalancing pass is O(R) per round for the loads, plus the
+ * changed destinations' load sums re-added from their first changed entry
+ * (per-destination lists of active nodes with their terms and prefix
+ * sums, bit for bit the full pass's left fold), O(hi's active nodes) for
+ * the candidates (a heap, cheapest first), and per subtree migration
+ * O(runs of the subtree) (lazy: a version tag on the prefix; the runs
+ * below are brought up to date when a path reads them).  Internals only:
+ * the rules and every result are those of the per-node implementation
+ * (tests/route_preble_ref.c; docs/performance.md, round 4).
  */
 #include <math.h>
 #include <stddef.h>
@@ -132,7 +139,6 @@
 #define PB_MIN_TOTAL 50          /* placements in all before rebalancing (reference) */
 #define PB_TPOT_KEEP 200         /* observed TPOTs kept per destination */
 #define PB_TPOT_INIT 0.15        /* the reference's initial TPOT entry, s */
-#define PB_PF 16 /* how many blocks ahead the tree loops prefetch */
 
 
 /* ---- state ---- */
