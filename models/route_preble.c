@@ -5,11 +5,15 @@
  * section `preble` of docs/policies.md (paper §3.2
  * and the released code, WukLab/preble @8e7906a).
  *
- * Tree: one node per full KV block hash.  Block hashes are chained, so a
- * map from hash to node (with parent, child and sibling links) is the
- * radix tree over token blocks; matching walks the request's blocks while
- * they are present.  Every node carries alloc(n), the set of destinations
- * (a bitset over R) whose requests ran through it.
+ * Tree: one node per full KV block hash.  Block hashes are chained, so
+ * the nodes form a radix tree over token blocks; matching walks the
+ * request's blocks while they are present.  Every node carries alloc(n),
+ * the set of destinations (a bitset over R) whose requests ran through
+ * it.  Stored as runs (struct prun): chains of nodes created and touched
+ * together, which share one last-seen time, LRU place, allocation and
+ * version, cut in two where a request's path leaves one; a map from each
+ * run's head hash finds it.  Node ids and creation numbers, which break
+ * ties and order migrations, are those the per-node tree gives.
  *
  * Rule, per arriving request r (L prompt tokens, m matched blocks):
  *  cached = min(m · block_size, L), new = L − cached.
@@ -98,16 +102,19 @@
  *    the node itself is pruned when no request has touched it within the
  *    window, which has the same effect.
  *
- * Cost per request: O(blocks of r) hash lookups and list moves (match,
- * insert, touch; at completion the kept path is re-read, no lookups), plus
- * O(R) for the arg-min and O(R) per window entry retired.  A rebalancing
- * pass is O(R + the changed destinations' active nodes) for the loads (a
- * per-destination list of active nodes and its sum, re-added only when it
- * changed, bit for bit the full pass's sum), O(hi's active nodes) for the
- * candidates, and per subtree migration O(active nodes) (lazy: a version
- * tag on the prefix; the nodes below are brought up to date when a path
- * reads them).  Internals only: the rules and every result are those of
- * the per-node implementation (docs/performance.md, round 4).
+ * Cost per request: one map probe per run on r's path plus O(log run
+ * length) hash compares (match, again at completion), one new run for the
+ * new tail (its hashes and ids copied), per run on the path a touch and
+ * an allocation check, plus O(R) for the arg-min and per window entry
+ * retired.  A rebalancing pass is O(R) per round for the loads, plus the
+ * changed destinations' load sums re-added from their first changed entry
+ * (per-destination lists of active nodes with their terms and prefix
+ * sums, bit for bit the full pass's left fold), O(hi's active nodes) for
+ * the candidates (a heap, cheapest first), and per subtree migration
+ * O(runs of the subtree) (lazy: a version tag on the prefix; the runs
+ * below are brought up to date when a path reads them).  Internals only:
+ * the rules and every result are those of the per-node implementation
+ * (tests/route_preble_ref.c; docs/performance.md, round 4).
  */
 #include <math.h>
 #include <stddef.h>
@@ -132,37 +139,55 @@
 #define PB_MIN_TOTAL 50          /* placements in all before rebalancing (reference) */
 #define PB_TPOT_KEEP 200         /* observed TPOTs kept per destination */
 #define PB_TPOT_INIT 0.15        /* the reference's initial TPOT entry, s */
-#define PB_PF 16 /* how many blocks ahead the tree loops prefetch */
 
 
 /* ---- state ---- */
 
-typedef struct pnode {
-    uint64_t hash;
-    uint32_t parent, child, next, prev; /* tree: first child, siblings */
+/* The hashes and node ids of blocks created together (one request's new
+ * tail), shared by the runs cut from them; freed with its last run. */
+typedef struct pb_chunk {
+    uint32_t refs, n; /* runs that point into it; blocks */
+    uint64_t h[];     /* n block hashes, then n u32 node ids */
+} pb_chunk;
+
+/* A run: a chain of tree nodes (one per full KV block) that were created
+ * together and have been touched together ever since, so they share one
+ * last-seen time, one LRU place, one allocation and one version; only its
+ * last node can have other than one child, and only its head can be an
+ * important node (below).  The per-node tree of the pre-round-4 preble
+ * (tests/route_preble_ref.c) is the runs' nodes: node k of run x has depth
+ * x.depth + k, hash and id from the chunk, creation number x.seq + k; its
+ * parent is node k - 1, or the last node of x.parent for k = 0.  A run is
+ * cut in two (run_split) where a request's path leaves it; runs never
+ * merge.  Record 0 is the root sentinel (not in the map or the LRU). */
+typedef struct prun {
+    uint64_t hash;                      /* its head's block hash (map key) */
+    pb_chunk *ch;                       /* its blocks: ch's [off, off + len) */
+    uint32_t off, len, depth;           /* depth = nodes above its head */
+    uint32_t parent, child, next, prev; /* runs: first child, siblings */
     uint32_t lpos;                      /* position of its live LRU-queue entry */
-    uint32_t nchild;
-    uint32_t win_count;  /* window requests with this important node */
+    uint32_t nchild;                    /* children of its last node */
+    uint32_t win_count;  /* window requests with its head as important node */
     uint32_t alloc_n;    /* |alloc(n)| */
     uint32_t active_pos; /* index in `active`, or PB_NONE */
     double last_seen;    /* last time a request's path touched it, s */
-    double win_cost;     /* W(n): their missed prefill time, s */
+    double win_cost;     /* W(n) of its head: their missed prefill time, s */
     /* Lazy subtree migration (alloc_subtree_only): the allocation stored
-     * here is current as of version `ver`; a migration of this node's
-     * subtree at version tag_v > 0 set the allocation of every node below
-     * to {tag_d}.  A node's allocation is {d of the newest tag among its
-     * ancestors-or-self} if that tag is newer than its ver, else the stored
-     * one (resolve_path). */
+     * here is current as of version `ver`; a migration of the subtree of
+     * this run's head at version tag_v > 0 set the allocation of every
+     * node below to {tag_d}.  A run's allocation is {d of the newest tag
+     * among its ancestors-or-self} if that tag is newer than its ver, else
+     * the stored one (resolve_path). */
     uint32_t ver, tag_v, tag_d;
-    uint64_t seq;        /* creation number: siblings' order (DFS order) */
-} pnode;
+    uint64_t seq;        /* creation number of its head: siblings' order (DFS order) */
+} prun;
 
 /* A request in the history window. */
 typedef struct pentry {
     double t;      /* arrival, s */
     double cost;   /* missed prefill time, s */
     double ttft;   /* TTFT estimate at dispatch, s */
-    uint32_t node; /* important node, or PB_NONE (no full block) */
+    uint32_t node; /* run headed by its important node, or PB_NONE (no full block) */
     uint32_t dest;
 } pentry;
 
@@ -175,17 +200,6 @@ typedef struct pb_series {
     uint32_t head, n, cap;
 } pb_series;
 
-/* A routed request's path, kept until its completion (overload:
- * completion) so that its important node can be recomputed without a map
- * walk: while the request was routed within the window, none of its path
- * nodes can have been pruned (each was touched at routing), so the path is
- * what a walk over its blocks would find. */
-typedef struct pb_req {
-    double t;       /* routed at, s */
-    uint32_t *path; /* its nodes from the root */
-    uint32_t n, cap; /* n = its blocks; next free slot in .cap when free */
-} pb_req;
-
 /* Observed TPOTs of one destination: the last PB_TPOT_KEEP, ring, and
  * the same values sorted (kept by insertion and deletion, so the median
  * is read, not recomputed by a sort per completion). */
@@ -193,27 +207,31 @@ typedef struct pb_tpot {
     double v[PB_TPOT_KEEP];
     double sorted[PB_TPOT_KEEP]; /* v[0..n) in ascending order */
     uint32_t n, pos;
-    double median; /* of v[0..n) */
 } pb_tpot;
 
-/* One active node in a destination's list: its position in `active`
- * and its index. */
+/* One active node in a destination's list: its position in `active`,
+ * its run and its term W(n)/|alloc(n)| (0 when W(n) or |alloc(n)| is 0,
+ * as the full pass skips it; adding +0.0 to a sum that starts at +0.0
+ * leaves it unchanged bit for bit). */
 typedef struct pb_dent {
     uint32_t pos, node;
+    double term;
 } pb_dent;
 
 /* One destination's share of the window load, kept for rebalancing: the
  * active nodes whose allocation holds the destination, in `active`
  * order, and their sum of W(n)/|alloc(n)| in that order -- the value a
  * full recomputation (a pass over `active`) gives the destination, bit
- * for bit, because it adds the same terms in the same order.  `dirty`
- * marks a list whose terms, membership or order changed since `sum` was
- * taken. */
+ * for bit, because it adds the same terms in the same order.  The sum is
+ * kept as prefix sums pre[i] = the sum of the first i terms, valid for
+ * i <= ok; a change of entry i (its term, or an entry inserted or
+ * removed there) sets ok = min(ok, i), and recompute_split re-adds from
+ * entry ok on. */
 typedef struct pb_dlist {
     pb_dent *e;
-    uint32_t n, cap;
-    int dirty;
-    double sum;
+    double *pre; /* cap + 1 */
+    uint32_t n, cap, ok;
+    int queued; /* in the preble's dq */
 } pb_dlist;
 
 typedef struct preble {
@@ -222,40 +240,43 @@ typedef struct preble {
     cost_model cost;
     uint32_t block_size, batch_tokens;
     double tp_s, window_s, high_load;
-    /* Tree; node 0 is the root sentinel (not in the map or the LRU). */
-    pnode *nd;
-    uint64_t *alloc; /* words per node */
+    /* Tree of runs; record 0 is the root sentinel. */
+    prun *nd;
+    uint64_t *alloc; /* words per run */
     uint32_t n_cap, n_used, n_free;
-    /* LRU order of the tree's nodes (for pruning): a lazy LRU queue of
-     * node indices (sim/core/lruq.h), whose next nodes to prune are
-     * known ahead and prefetched. */
+    /* Node ids as the per-node tree numbers its nodes (they break cost
+     * ties among migration candidates): a new node takes the most recently
+     * freed id (a LIFO stack, pushed in prune order), else the next unused
+     * one (ids start at 1; 0 is the root). */
+    uint32_t *id_free; /* the stack is id_free[id_lo, id_free_cap), top first */
+    uint32_t id_lo, id_free_cap, id_next;
+    /* LRU order of the runs (for pruning): a lazy LRU queue of run
+     * indices (sim/core/lruq.h).  The per-node order is the runs' order
+     * with each run's nodes deepest first. */
     sim_lruq lq;
-    sim_u64map map;
+    sim_u64map map; /* head hash -> run */
     /* History window (FIFO ring). */
     pentry *win;
     size_t w_cap, w_head, w_n;
-    uint32_t *active; /* important nodes with window requests */
+    uint32_t *active; /* runs headed by important nodes with window requests */
     uint32_t n_active, active_cap;
-    /* Parallel to `active`: the node's path from the root (its ancestors
-     * at depths 0 .. depth, itself last; constant while it is active, as a
-     * node with descendants or window requests is never pruned; NULL
-     * unless migrate: subtree) and depth. */
-    uint32_t **act_path;
-    uint32_t *act_depth;
     uint32_t ver;       /* version of the newest subtree migration (starts at 1) */
     uint64_t seq;       /* nodes created */
     uint32_t *sub;      /* scratch: active nodes of a migrated subtree */
     uint32_t sub_cap;
-    /* In-flight requests' paths (overload: completion). */
-    sim_u64map reqs;    /* request id -> slot */
-    pb_req *rq;
-    uint32_t n_rq, rq_cap, rq_free; /* free list threaded through .n */
+    uint32_t *stk;      /* scratch: runs to visit */
+    uint32_t stk_cap;
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
     pb_dlist *dl;       /* per destination: its active nodes (above) */
+    uint32_t *dq, n_dq; /* destinations whose share changed since the last recomputation */
     double *load_loose; /* per destination: window cost without a node */
-    double *load;       /* scratch: full load cost */
     uint8_t *dropped;   /* scratch */
-    uint32_t *path;     /* scratch: nodes of the request's path */
+    double *load;       /* scratch: load costs */
+    struct cand *cand;  /* scratch: migration candidates */
+    uint32_t cand_cap;
+    /* Scratch: the request's path as runs pr[0..) with pk[i] of run i's
+     * nodes on it (all of them but for the last run). */
+    uint32_t *pr, *pk;
     uint32_t path_cap;
     /* Statistics. */
     double out_sum, out_n;    /* completed output lengths */
@@ -264,6 +285,7 @@ typedef struct preble {
     double last_rebalance_s;
     /* Completion-time inputs (route_done). */
     pb_tpot *tpot;         /* per destination */
+    double *med;           /* per destination: median of tpot[d].v[0..n) */
     sim_u64map smap;       /* series key -> index in ser */
     pb_series *ser;
     uint32_t n_ser, ser_cap, ser_free; /* free list threaded through .head */
@@ -310,17 +332,22 @@ static double decode_load(const preble *s, uint32_t d, uint32_t inflight)
         return 0;
     double om = out_mean(s);
     if (s->tpot_observed)
-        return inflight * om * s->tpot[d].median;
+        return inflight * om * s->med[d];
     double ctx = (s->prompt_n > 0 ? s->prompt_sum / s->prompt_n : 0) + om / 2;
     cost_batch b = {.decode_tokens = inflight, .sampled = inflight,
                     .decode_ctx = (uint64_t)(inflight * ctx)};
     return inflight * om * cost_step_time(&s->cost, &b);
 }
 
-static void fill_load(preble *s, const route_view *v)
+/* Load cost of destination d, s: its window share, its window cost
+ * without a node and its decode load; om = out_mean(s).  (With tpot:
+ * observed, decode_load inline: the same operations.) */
+static inline double load_of(const preble *s, const route_view *v, uint32_t d, double om)
 {
-    for (uint32_t d = 0; d < s->n_dest; d++)
-        s->load[d] = s->load_split[d] + s->load_loose[d] + decode_load(s, d, v->outstanding[d]);
+    const uint32_t f = v->outstanding[d];
+    const double dec = !s->tpot_observed ? decode_load(s, d, f)
+                                         : f ? f * om * s->med[d] : 0;
+    return s->load_split[d] + s->load_loose[d] + dec;
 }
 
 /* ---- allocation sets and their share of the load ---- */
@@ -339,6 +366,33 @@ static uint32_t dl_lower(const pb_dlist *l, uint32_t pos)
     return lo;
 }
 
+/* Active node n's term in the load sums: W(n)/|alloc(n)|, or 0 where the
+ * full pass adds nothing. */
+static double dl_term(const preble *s, uint32_t n)
+{
+    const prun *x = &s->nd[n];
+    return x->win_cost != 0 && x->alloc_n != 0 ? x->win_cost / x->alloc_n : 0;
+}
+
+/* d's load share must be re-set at the next recomputation: its list or
+ * its incremental sum changed. */
+static inline void dq_add(preble *s, uint32_t d)
+{
+    if (!s->dl[d].queued) {
+        s->dl[d].queued = 1;
+        s->dq[s->n_dq++] = d;
+    }
+}
+
+/* Entry i of d's list changed (or one was inserted or removed there). */
+static void dl_stale(preble *s, uint32_t d, uint32_t i)
+{
+    pb_dlist *l = &s->dl[d];
+    if (i < l->ok)
+        l->ok = i;
+    dq_add(s, d);
+}
+
 /* Insert active node n (at active position pos) into d's list. */
 static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
 {
@@ -346,12 +400,15 @@ static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->e = sim_xrealloc(l->e, l->cap * sizeof *l->e);
+        l->pre = sim_xrealloc(l->pre, (l->cap + 1) * sizeof *l->pre);
+        if (l->n == 0)
+            l->pre[0] = 0;
     }
     uint32_t i = l->n && l->e[l->n - 1].pos < pos ? l->n : dl_lower(l, pos);
     memmove(l->e + i + 1, l->e + i, (l->n - i) * sizeof *l->e);
-    l->e[i] = (pb_dent){pos, n};
+    l->e[i] = (pb_dent){pos, n, dl_term(s, n)};
     l->n++;
-    l->dirty = 1;
+    dl_stale(s, d, i);
 }
 
 /* Remove the entry at active position pos from d's list. */
@@ -362,7 +419,7 @@ static void dl_del(preble *s, uint32_t d, uint32_t pos)
     SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
     memmove(l->e + i, l->e + i + 1, (l->n - i - 1) * sizeof *l->e);
     l->n--;
-    l->dirty = 1;
+    dl_stale(s, d, i);
 }
 
 /* For each destination of n's allocation: f(s, d, n). */
@@ -371,11 +428,19 @@ static void dl_del(preble *s, uint32_t d, uint32_t pos)
         for (uint64_t m_ = bits((s), (n))[w_]; m_; m_ &= m_ - 1)                       \
             for (uint32_t d = w_ * 64 + (uint32_t)__builtin_ctzll(m_), o_ = 1; o_; o_ = 0)
 
-/* n's share changed (W(n) or |alloc(n)|): its destinations' sums are stale. */
+/* Active node n's share changed (W(n) or |alloc(n)|): its entries take
+ * the new term, and its destinations' sums are stale from there. */
 static void dl_dirty(preble *s, uint32_t n)
 {
-    PB_FOR_DEST(s, n, d)
-        s->dl[d].dirty = 1;
+    const uint32_t pos = s->nd[n].active_pos;
+    const double term = dl_term(s, n);
+    PB_FOR_DEST(s, n, d) {
+        pb_dlist *l = &s->dl[d];
+        uint32_t i = l->n && l->e[l->n - 1].pos == pos ? l->n - 1 : dl_lower(l, pos);
+        SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
+        l->e[i].term = term;
+        dl_stale(s, d, i);
+    }
 }
 
 /* Active node n enters (join) or leaves the lists of its destinations. */
@@ -396,7 +461,7 @@ static void dl_leave(preble *s, uint32_t n)
 /* Add (sign = +1) or remove (-1) node n's window cost from its members. */
 static void spread(preble *s, uint32_t n, double sign)
 {
-    const pnode *x = &s->nd[n];
+    const prun *x = &s->nd[n];
     if (x->win_cost == 0 || x->alloc_n == 0)
         return;
     double share = sign * x->win_cost / x->alloc_n;
@@ -405,6 +470,7 @@ static void spread(preble *s, uint32_t n, double sign)
         for (uint64_t m = b[w]; m; m &= m - 1) {
             uint32_t d = w * 64 + (uint32_t)__builtin_ctzll(m);
             s->load_split[d] += share;
+            dq_add(s, d);
         }
 }
 
@@ -422,42 +488,56 @@ static void alloc_add(preble *s, uint32_t n, uint32_t d)
     spread(s, n, +1);
 }
 
+/* alloc(n) = {d}.  An active node leaves the lists of its other
+ * destinations and enters (or, already there, takes its new term in) d's:
+ * the lists a leave-all-then-join would give. */
 static void alloc_only(preble *s, uint32_t n, uint32_t d)
 {
-    const int act = s->nd[n].active_pos != PB_NONE;
+    const uint32_t pos = s->nd[n].active_pos;
     spread(s, n, -1);
-    if (act)
-        dl_leave(s, n);
+    const int had = has_bit(s, n, d);
+    if (pos != PB_NONE)
+        PB_FOR_DEST(s, n, e)
+            if (e != d)
+                dl_del(s, e, pos);
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
     bits(s, n)[d / 64] |= (uint64_t)1 << (d % 64);
     s->nd[n].alloc_n = 1;
-    if (act)
-        dl_join(s, n);
+    if (pos != PB_NONE) {
+        if (had)
+            dl_dirty(s, n); /* d's entry only, now */
+        else
+            dl_ins(s, d, pos, n);
+    }
     spread(s, n, +1);
 }
 
-/* The newest subtree tag among the nodes path[0..n): its version and
- * destination (0, 0 if none). */
-static void newest_tag(const preble *s, const uint32_t *path, uint32_t n, uint32_t *v,
-                       uint32_t *d)
+/* The newest subtree tag among run n and its ancestors: its version and
+ * destination (0, 0 if none).  Tags sit on run heads (important nodes),
+ * so these are the tags of the nodes on n's head's root path. */
+static void newest_tag(const preble *s, uint32_t n, uint32_t *v, uint32_t *d)
 {
     *v = 0;
     *d = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        const pnode *x = &s->nd[path[j]];
-        if (x->tag_v > *v)
-            *v = x->tag_v, *d = x->tag_d;
+    for (uint32_t x = n; x != 0; x = s->nd[x].parent) {
+        const prun *p = &s->nd[x];
+        if (p->tag_v > *v)
+            *v = p->tag_v, *d = p->tag_d;
     }
 }
 
-/* Bring node x's stored allocation up to date given the newest tag (cv,
+/* Bring run x's stored allocation up to date given the newest tag (cv,
  * cd) among its ancestors-or-self: if that migration is newer than x's
- * allocation, x's allocation is {cd}.  Only inactive nodes can be behind
+ * allocation, x's allocation is {cd}.  Only inactive runs can be behind
  * (a migration updates the active nodes of its subtree at once), so no
- * load share moves. */
+ * load share moves.  Every node of the run has the same tags above it
+ * (only heads carry tags), so the run is brought up to date as a whole:
+ * each of its nodes has, at every read, the allocation that applying
+ * every add and migration in time order gives, which is what the
+ * per-node tree stores. */
 static void resolve(preble *s, uint32_t x, uint32_t cv, uint32_t cd)
 {
-    pnode *p = &s->nd[x];
+    prun *p = &s->nd[x];
     if (cv <= p->ver)
         return;
     SIM_ALWAYS(p->active_pos == PB_NONE);
@@ -467,35 +547,33 @@ static void resolve(preble *s, uint32_t x, uint32_t cv, uint32_t cd)
     p->ver = s->ver;
 }
 
-/* Resolve the nodes of a root path path[0..n) (each node's ancestors are
- * the ones before it). */
-static void resolve_path(preble *s, const uint32_t *path, uint32_t n)
+/* Resolve the runs of a root path pr[0..k) (each run's ancestors are the
+ * ones before it). */
+static void resolve_path(preble *s, const uint32_t *pr, uint32_t k)
 {
     uint32_t cv = 0, cd = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        if (j + 8 < n)
-            SIM_PREFETCH(&s->nd[path[j + 8]]);
-        const pnode *x = &s->nd[path[j]];
+    for (uint32_t j = 0; j < k; j++) {
+        const prun *x = &s->nd[pr[j]];
         if (x->tag_v > cv)
             cv = x->tag_v, cd = x->tag_d;
-        resolve(s, path[j], cv, cd);
+        resolve(s, pr[j], cv, cd);
     }
 }
 
 /* Apply alloc_add (replace = 0) or alloc_only (replace = 1) to the
  * segment headed by active node n: n and its single-child chain down to
- * the first node with no or several children (a branch point), inclusive.
+ * the first node with no or several children (a branch point), inclusive:
+ * whole runs, as only a run's last node can have other than one child.
  * That last node is the deepest matched node of the requests for which n
- * is the important node, so it is what exploit reads.  The chain's nodes
- * are resolved first (their ancestors' tags: n's path's, then the
- * chain's).  O(depth of n + segment length). */
+ * is the important node, so it is what exploit reads.  The chain's runs
+ * are resolved first (their ancestors' tags: n's, then the chain's).
+ * O(runs above n + runs of the segment). */
 static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
 {
-    const uint32_t pos = s->nd[n].active_pos;
-    SIM_ALWAYS(pos != PB_NONE);
+    SIM_ALWAYS(s->nd[n].active_pos != PB_NONE);
     uint32_t cv = 0, cd = 0;
-    if (s->ver > 1) /* some subtree was migrated (then paths are kept) */
-        newest_tag(s, s->act_path[pos], s->act_depth[pos] + 1, &cv, &cd);
+    if (s->ver > 1) /* some subtree was migrated */
+        newest_tag(s, n, &cv, &cd);
     for (uint32_t x = n;; x = s->nd[x].child) {
         if (s->nd[x].tag_v > cv)
             cv = s->nd[x].tag_v, cd = s->nd[x].tag_d;
@@ -509,62 +587,55 @@ static void alloc_segment(preble *s, uint32_t n, uint32_t d, int replace)
     }
 }
 
-/* Is active node a (at active position i) in the subtree of the node at
- * depth dn, n? */
-static int in_subtree(const preble *s, uint32_t i, uint32_t n, uint32_t dn)
-{
-    return s->act_depth[i] >= dn && s->act_path[i][dn] == n;
-}
-
-/* The order in which the per-node walk of the subtree of the node at
- * depth dn (an explicit stack: pop a node, push its children in child-list
- * order, which is newest first) visits the active nodes at positions i and
- * j: preorder with the oldest child first. */
-static int dfs_before(const preble *s, uint32_t i, uint32_t j, uint32_t dn)
-{
-    const uint32_t *a = s->act_path[i], *b = s->act_path[j];
-    const uint32_t da = s->act_depth[i], db = s->act_depth[j];
-    for (uint32_t k = dn;; k++) {
-        if (k > da || k > db) /* one is an ancestor of the other */
-            return da < db;
-        if (a[k] != b[k])
-            return s->nd[a[k]].seq < s->nd[b[k]].seq;
-    }
-}
-
 /* Migration of active prefix n to d alone (migrate: subtree, as the
  * reference's update_children): alloc(x) = {d} for n and every node below
- * it.  Done lazily: a tag on n (a new version) stands for the nodes below,
+ * it.  Done lazily: a tag on n (a new version) stands for the runs below,
  * which are resolved when a request's path or a segment next reads them;
  * the active nodes of the subtree, whose allocations carry load shares,
- * are updated now, in the order a walk over every node of the subtree
- * would reach them (so the shares move in the same floating-point order).
- * O(active nodes) to find them, plus their paths' compares to order them. */
+ * are updated now (their runs, n's included), in the order the per-node
+ * walk of the subtree reached them (so the shares move in the same
+ * floating-point order): that walk (an explicit stack: pop a node, push
+ * its children in child-list order, newest first) visits in preorder with
+ * the oldest child first, and so does this walk over runs -- a run's
+ * nodes are a chain, only its last node has other children, and a run's
+ * child list is newest first too (a new run is linked first; a cut gives
+ * the head part one child, older than any later one), which is checked
+ * as it is read.  O(runs of the subtree). */
 static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
 {
-    const uint32_t pos = s->nd[n].active_pos;
-    SIM_ALWAYS(pos != PB_NONE);
-    const uint32_t dn = s->act_depth[pos];
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < s->n_active; i++)
-        if (in_subtree(s, i, n, dn)) {
+    SIM_ALWAYS(s->nd[n].active_pos != PB_NONE);
+    uint32_t k = 0, top = 0;
+    if (s->stk_cap == 0) {
+        s->stk_cap = 256;
+        s->stk = sim_xmalloc(s->stk_cap * sizeof *s->stk);
+    }
+    s->stk[top++] = n;
+    while (top > 0) { /* preorder, oldest child first */
+        const uint32_t x = s->stk[--top];
+        const prun *p = &s->nd[x];
+        if (p->active_pos != PB_NONE) {
             if (k == s->sub_cap) {
                 s->sub_cap = s->sub_cap ? 2 * s->sub_cap : 64;
                 s->sub = sim_xrealloc(s->sub, s->sub_cap * sizeof *s->sub);
             }
-            s->sub[k++] = i;
+            s->sub[k++] = x;
         }
-    for (uint32_t i = 1; i < k; i++) { /* insertion sort: few nodes */
-        uint32_t v = s->sub[i], j = i;
-        for (; j > 0 && dfs_before(s, v, s->sub[j - 1], dn); j--)
-            s->sub[j] = s->sub[j - 1];
-        s->sub[j] = v;
+        uint64_t newer = UINT64_MAX;
+        for (uint32_t c = p->child; c != PB_NONE; c = s->nd[c].next) {
+            SIM_ALWAYS(s->nd[c].seq < newer); /* newest first */
+            newer = s->nd[c].seq;
+            if (top == s->stk_cap) {
+                s->stk_cap *= 2;
+                s->stk = sim_xrealloc(s->stk, s->stk_cap * sizeof *s->stk);
+            }
+            s->stk[top++] = c;
+        }
     }
     const uint32_t ver = ++s->ver;
     s->nd[n].tag_v = ver;
     s->nd[n].tag_d = d;
     for (uint32_t i = 0; i < k; i++) {
-        const uint32_t a = s->active[s->sub[i]];
+        const uint32_t a = s->sub[i];
         alloc_only(s, a, d);
         s->nd[a].ver = ver;
     }
@@ -572,46 +643,116 @@ static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
 
 /* ---- tree maintenance ---- */
 
-/* Node n becomes the most recently touched. */
+static uint64_t *chunk_hash(const pb_chunk *c)
+{
+    return (uint64_t *)c->h;
+}
+
+static uint32_t *chunk_ids(const pb_chunk *c)
+{
+    return (uint32_t *)(void *)((uint64_t *)c->h + c->n);
+}
+
+/* Run n becomes the most recently touched. */
 static inline void lru_touch(preble *s, uint32_t n)
 {
     sim_lruq_touch(&s->lq, &s->nd[0].lpos, sizeof *s->nd, n);
 }
 
-static uint32_t node_new(preble *s, uint64_t hash, uint32_t parent)
+/* A fresh run record (its fields to be set by the caller). */
+static uint32_t run_alloc(preble *s)
 {
-    uint32_t n;
     if (s->n_free != PB_NONE) {
-        n = s->n_free;
+        const uint32_t n = s->n_free;
         s->n_free = s->nd[n].next;
-    } else {
-        if (s->n_used == s->n_cap) {
-            uint32_t cap = 2 * s->n_cap;
-            s->nd = sim_xrealloc(s->nd, cap * sizeof *s->nd);
-            s->alloc = sim_xrealloc(s->alloc, (size_t)cap * s->words * sizeof *s->alloc);
-            s->n_cap = cap;
-        }
-        n = s->n_used++;
+        return n;
     }
-    pnode *x = &s->nd[n];
-    *x = (pnode){.hash = hash, .parent = parent, .child = PB_NONE,
-                 .next = s->nd[parent].child, .prev = PB_NONE, .active_pos = PB_NONE,
-                 .ver = s->ver, .seq = s->seq++};
+    if (s->n_used == s->n_cap) {
+        uint32_t cap = 2 * s->n_cap;
+        s->nd = sim_xrealloc(s->nd, cap * sizeof *s->nd);
+        s->alloc = sim_xrealloc(s->alloc, (size_t)cap * s->words * sizeof *s->alloc);
+        s->n_cap = cap;
+    }
+    return s->n_used++;
+}
+
+/* Link run n as the newest child of `parent`. */
+static void child_link(preble *s, uint32_t n, uint32_t parent)
+{
+    prun *x = &s->nd[n];
+    x->parent = parent;
+    x->prev = PB_NONE;
+    x->next = s->nd[parent].child;
     if (x->next != PB_NONE)
         s->nd[x->next].prev = n;
     s->nd[parent].child = n;
     s->nd[parent].nchild++;
+}
+
+/* A new run of the k nodes with hashes h[0..k) below `parent`, numbered
+ * as the per-node tree numbers k new nodes (ids from the free stack, then
+ * fresh; creation numbers in order), allocation empty, in the LRU. */
+static uint32_t run_new(preble *s, const uint64_t *h, uint32_t k, uint32_t parent,
+                        uint32_t depth)
+{
+    pb_chunk *c = sim_xmalloc(sizeof *c + (size_t)k * (sizeof(uint64_t) + sizeof(uint32_t)));
+    c->refs = 1;
+    c->n = k;
+    memcpy(chunk_hash(c), h, k * sizeof *h);
+    uint32_t *id = chunk_ids(c);
+    const uint32_t avail = s->id_free_cap - s->id_lo; /* pops, then fresh ids */
+    const uint32_t take = avail < k ? avail : k;
+    if (take)
+        memcpy(id, s->id_free + s->id_lo, take * sizeof *id);
+    s->id_lo += take;
+    for (uint32_t j = take; j < k; j++)
+        id[j] = s->id_next++;
+    const uint32_t n = run_alloc(s);
+    s->nd[n] = (prun){.hash = h[0], .ch = c, .off = 0, .len = k, .depth = depth,
+                      .child = PB_NONE, .active_pos = PB_NONE, .ver = s->ver, .seq = s->seq};
+    s->seq += k;
+    child_link(s, n, parent);
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
-    sim_u64map_put(&s->map, hash, n);
+    sim_u64map_put(&s->map, h[0], n);
     lru_touch(s, n);
     return n;
 }
 
-/* Remove leaf n (no children, no window requests), whose live LRU-queue
- * entry has just been taken off the queue. */
-static void node_free(preble *s, uint32_t n)
+/* Cut run x after its first k nodes (0 < k < len): x keeps its head and
+ * everything on it (window requests, tag, active place); the new run t of
+ * the rest takes x's children and its LRU place (so the per-node LRU
+ * order is unchanged: x is about to be touched), with x's allocation and
+ * version (an inactive run: no load share), as the same nodes of the
+ * per-node tree have.  O(children of x).  Returns t. */
+static uint32_t run_split(preble *s, uint32_t x, uint32_t k)
 {
-    pnode *x = &s->nd[n];
+    const uint32_t t = run_alloc(s);
+    prun *X = &s->nd[x], *T = &s->nd[t];
+    SIM_ALWAYS(k > 0 && k < X->len);
+    *T = (prun){.hash = chunk_hash(X->ch)[X->off + k], .ch = X->ch, .off = X->off + k,
+                .len = X->len - k, .depth = X->depth + k, .parent = x, .child = X->child,
+                .next = PB_NONE, .prev = PB_NONE, .lpos = X->lpos, .nchild = X->nchild,
+                .alloc_n = X->alloc_n, .active_pos = PB_NONE, .last_seen = X->last_seen,
+                .ver = X->ver, .seq = X->seq + k};
+    X->ch->refs++;
+    for (uint32_t c = T->child; c != PB_NONE; c = s->nd[c].next)
+        s->nd[c].parent = t;
+    X->child = t;
+    X->nchild = 1;
+    X->len = k;
+    memcpy(bits(s, t), bits(s, x), s->words * sizeof(uint64_t));
+    /* t's LRU place is x's (x's live queue entry now names t). */
+    s->lq.q[X->lpos & s->lq.mask] = t;
+    sim_u64map_put(&s->map, T->hash, t);
+    return t;
+}
+
+/* Remove leaf run n (no children, no window requests), whose live
+ * LRU-queue entry has just been taken off the queue: its nodes' ids go
+ * onto the free stack deepest first, as the per-node tree frees them. */
+static void run_free(preble *s, uint32_t n)
+{
+    prun *x = &s->nd[n];
     SIM_ALWAYS(x->child == PB_NONE && x->win_count == 0);
     if (x->prev != PB_NONE)
         s->nd[x->prev].next = x->next;
@@ -621,28 +762,37 @@ static void node_free(preble *s, uint32_t n)
         s->nd[x->next].prev = x->prev;
     s->nd[x->parent].nchild--;
     sim_u64map_del(&s->map, x->hash);
+    if (s->id_lo < x->len) { /* grow at the bottom end: the stack moves up */
+        const uint32_t used = s->id_free_cap - s->id_lo;
+        uint32_t cap = s->id_free_cap ? 2 * s->id_free_cap : 4096;
+        while (cap < used + x->len)
+            cap *= 2;
+        uint32_t *a = sim_xmalloc(cap * sizeof *a);
+        if (used)
+            memcpy(a + cap - used, s->id_free + s->id_lo, used * sizeof *a);
+        free(s->id_free);
+        s->id_free = a;
+        s->id_lo = cap - used;
+        s->id_free_cap = cap;
+    }
+    /* Pushed deepest first, so the run's ids lie in order from the top. */
+    s->id_lo -= x->len;
+    memcpy(s->id_free + s->id_lo, chunk_ids(x->ch) + x->off, x->len * sizeof *s->id_free);
+    if (--x->ch->refs == 0)
+        free(x->ch);
+    x->ch = NULL;
     x->next = s->n_free;
     s->n_free = n;
 }
 
-/* n = s->path[depth] (the request being placed) becomes active. */
-static void active_add(preble *s, uint32_t n, uint32_t depth)
+/* Run n, whose head is an important node, becomes active. */
+static void active_add(preble *s, uint32_t n)
 {
     if (s->n_active == s->active_cap) {
         s->active_cap = s->active_cap ? 2 * s->active_cap : 256;
         s->active = sim_xrealloc(s->active, s->active_cap * sizeof *s->active);
-        s->act_path = sim_xrealloc(s->act_path, s->active_cap * sizeof *s->act_path);
-        s->act_depth = sim_xrealloc(s->act_depth, s->active_cap * sizeof *s->act_depth);
-    }
-    SIM_ALWAYS(s->path[depth] == n);
-    uint32_t *path = NULL; /* only subtree migration reads it */
-    if (s->migrate_subtree) {
-        path = sim_xmalloc((depth + 1) * sizeof *path);
-        memcpy(path, s->path, (depth + 1) * sizeof *path);
     }
     s->nd[n].active_pos = s->n_active;
-    s->act_path[s->n_active] = path;
-    s->act_depth[s->n_active] = depth;
     s->active[s->n_active++] = n;
     dl_join(s, n);
 }
@@ -657,15 +807,12 @@ static void active_del(preble *s, uint32_t n)
             dl_del(s, d, s->n_active);
             dl_ins(s, d, p, last);
         }
-    free(s->act_path[p]);
     s->active[p] = last;
-    s->act_path[p] = s->act_path[s->n_active];
-    s->act_depth[p] = s->act_depth[s->n_active];
     s->nd[last].active_pos = p;
     s->nd[n].active_pos = PB_NONE;
 }
 
-/* Retire window entries and prune nodes older than the window. */
+/* Retire window entries and prune runs older than the window. */
 static void expire(preble *s, double now)
 {
     const double cutoff = now - s->window_s;
@@ -676,7 +823,7 @@ static void expire(preble *s, double now)
             if (s->load_loose[e->dest] < 0)
                 s->load_loose[e->dest] = 0;
         } else {
-            pnode *x = &s->nd[e->node];
+            prun *x = &s->nd[e->node];
             spread(s, e->node, -1);
             x->win_cost -= e->cost;
             if (--x->win_count == 0) {
@@ -690,25 +837,25 @@ static void expire(preble *s, double now)
         s->w_head = (s->w_head + 1) % s->w_cap;
         s->w_n--;
     }
-    for (;;) { /* prune from the least recently touched node */
+    for (;;) { /* prune from the least recently touched run */
         const uint32_t n = sim_lruq_front(&s->lq, &s->nd[0].lpos, sizeof *s->nd);
         if (n == SIM_LRUQ_NONE || !(s->nd[n].last_seen < cutoff))
             break;
         sim_lruq_pop_front(&s->lq);
         if (s->lq.head + 8 < s->lq.tail)
             sim_u64map_prefetch(&s->map, s->nd[sim_lruq_at(&s->lq, s->lq.head + 8)].hash);
-        node_free(s, n);
+        run_free(s, n);
     }
 }
 
-/* Enter e in the window; e.node, if any, is s->path[depth]. */
-static void window_push(preble *s, pentry e, uint32_t depth)
+/* Enter e in the window. */
+static void window_push(preble *s, pentry e)
 {
     if (s->w_n == s->w_cap) {
         size_t cap = s->w_cap ? 2 * s->w_cap : 1024;
         pentry *w = sim_xmalloc(cap * sizeof *w);
-        for (size_t i = 0; i < s->w_n; i++)
-            w[i] = s->win[(s->w_head + i) % s->w_cap];
+        for (size_t j = 0; j < s->w_n; j++)
+            w[j] = s->win[(s->w_head + j) % s->w_cap];
         free(s->win);
         s->win = w;
         s->w_cap = cap;
@@ -720,16 +867,15 @@ static void window_push(preble *s, pentry e, uint32_t depth)
         s->load_loose[e.dest] += e.cost;
         return;
     }
-    pnode *x = &s->nd[e.node];
+    prun *x = &s->nd[e.node];
     spread(s, e.node, -1);
     x->win_cost += e.cost;
     if (x->win_count++ == 0)
-        active_add(s, e.node, depth);
+        active_add(s, e.node);
     else
         dl_dirty(s, e.node);
     spread(s, e.node, +1);
 }
-
 /* ---- rebalancing ---- */
 
 /* ---- overload detector on TTFTs reported at completion ---- */
@@ -866,64 +1012,130 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
 /* load_split exactly as a pass over `active` in order computes it
  * (spread(+1) of every active node into zeroed sums): per destination,
  * the same terms added in the same order, taken from its list, which is
- * re-added only when it changed.  O(R + the dirty lists' lengths). */
+ * re-added from its first changed entry.  O(changed destinations + the
+ * re-added entries). */
 static void recompute_split(preble *s)
 {
-    for (uint32_t d = 0; d < s->n_dest; d++) {
+    /* Only the queued destinations: any other one's list and share are
+     * unchanged since they were last set from its sum. */
+    for (uint32_t q = 0; q < s->n_dq; q++) {
+        const uint32_t d = s->dq[q];
         pb_dlist *l = &s->dl[d];
-        if (l->dirty) {
-            double sum = 0;
-            for (uint32_t i = 0; i < l->n; i++) {
-                const pnode *x = &s->nd[l->e[i].node];
-                if (x->win_cost != 0 && x->alloc_n != 0)
-                    sum += x->win_cost / x->alloc_n;
+        l->queued = 0;
+        if (l->ok < l->n) { /* the same additions in the same order, unrolled */
+            const pb_dent *e = l->e;
+            double *pre = l->pre, sum = pre[l->ok];
+            uint32_t i = l->ok;
+            for (; i + 4 <= l->n; i += 4) {
+                pre[i + 1] = sum += e[i].term;
+                pre[i + 2] = sum += e[i + 1].term;
+                pre[i + 3] = sum += e[i + 2].term;
+                pre[i + 4] = sum += e[i + 3].term;
             }
-            l->sum = sum;
-            l->dirty = 0;
+            for (; i < l->n; i++)
+                pre[i + 1] = sum += e[i].term;
         }
-        s->load_split[d] = l->sum;
+        l->ok = l->n;
+        s->load_split[d] = l->n ? l->pre[l->n] : 0;
     }
+    s->n_dq = 0;
 }
 
+/* A migration candidate: cost share, run, and the node id of its head
+ * (ties in cost are broken by node id, as in the per-node tree). */
 typedef struct cand {
     double cost;
-    uint32_t node;
+    uint32_t node, id;
 } cand;
 
-static int cmp_cand(const void *a, const void *b)
+
+static int cand_before(const cand *x, const cand *y)
 {
-    const cand *x = a, *y = b;
-    if (x->cost != y->cost)
-        return x->cost < y->cost ? -1 : 1;
-    return (x->node > y->node) - (x->node < y->node);
+    return x->cost != y->cost ? x->cost < y->cost : x->id < y->id;
+}
+
+/* Sift c[i] down the min-heap c[0..n). */
+static void cand_down(cand *c, uint32_t n, uint32_t i)
+{
+    const cand v = c[i];
+    for (;;) {
+        uint32_t k = 2 * i + 1;
+        if (k >= n)
+            break;
+        if (k + 1 < n && cand_before(&c[k + 1], &c[k]))
+            k++;
+        if (!cand_before(&c[k], &v))
+            break;
+        c[i] = c[k];
+        i = k;
+    }
+    c[i] = v;
 }
 
 static void rebalance(preble *s, const route_view *v)
 {
     recompute_split(s);
     memset(s->dropped, 0, s->n_dest);
-    cand *c = sim_xmalloc((s->n_active ? s->n_active : 1) * sizeof *c);
+    if (s->cand_cap < s->n_active) {
+        s->cand_cap = 2 * s->n_active;
+        free(s->cand);
+        s->cand = sim_xmalloc(s->cand_cap * sizeof *s->cand);
+    }
+    cand *c = s->cand;
     for (uint32_t round = 0; round + 1 < s->n_dest; round++) {
-        fill_load(s, v);
+        /* The loads of the destinations not yet tried (the only ones read)
+         * and the heaviest and lightest of them. */
+        const double om = out_mean(s);
         uint32_t hi = PB_NONE, lo = PB_NONE;
-        for (uint32_t d = 0; d < s->n_dest; d++) {
-            if (s->dropped[d])
-                continue;
-            if (hi == PB_NONE || s->load[d] > s->load[hi])
-                hi = d;
-            if (lo == PB_NONE || s->load[d] < s->load[lo])
-                lo = d;
+        double lhi = 0, llo = 0;
+        if (s->tpot_observed) {
+            /* load_of inline, on locals, in two passes (the first one a
+             * vector loop).  f · om · med is +0.0 for f = 0 (om and the
+             * medians are finite), so the branch of load_of can go. */
+            const double *restrict split = s->load_split, *restrict loose = s->load_loose,
+                                   *restrict med = s->med;
+            const uint32_t *restrict out = v->outstanding;
+            const uint8_t *dropped = s->dropped;
+            double *restrict load = s->load;
+            const uint32_t nd = s->n_dest;
+            for (uint32_t d = 0; d < nd; d++)
+                load[d] = split[d] + loose[d] + (double)out[d] * om * med[d];
+            uint32_t d = 0;
+            while (d < nd && dropped[d])
+                d++;
+            if (d < nd) {
+                hi = lo = d;
+                lhi = llo = load[d];
+            }
+            for (d++; d < nd; d++) {
+                if (dropped[d])
+                    continue;
+                const double l = load[d];
+                if (l > lhi)
+                    hi = d, lhi = l;
+                if (l < llo)
+                    lo = d, llo = l;
+            }
+        } else {
+            for (uint32_t d = 0; d < s->n_dest; d++) {
+                if (s->dropped[d])
+                    continue;
+                const double l = load_of(s, v, d, om);
+                if (hi == PB_NONE || l > lhi)
+                    hi = d, lhi = l;
+                if (lo == PB_NONE || l < llo)
+                    lo = d, llo = l;
+            }
         }
-        if (hi == PB_NONE || hi == lo || s->load[hi] < s->high_load * s->load[lo])
+        if (hi == PB_NONE || hi == lo || lhi < s->high_load * llo)
             break;
         uint32_t nc = 0; /* the active nodes allocated to hi: hi's list */
         for (uint32_t i = 0; i < s->dl[hi].n; i++) {
             uint32_t n = s->dl[hi].e[i].node;
-            const pnode *x = &s->nd[n];
+            const prun *x = &s->nd[n];
             if (x->win_count > 1)
-                c[nc++] = (cand){x->win_cost / x->alloc_n, n};
+                c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
         }
-        qsort(c, nc, sizeof *c, cmp_cand);
         if (nc == 1) { /* a single hot prefix: replicate it */
             if (s->overload_completion) {
                 if (!has_bit(s, c[0].node, lo) &&
@@ -935,21 +1147,29 @@ static void rebalance(preble *s, const route_view *v)
                 alloc_segment(s, c[0].node, lo, 0);
             }
         } else {
-            for (uint32_t i = 0; i < nc; i++) {
-                fill_load(s, v);
-                if (s->load[hi] < s->high_load * s->load[lo])
+            /* Cheapest first: a heap (the order is total, so the same
+             * sequence as a sort; the loop usually stops after a few). */
+            for (uint32_t i = nc / 2; i-- > 0;)
+                cand_down(c, nc, i);
+            for (uint32_t h = nc; h > 0;) {
+                const cand ci = c[0];
+                c[0] = c[--h];
+                cand_down(c, h, 0);
+                const double om2 = out_mean(s);
+                lhi = load_of(s, v, hi, om2);
+                llo = load_of(s, v, lo, om2);
+                if (lhi < s->high_load * llo)
                     break;
-                if (s->load[hi] - c[i].cost < s->load[lo] + c[i].cost)
+                if (lhi - ci.cost < llo + ci.cost)
                     break;
                 if (s->migrate_subtree)
-                    alloc_subtree_only(s, c[i].node, lo);
+                    alloc_subtree_only(s, ci.node, lo);
                 else
-                    alloc_segment(s, c[i].node, lo, 1);
+                    alloc_segment(s, ci.node, lo, 1);
             }
         }
         s->dropped[hi] = 1;
     }
-    free(c);
 }
 
 /* ---- the route_type functions ---- */
@@ -1056,7 +1276,7 @@ static int pb_create(void *state, const route_env *env, const void *const *param
         s->tp_s = prefill_time(s, ct, 0) / ct;
     }
     s->n_free = PB_NONE;
-    s->rq_free = PB_NONE;
+    s->id_next = 1;
     s->ver = 1;
     s->last_rebalance_s = -INFINITY;
     s->n_cap = 1024;
@@ -1064,93 +1284,108 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->alloc = calloc((size_t)s->n_cap * s->words, sizeof *s->alloc);
     s->load_split = calloc(env->n_dest, sizeof *s->load_split);
     s->dl = calloc(env->n_dest, sizeof *s->dl);
+    s->dq = calloc(env->n_dest, sizeof *s->dq);
     s->load_loose = calloc(env->n_dest, sizeof *s->load_loose);
-    s->load = calloc(env->n_dest, sizeof *s->load);
     s->dropped = calloc(env->n_dest, 1);
+    s->load = calloc(env->n_dest, sizeof *s->load);
     s->tpot = calloc(env->n_dest, sizeof *s->tpot);
+    s->med = calloc(env->n_dest, sizeof *s->med);
     int rc = SIM_OK;
-    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->load_loose || !s->load || !s->dropped ||
-        !s->tpot)
+    if (!s->nd || !s->alloc || !s->load_split || !s->dl || !s->dq || !s->load_loose || !s->dropped || !s->load ||
+        !s->tpot || !s->med)
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     if (!rc)
         rc = sim_u64map_init(&s->map, 64);
     if (!rc)
         rc = sim_u64map_init(&s->smap, 64);
-    if (!rc)
-        rc = sim_u64map_init(&s->reqs, 64);
     if (rc) {
         pb_destroy(s);
         return rc;
     }
     for (uint32_t d = 0; d < env->n_dest; d++) /* the reference's initial entry */
         s->tpot[d] = (pb_tpot){.v = {PB_TPOT_INIT}, .sorted = {PB_TPOT_INIT}, .n = 1,
-                               .pos = 1, .median = PB_TPOT_INIT};
+                               .pos = 1};
+    for (uint32_t d = 0; d < env->n_dest; d++)
+        s->med[d] = PB_TPOT_INIT;
     /* Root sentinel. */
-    s->nd[0] = (pnode){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
+    s->nd[0] = (prun){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
                        .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE,
                        .ver = 1, .seq = s->seq++};
     s->n_used = 1;
     return SIM_OK;
 }
 
-/* Keep r's path (s->path[0..n_blocks)) until its completion. */
-static void req_keep(preble *s, const wl_request *r, double now)
+/* Walk r's blocks down the tree: s->pr[0..*k) are the runs on r's path
+ * from the root and s->pk[i] how many of run i's nodes (all but, maybe,
+ * for the last run).  One map probe per run (block hashes are chained, so
+ * a present block's node is where the walk expects it, as for the
+ * per-node tree's probe per block), then O(log run length) compares.  Returns
+ * the matched blocks m. */
+static uint32_t match(preble *s, const wl_request *r, uint32_t *k)
 {
-    uint32_t i = sim_u64map_get(&s->reqs, r->id);
-    if (i == PB_NONE) {
-        if (s->rq_free != PB_NONE) {
-            i = s->rq_free;
-            s->rq_free = s->rq[i].n;
-        } else {
-            if (s->n_rq == s->rq_cap) {
-                s->rq_cap = s->rq_cap ? 2 * s->rq_cap : 256;
-                s->rq = sim_xrealloc(s->rq, s->rq_cap * sizeof *s->rq);
+    const uint32_t n = r->n_blocks;
+    const uint64_t *b = r->blocks;
+    if (s->path_cap < n + 1) {
+        s->path_cap = n + 1;
+        s->pr = sim_xrealloc(s->pr, s->path_cap * sizeof *s->pr);
+        s->pk = sim_xrealloc(s->pk, s->path_cap * sizeof *s->pk);
+    }
+    uint32_t m = 0, kr = 0;
+    while (m < n) {
+        const uint32_t x = sim_u64map_get(&s->map, b[m]);
+        if (x == PB_NONE)
+            break;
+        const prun *p = &s->nd[x];
+        const uint64_t *h = chunk_hash(p->ch) + p->off;
+        const uint32_t lim = p->len < n - m ? p->len : n - m;
+        /* The first node of the run that r does not share: hashes are
+         * chained, so node j matches iff every node before it does (the
+         * assumption of the per-node tree's probe per block): a check of
+         * the last node, else a binary search. */
+        uint32_t j = lim;
+        if (h[lim - 1] != b[m + lim - 1]) {
+            uint32_t lo = 1, hi = lim - 1; /* [0, lo) match, hi does not */
+            while (lo < hi) {
+                const uint32_t mid = lo + (hi - lo) / 2;
+                if (h[mid] == b[m + mid])
+                    lo = mid + 1;
+                else
+                    hi = mid;
             }
-            i = s->n_rq++;
-            s->rq[i] = (pb_req){0};
+            j = lo;
         }
-        sim_u64map_put(&s->reqs, r->id, i);
+        s->pr[kr] = x;
+        s->pk[kr++] = j;
+        m += j;
+        if (j < p->len)
+            break;
     }
-    pb_req *q = &s->rq[i];
-    if (q->cap < r->n_blocks) {
-        free(q->path);
-        q->cap = r->n_blocks;
-        q->path = sim_xmalloc(q->cap * sizeof *q->path);
-    }
-    if (r->n_blocks) /* a prompt shorter than a block has no path (maybe no array) */
-        memcpy(q->path, s->path, r->n_blocks * sizeof *q->path);
-    q->n = r->n_blocks;
-    q->t = now;
+    *k = kr;
+    return m;
 }
 
-static void req_drop(preble *s, uint64_t id, uint32_t i)
-{
-    sim_u64map_del(&s->reqs, id);
-    s->rq[i].n = s->rq_free;
-    s->rq_free = i;
-}
-
-/* Index (into path, a request's nodes from the root) of the head of its
- * important segment; `m` matched path nodes, `n` path nodes in all (the
- * tail m..n-1 is new). */
-static uint32_t important(const preble *s, const uint32_t *path, uint32_t m, uint32_t n)
+/* Index (into s->pr[0..k), a request's path of runs from the root; n
+ * nodes in all, of which the first m were matched and the rest, if any,
+ * are the last run) of the run headed by the head of its important
+ * segment.  As the per-node scan: a segment starts just after a branch
+ * point (a node with two or more children: the last node of a run) or at
+ * the root, and the new tail [m, n) is the last segment. */
+static uint32_t important(const preble *s, uint32_t k, uint32_t m, uint32_t n)
 {
     uint32_t end = n, start = m;
-    /* The new tail [m, n) first; then matched segments upward. */
+    uint32_t i = m < n ? k - 1 : k; /* the run headed at `start` (when start < end) */
     for (;;) {
         if (start < end && end - start > start)
-            return start;
+            return i;
         if (start == 0)
             return 0;
         end = start;
         /* Segment start: just after the nearest branch point above `end`. */
-        uint32_t j = end - 1;
-        while (j > 0 && s->nd[path[j - 1]].nchild < 2) {
-            if (j > PB_PF) /* cold at completion: hide the misses */
-                SIM_PREFETCH(&s->nd[path[j - 1 - PB_PF]]);
+        uint32_t j = i - 1;
+        while (j > 0 && s->nd[s->pr[j - 1]].nchild < 2)
             j--;
-        }
-        start = j;
+        i = j;
+        start = s->nd[s->pr[j]].depth;
     }
 }
 
@@ -1160,69 +1395,60 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     const double now = v->now_s;
     expire(s, now);
     /* Match. */
-    if (s->path_cap < r->n_blocks) {
-        s->path = sim_xrealloc(s->path, r->n_blocks * sizeof *s->path);
-        s->path_cap = r->n_blocks;
-    }
-    uint32_t m = 0;
-    for (uint32_t j = 0; j < PB_PF && j < r->n_blocks; j++)
-        sim_u64map_prefetch(&s->map, r->blocks[j]);
-    while (m < r->n_blocks) {
-        if (m + PB_PF < r->n_blocks) /* the tree is large: hide the probe's miss */
-            sim_u64map_prefetch(&s->map, r->blocks[m + PB_PF]);
-        uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
-        if (x == PB_NONE)
-            break;
-        s->path[m++] = x;
-    }
+    uint32_t k;
+    const uint32_t m = match(s, r, &k);
     if (s->ver > 1) /* subtree migrations happened: bring the path up to date */
-        resolve_path(s, s->path, m);
+        resolve_path(s, s->pr, k);
     uint64_t hit = (uint64_t)m * s->block_size;
     const uint32_t cached = hit >= r->prompt_tokens ? r->prompt_tokens : (uint32_t)hit;
     const uint32_t fresh = r->prompt_tokens - cached;
-    /* Place. */
-    fill_load(s, v);
-    uint32_t g = 0;
+    /* Place: the lowest load cost (ties: lowest index) over alloc(deepest
+     * matched node) (exploit), or over all when exploring or when that set
+     * is empty. */
+    const double om = out_mean(s);
+    uint32_t g = PB_NONE;
+    double lg = 0;
+    /* faults: destinations the health view marks down are skipped
+     * (route_view_down); all down: destination 0 */
     if (cached > fresh && m > 0) { /* exploit */
-        uint32_t deep = s->path[m - 1], best = PB_NONE;
-        /* faults: destinations marked down are skipped (route_view_down) */
-        for (uint32_t d = 0; d < s->n_dest; d++)
-            if (has_bit(s, deep, d) && !route_view_down(v, d) &&
-                (best == PB_NONE || s->load[d] < s->load[best]))
-                best = d;
-        if (best == PB_NONE) /* empty set: any destination */
-            for (uint32_t d = 0; d < s->n_dest; d++)
-                if (!route_view_down(v, d) && (best == PB_NONE || s->load[d] < s->load[best]))
-                    best = d;
-        g = best == PB_NONE ? 0 : best; /* PB_NONE: all down */
-    } else { /* explore */
-        for (uint32_t d = 1; d < s->n_dest; d++)
-            if (!route_view_down(v, d) && (s->load[d] < s->load[g] || route_view_down(v, g)))
-                g = d;
-    }
-    /* Insert the new tail, touch the path leaf to root, join alloc. */
-    for (uint32_t j = m; j < r->n_blocks; j++) {
-        if (j + PB_PF < r->n_blocks) /* hide the insertion's miss */
-            sim_u64map_prefetch(&s->map, r->blocks[j + PB_PF]);
-        s->path[j] = node_new(s, r->blocks[j], j ? s->path[j - 1] : 0);
-    }
-    for (uint32_t j = r->n_blocks; j-- > 0;) {
-        if (j >= 16) { /* the path's nodes are scattered: hide their misses */
-            SIM_PREFETCH(&s->nd[s->path[j - 16]]);
-            SIM_PREFETCH(bits(s, s->path[j - 16]));
+        const uint32_t deep = s->pr[k - 1];
+        PB_FOR_DEST(s, deep, d) {
+            if (!route_view_down(v, d)) {
+                const double l = load_of(s, v, d, om);
+                if (g == PB_NONE || l < lg)
+                    g = d, lg = l;
+            }
         }
-        uint32_t x = s->path[j];
+    }
+    if (g == PB_NONE) /* explore, or an empty set: any destination */
+        for (uint32_t d = 0; d < s->n_dest; d++) {
+            if (route_view_down(v, d))
+                continue;
+            const double l = load_of(s, v, d, om);
+            if (g == PB_NONE || l < lg)
+                g = d, lg = l;
+        }
+    if (g == PB_NONE)
+        g = 0;
+    /* Cut the last run where the path leaves it, insert the new tail as
+     * one run, touch the path leaf to root, join alloc. */
+    if (k > 0 && s->pk[k - 1] < s->nd[s->pr[k - 1]].len)
+        run_split(s, s->pr[k - 1], s->pk[k - 1]);
+    if (m < r->n_blocks) {
+        s->pr[k] = run_new(s, r->blocks + m, r->n_blocks - m, k ? s->pr[k - 1] : 0, m);
+        s->pk[k++] = r->n_blocks - m;
+    }
+    for (uint32_t j = k; j-- > 0;) {
+        const uint32_t x = s->pr[j];
         s->nd[x].last_seen = now;
         lru_touch(s, x);
         alloc_add(s, x, g);
     }
-    const uint32_t imp_j = r->n_blocks ? important(s, s->path, m, r->n_blocks) : 0;
-    uint32_t imp = r->n_blocks ? s->path[imp_j] : PB_NONE;
+    const uint32_t imp_i = r->n_blocks ? important(s, k, m, r->n_blocks) : 0;
+    uint32_t imp = r->n_blocks ? s->pr[imp_i] : PB_NONE;
     double ttft = ((double)v->queued_tokens[g] + fresh) * s->tp_s;
     window_push(s, (pentry){.t = now, .cost = prefill_time(s, fresh, cached), .ttft = ttft,
-                            .node = imp, .dest = g}, imp_j);
-    if (s->overload_completion)
-        req_keep(s, r, now);
+                            .node = imp, .dest = g});
     s->prompt_sum += r->prompt_tokens;
     s->prompt_n++;
     s->assigned++;
@@ -1273,39 +1499,17 @@ static void tpot_add(preble *s, uint32_t d, double tpot)
     t->v[t->pos] = tpot;
     t->pos = (t->pos + 1) % PB_TPOT_KEEP;
     const double *srt = t->sorted;
-    t->median = t->n % 2 ? srt[t->n / 2] : (srt[t->n / 2 - 1] + srt[t->n / 2]) / 2;
+    s->med[d] = t->n % 2 ? srt[t->n / 2] : (srt[t->n / 2 - 1] + srt[t->n / 2]) / 2;
 }
 
 /* r's important node now (the reference recomputes it at completion from
- * the tree: find_node + get_important_node), or PB_NONE when none of r's
- * blocks is in the tree any more. */
-static uint32_t important_now(preble *s, const wl_request *r, double now)
+ * the tree: find_node + get_important_node): the run it heads, or PB_NONE
+ * when none of r's blocks is in the tree any more. */
+static uint32_t important_now(preble *s, const wl_request *r)
 {
-    const uint32_t i = sim_u64map_get(&s->reqs, r->id);
-    if (i != PB_NONE) {
-        pb_req *q = &s->rq[i];
-        const int kept = q->t >= now - s->window_s && q->n == r->n_blocks;
-        uint32_t imp = kept && q->n ? q->path[important(s, q->path, q->n, q->n)] : PB_NONE;
-        req_drop(s, r->id, i);
-        if (kept)
-            return imp;
-    }
-    if (s->path_cap < r->n_blocks) {
-        s->path = sim_xrealloc(s->path, r->n_blocks * sizeof *s->path);
-        s->path_cap = r->n_blocks;
-    }
-    uint32_t m = 0;
-    for (uint32_t j = 0; j < PB_PF && j < r->n_blocks; j++)
-        sim_u64map_prefetch(&s->map, r->blocks[j]);
-    while (m < r->n_blocks) {
-        if (m + PB_PF < r->n_blocks) /* as the match in pb_route */
-            sim_u64map_prefetch(&s->map, r->blocks[m + PB_PF]);
-        uint32_t x = sim_u64map_get(&s->map, r->blocks[m]);
-        if (x == PB_NONE)
-            break;
-        s->path[m++] = x;
-    }
-    return m ? s->path[important(s, s->path, m, m)] : PB_NONE;
+    uint32_t k;
+    const uint32_t m = match(s, r, &k);
+    return m ? s->pr[important(s, k, m, m)] : PB_NONE;
 }
 
 static void pb_complete(void *state, const wl_request *r, uint32_t dest, const route_done *done)
@@ -1313,17 +1517,13 @@ static void pb_complete(void *state, const wl_request *r, uint32_t dest, const r
     preble *s = state;
     s->out_sum += r->output_tokens;
     s->out_n++;
-    if (done->ttft_s < 0 || dest >= s->n_dest) { /* rejected: nothing measured */
-        const uint32_t i = s->overload_completion ? sim_u64map_get(&s->reqs, r->id) : PB_NONE;
-        if (i != PB_NONE)
-            req_drop(s, r->id, i);
+    if (done->ttft_s < 0 || dest >= s->n_dest) /* rejected: nothing measured */
         return;
-    }
     double tpot = route_done_tpot(done);
     if (s->tpot_observed && isfinite(tpot) && tpot > 0)
         tpot_add(s, dest, tpot);
     if (s->overload_completion) {
-        uint32_t imp = important_now(s, r, done->now_s);
+        uint32_t imp = important_now(s, r);
         if (imp != PB_NONE)
             series_add(s, imp, dest, done->now_s, done->ttft_s);
     }
@@ -1339,7 +1539,12 @@ static void pb_destroy(void *state)
 {
     preble *s = state;
     sim_u64map_fini(&s->map);
+    if (s->nd) /* the runs' chunks */
+        for (uint32_t i = 1; i < s->n_used; i++)
+            if (s->nd[i].ch && --s->nd[i].ch->refs == 0)
+                free(s->nd[i].ch);
     free(s->nd);
+    free(s->id_free);
     sim_lruq_fini(&s->lq);
     free(s->alloc);
     free(s->win);
@@ -1347,13 +1552,17 @@ static void pb_destroy(void *state)
     free(s->load_split);
     if (s->dl)
         for (uint32_t d = 0; d < s->n_dest; d++)
-            free(s->dl[d].e);
+            free(s->dl[d].e), free(s->dl[d].pre);
     free(s->dl);
+    free(s->dq);
     free(s->load_loose);
-    free(s->load);
     free(s->dropped);
-    free(s->path);
+    free(s->load);
+    free(s->cand);
+    free(s->pr);
+    free(s->pk);
     free(s->tpot);
+    free(s->med);
     for (uint32_t i = 0; i < s->n_ser; i++) {
         free(s->ser[i].t);
         free(s->ser[i].cum);
@@ -1361,14 +1570,7 @@ static void pb_destroy(void *state)
     free(s->ser);
     sim_u64map_fini(&s->smap);
     free(s->sub);
-    for (uint32_t i = 0; i < s->n_rq; i++)
-        free(s->rq[i].path);
-    free(s->rq);
-    sim_u64map_fini(&s->reqs);
-    for (uint32_t i = 0; i < s->n_active; i++)
-        free(s->act_path[i]);
-    free(s->act_path);
-    free(s->act_depth);
+    free(s->stk);
     memset(s, 0, sizeof *s);
 }
 
@@ -1384,3 +1586,4 @@ const route_type route_preble = {
     .on_interval = pb_interval,
     .destroy = pb_destroy,
 };
+

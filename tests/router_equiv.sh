@@ -12,7 +12,8 @@
 # router queue (migrated requests are added again).  preble: the defaults
 # (rebalancing after every placement, subtree migration, observed TPOT,
 # completion TTFTs), the legacy rules, and a short window (pruning, nodes
-# reused, requests outliving the window).
+# reused, requests outliving the window), and the corners of its tree of
+# runs (below).
 # usage: router_equiv.sh BENCH_SIM EQUIV_REF_SIM SOURCE_ROOT
 set -eu
 runs=$1 ref=$2 root=$3
@@ -37,4 +38,14 @@ check experiment "$cfg" 100 dualmap 3 $short --set router.dualmap.router_queue=t
 check experiment "$cfg" 60 preble 1 $short
 check experiment "$cfg" 100 preble 2 $short --set router.preble.tpot=cost_model --set router.preble.overload=dispatch_estimate --set router.preble.migrate=segment --set router.preble.rebalance=per_second
 check experiment "$cfg" 80 preble 3 $short --set router.preble.window_s=8
+# preble's tree of runs (round 4): many migrations (more runs cut and
+# subtrees walked), segment replication over runs with a short window,
+# the cost-model TPOT on 5 destinations, 70 destinations (allocation sets
+# of two words), and a 2-s window at 200 req/s (runs pruned within
+# seconds, node ids recycled from the free stack constantly).
+check experiment "$cfg" 130 preble 4 $short --set router.preble.high_load=1.1
+check experiment "$cfg" 100 preble 5 $short --set router.preble.window_s=8 --set router.preble.migrate=segment
+check experiment "$cfg" 100 preble 6 $short --set router.preble.tpot=cost_model --set cluster.destinations=5
+check experiment "$cfg" 100 preble 1 $short --set cluster.destinations=70
+check experiment "$cfg" 200 preble 9 $short --set router.preble.window_s=2
 exit $fail
