@@ -20,6 +20,7 @@
 #include "models/cluster.h"
 #include "models/route.h"
 #include "workloads/describe.h"
+#include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
@@ -1535,7 +1536,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     int rc = SIM_OK;
     wl_keystats ks;
     if (s.is_trace) {
-        if ((rc = wl_config_trace_load(wl, &s.trace)))
+        if ((rc = wl_config_trace_acquire(wl, &s.trace)))
             return rc;
         /* The replay tick a run uses (exp_setup_init), so the described
          * stream is the one runs see. */
@@ -1617,6 +1618,6 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
         }
     }
     exp_stream_close(st);
-    wl_trace_destroy(s.trace);
+    wl_ingest_release(s.trace);
     return rc;
 }
