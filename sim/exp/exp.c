@@ -707,6 +707,7 @@ typedef struct pool {
     int prune;            /* experiment.prune */
     int slo_metric;       /* experiment.slo_metric of the base config */
     double max_slo;       /* the largest SLO threshold, s */
+    unsigned jobs;        /* workers asked for (--jobs, >= 1) */
 } pool;
 
 static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
@@ -736,9 +737,10 @@ static double est_cost(const pool *pl, const task *t);
  * tasks whose series already failed.  NULL if none is ready now; sets
  * *finished when nothing is left to start at all.  Of the ready tasks
  * the one expected to take longest (est_cost; the lowest index among
- * equals) starts first, so that a sweep does not end with one long run
- * on one core while the others idle (longest processing time first,
- * Graham 1969; issue 18, "Sweep speedup"). */
+ * equals) among the next 8 x workers tasks starts first (or else the
+ * first ready one), so that a sweep does not end with one long run on
+ * one core while the others idle (longest processing time first, Graham
+ * 1969; issue 18, "Sweep speedup"). */
 static task *next_task(pool *pl, int *finished)
 {
     *finished = 0;
@@ -749,9 +751,15 @@ static task *next_task(pool *pl, int *finished)
         *finished = 1;
         return NULL;
     }
+    /* Longest first only among the next few tasks in run-index order: the
+     * main thread stores results in that order, so a result finished far
+     * ahead waits in memory (up to ~50 MB of records per run). */
+    const size_t window = 8 * (size_t)pl->jobs;
     task *best = NULL;
     double best_cost = -1;
     for (size_t k = pl->next; k < pl->n_tasks; k++) {
+        if (best && k >= pl->next + window)
+            break;
         task *t = &pl->tasks[k];
         if (!needs_sim(t) || t->taken || t->pruned)
             continue;
@@ -1399,7 +1407,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
 
     /* Workers simulate; this thread stores in run-index order. */
     pool pl = {.pts = pts, .tasks = tasks, .n_tasks = n_tasks, .stop = o->stop,
-               .prune = base.prune, .slo_metric = base.slo_metric};
+               .prune = base.prune, .slo_metric = base.slo_metric,
+               .jobs = o->jobs ? o->jobs : 1};
     for (size_t i = 0; i < base.n_slos; i++)
         pl.max_slo = fmax(pl.max_slo, base.slos[i]);
     if (exp_pool_start(&pl.wp, o->jobs ? o->jobs : 1, &sweep_ops, &pl) == 0)
