@@ -1,17 +1,11 @@
 /*
- * 4-ary-heap future-event set with (time, seq) order, intrusive heap
+ * Binary-heap future-event set with (time, seq) order, intrusive heap
  * indices for cancel-by-handle, and a slab pool of events.
  *
- * A d-ary heap is the simple choice that is good enough here: the queue
+ * A binary heap is the simple choice that is good enough here: the queue
  * holds one pending arrival, at most one step completion per destination
- * and a few control events, so it has about R + 3 entries (R
- * destinations), and a calendar queue or ladder queue would not pay for
- * its complexity.  Four children per node (Johnson 1975, "Priority queues
- * with update and finding minimum spanning trees") halve the depth of a
- * binary heap: a pop at R = 1000 walks 5 levels instead of 10, with the
- * children of a node in one cache line (four pointers).  The order
- * (time, then scheduling sequence) is total, so every correct heap pops
- * the same sequence: the arity changes no result.
+ * and a few control events, so it has tens of entries, and a calendar queue
+ * or ladder queue would not pay for its complexity.
  */
 #include "sim/core/evq.h"
 
@@ -102,13 +96,11 @@ static inline void place(sim_evq *q, uint32_t i, sim_event *e)
     e->heap_idx = i;
 }
 
-#define ARITY 4u
-
 static void sift_up(sim_evq *q, uint32_t i)
 {
     sim_event *e = q->heap[i];
     while (i > 0) {
-        uint32_t parent = (i - 1) / ARITY;
+        uint32_t parent = (i - 1) / 2;
         if (!before(e, q->heap[parent]))
             break;
         place(q, i, q->heap[parent]);
@@ -121,14 +113,11 @@ static void sift_down(sim_evq *q, uint32_t i)
 {
     sim_event *e = q->heap[i];
     for (;;) {
-        const uint32_t first = ARITY * i + 1;
-        if (first >= q->n)
+        uint32_t c = 2 * i + 1;
+        if (c >= q->n)
             break;
-        const uint32_t last = first + ARITY < q->n ? first + ARITY : q->n;
-        uint32_t c = first;
-        for (uint32_t k = first + 1; k < last; k++)
-            if (before(q->heap[k], q->heap[c]))
-                c = k;
+        if (c + 1 < q->n && before(q->heap[c + 1], q->heap[c]))
+            c++;
         if (!before(q->heap[c], e))
             break;
         place(q, i, q->heap[c]);
@@ -165,7 +154,7 @@ void sim_evq_cancel(sim_evq *q, sim_event *e)
         return;
     place(q, i, q->heap[q->n]);
     /* The moved event may belong above or below position i. */
-    if (i > 0 && before(q->heap[i], q->heap[(i - 1) / ARITY]))
+    if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
         sift_up(q, i);
     else
         sift_down(q, i);
