@@ -46,6 +46,7 @@ typedef struct slot {
      * global and key prefix), so they are copied instead of rehashed. */
     uint64_t *hc;
     uint32_t hn, hcap;
+    uint32_t listed;   /* in wl_synth.used (started at least once) */
 } slot;
 
 typedef struct seg {
@@ -57,7 +58,12 @@ struct wl_synth {
     wl_keyrates kr;      /* rates in requests/s (current, after drift) */
     uint32_t *prefix_len;/* per key (index in kr) */
     uint64_t *prefix_id; /* per key */
-    slot *slots;         /* kr.n × per_key */
+    slot *slots;         /* kr.n × per_key (calloc: pages of slots never
+                            used are never touched) */
+    size_t *used;        /* indexes of the slots ever started, so that
+                            destroy frees them without reading all kr.n ×
+                            per_key slots (10^7 keys: 2.2 GB of slots) */
+    size_t n_used, cap_used;
     uint32_t per_key;
     gsl_ran_discrete_t *table;
     gsl_rng *r_arr, *r_key, *r_len, *r_drift;
@@ -182,11 +188,11 @@ void wl_synth_destroy(wl_synth *s)
 {
     if (!s)
         return;
-    if (s->slots)
-        for (size_t i = 0; i < s->kr.n * s->per_key; i++) {
-            free(s->slots[i].seg_len);
-            free(s->slots[i].hc);
-        }
+    for (size_t i = 0; i < s->n_used; i++) {
+        free(s->slots[s->used[i]].seg_len);
+        free(s->slots[s->used[i]].hc);
+    }
+    free(s->used);
     free(s->slots);
     free(s->prefix_len);
     free(s->prefix_id);
@@ -338,6 +344,14 @@ static void push_seg(wl_synth *s, size_t *ns, uint64_t id, uint32_t len)
 
 static void slot_start(wl_synth *s, slot *sl)
 {
+    if (!sl->listed) {
+        if (s->n_used == s->cap_used) {
+            s->cap_used = s->cap_used ? 2 * s->cap_used : 256;
+            s->used = sim_xrealloc(s->used, s->cap_used * sizeof *s->used);
+        }
+        s->used[s->n_used++] = (size_t)(sl - s->slots);
+        sl->listed = 1;
+    }
     sl->sess = wl_block_hash(s->sess_base, s->sess_counter++);
     sl->turn = 0;
     sl->turns = draw_len(&s->turns, s->r_len);
