@@ -10,6 +10,7 @@ set multiplot layout 2,2 title "crsim scaling (scripts/bench-scale)"
 set logscale x
 set grid
 set key top left
+set xrange [5:1500]
 set xlabel "destinations R (load and keys per destination fixed)"
 set ylabel "µs of CPU time per simulated request"
 set yrange [0:*]
@@ -19,6 +20,7 @@ set logscale y
 set yrange [*:*]
 plot for [p in pols] dest using 2:(strcol(1) eq p ? $8 : 1/0) with linespoints title p
 unset logscale y
+set xrange [*:*]
 set xlabel "key population (workload.keys.n, all active; R = 30, 100 requests/s)"
 set ylabel "µs of CPU time per simulated request"
 set yrange [0:*]
