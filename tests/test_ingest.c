@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "sim/core/error.h"
+#include "workloads/arrivals.h"
 #include "workloads/ingest.h"
 #include "workloads/replay.h"
 #include "check.h"
@@ -266,6 +267,40 @@ int main(int argc, char **argv)
     snprintf(missing, sizeof missing, "%s/none.jsonl", dir);
     CHECK_INT_EQ(wl_ingest_trace(missing, &o, &t1), SIM_EIO);
     CHECK(strstr(sim_errmsg(), missing) != NULL);
+
+    /* (h2) inter-arrival CSVs: parsed once, shared, equal to a private load. */
+    char iat[600];
+    snprintf(iat, sizeof iat, "%s/iat.csv", dir);
+    FILE *f = fopen(iat, "w");
+    CHECK(f != NULL);
+    fprintf(f, "TIMESTAMP,other\n");
+    for (int i = 0; i < 50; i++)
+        fprintf(f, "%d.%d,x\n", 10 + 3 * i, (7 * i) % 10); /* gaps 2.x..3.9 s */
+    CHECK(fclose(f) == 0);
+    const struct wl_iat_series *g1, *g2;
+    const wl_ingest_stats bi = wl_ingest_get_stats();
+    if (wl_ingest_iat(iat, "TIMESTAMP", 0, &g1) != SIM_OK) {
+        fprintf(stderr, "%s\n", sim_errmsg());
+        return 1;
+    }
+    CHECK_INT_EQ(wl_ingest_iat(iat, "TIMESTAMP", 0, &g2), SIM_OK);
+    CHECK(g1 == g2);
+    s = wl_ingest_get_stats();
+    CHECK_U64_EQ(s.iat_parsed, bi.iat_parsed + 1);
+    CHECK_U64_EQ(s.iat_shared, bi.iat_shared + 1);
+    wl_iat_series own;
+    CHECK_INT_EQ(wl_iat_load_csv(iat, "TIMESTAMP", 0, &own), SIM_OK);
+    CHECK_U64_EQ(g1->n, 49);
+    CHECK_U64_EQ(own.n, g1->n);
+    CHECK(memcmp(own.gap_s, g1->gap_s, own.n * sizeof *own.gap_s) == 0);
+    wl_iat_series_fini(&own);
+    const struct wl_iat_series *g3;
+    CHECK_INT_EQ(wl_ingest_iat(iat, "TIMESTAMP", 1, &g3), SIM_OK); /* as gaps: another series */
+    CHECK(g3 != g1);
+    wl_ingest_iat_release(g3);
+    wl_ingest_iat_release(g1);
+    wl_ingest_iat_release(g2);
+    CHECK_INT_EQ(wl_ingest_iat(missing, "TIMESTAMP", 0, &g1), SIM_EIO);
 
     /* (i) the real trace: the shared stream is the per-request stream. */
     if (argc > 1) {

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "workloads/arrivals.h"
 #include "workloads/internal.h"
 
 /* One engine block size's table of a held trace. */
@@ -452,6 +453,94 @@ const wl_trace_hashes *wl_ingest_hashes(const wl_trace *t, uint32_t block_size)
     }
     pthread_mutex_unlock(&mu);
     return res;
+}
+
+/* ---- inter-arrival series ---- */
+
+typedef struct iat_entry {
+    char *key;            /* real path, column, as_gaps */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    wl_iat_series s;
+    unsigned refs;
+    struct iat_entry *next;
+} iat_entry;
+
+static iat_entry *held_iat;
+
+int wl_ingest_iat(const char *path, const char *column, int as_gaps,
+                  const struct wl_iat_series **out)
+{
+    SIM_ALWAYS(path && column && out);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return SIM_ERROR(SIM_EIO, "%s: cannot open inter-arrival file: %s; expected a "
+                         "readable CSV (workload.arrival.iat_file)", path, strerror(errno));
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        snprintf(real, sizeof real, "%s", path);
+    size_t klen = strlen(real) + strlen(column) + 8;
+    char *key = malloc(klen);
+    if (!key)
+        return SIM_ERROR(SIM_ENOMEM, "%s: out of memory loading the inter-arrival file", path);
+    snprintf(key, klen, "%s\n%s\n%d", real, column, as_gaps ? 1 : 0);
+    pthread_mutex_lock(&mu);
+    for (iat_entry *e = held_iat; e; e = e->next)
+        if (e->dev == sb.st_dev && e->ino == sb.st_ino && e->size == sb.st_size &&
+            e->mtime.tv_sec == sb.st_mtim.tv_sec && e->mtime.tv_nsec == sb.st_mtim.tv_nsec &&
+            strcmp(e->key, key) == 0) {
+            e->refs++;
+            stats.iat_shared++;
+            pthread_mutex_unlock(&mu);
+            free(key);
+            *out = &e->s;
+            return SIM_OK;
+        }
+    iat_entry *e = calloc(1, sizeof *e);
+    int rc = e ? wl_iat_load_csv(path, column, as_gaps, &e->s)
+               : SIM_ERROR(SIM_ENOMEM, "%s: out of memory loading the inter-arrival file", path);
+    if (rc) {
+        pthread_mutex_unlock(&mu);
+        free(e);
+        free(key);
+        return rc;
+    }
+    stats.iat_parsed++;
+    e->key = key;
+    e->dev = sb.st_dev;
+    e->ino = sb.st_ino;
+    e->size = sb.st_size;
+    e->mtime = sb.st_mtim;
+    e->refs = 1;
+    e->next = held_iat;
+    held_iat = e;
+    pthread_mutex_unlock(&mu);
+    *out = &e->s;
+    return SIM_OK;
+}
+
+void wl_ingest_iat_release(const struct wl_iat_series *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&mu);
+    iat_entry **pp = &held_iat;
+    while (*pp && &(*pp)->s != s)
+        pp = &(*pp)->next;
+    SIM_ALWAYS(*pp != NULL); /* not a held series: a bug */
+    iat_entry *e = *pp;
+    if (--e->refs == 0)
+        *pp = e->next;
+    else
+        e = NULL;
+    pthread_mutex_unlock(&mu);
+    if (e) {
+        wl_iat_series_fini(&e->s);
+        free(e->key);
+        free(e);
+    }
 }
 
 wl_ingest_stats wl_ingest_get_stats(void)

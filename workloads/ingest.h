@@ -96,6 +96,23 @@ void wl_ingest_release(const wl_trace *t);
  */
 const wl_trace_hashes *wl_ingest_hashes(const wl_trace *t, uint32_t block_size);
 
+/*
+ * The recorded inter-arrival gaps of column `column` of the CSV at `path`
+ * (as wl_iat_load_csv, workloads/arrivals.h), shared like a trace: parsed
+ * on the first call in the process, the same series for later calls with
+ * the same file (device, inode, size, modification time), column and
+ * `as_gaps`.  *out is read-only until the matching wl_ingest_iat_release.
+ * Returns SIM_OK or the errors of wl_iat_load_csv (SIM_EIO when the file
+ * cannot be stat'ed); on error *out is unchanged.  Not cached on disk.
+ */
+struct wl_iat_series;
+int wl_ingest_iat(const char *path, const char *column, int as_gaps,
+                  const struct wl_iat_series **out);
+
+/* Release one hold from wl_ingest_iat.  Accepts NULL; a pointer that is
+ * not a held series is a bug (aborts). */
+void wl_ingest_iat_release(const struct wl_iat_series *s);
+
 /* Counters of this process's ingestion, for tests and benchmarks. */
 typedef struct wl_ingest_stats {
     uint64_t parsed;        /* traces parsed from their file */
@@ -105,6 +122,8 @@ typedef struct wl_ingest_stats {
                                corrupt, other version) and rewritten */
     uint64_t cache_written; /* cache files written */
     uint64_t hash_tables;   /* block-hash tables built */
+    uint64_t iat_parsed;    /* inter-arrival CSVs parsed (wl_ingest_iat) */
+    uint64_t iat_shared;    /* wl_ingest_iat calls served by a held series */
 } wl_ingest_stats;
 
 /* The counters so far.  Cannot fail. */

@@ -19,6 +19,7 @@
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "workloads/arrivals.h"
+#include "workloads/ingest.h"
 #include "workloads/internal.h"
 
 /* Tags mixed into segment ids so that the content of different segment
@@ -68,7 +69,8 @@ struct wl_synth {
     gsl_ran_discrete_t *table;
     gsl_rng *r_arr, *r_key, *r_len, *r_drift;
     wl_arrivals *arr;
-    wl_iat_series series;
+    const wl_iat_series *series; /* bootstrap: the process's shared copy of the
+                                    recorded gaps (wl_ingest_iat), or NULL */
     lendist turns, input, output;
     uint32_t block, global_tokens, max_prompt;
     uint64_t global_id, sess_base, sess_counter;
@@ -203,7 +205,7 @@ void wl_synth_destroy(wl_synth *s)
     sim_rng_destroy(s->r_len);
     sim_rng_destroy(s->r_drift);
     wl_arrivals_destroy(s->arr);
-    wl_iat_series_fini(&s->series);
+    wl_ingest_iat_release(s->series);
     wl_keyrates_fini(&s->kr);
     free(s->segs);
     free(s);
@@ -283,11 +285,11 @@ int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double t
         goto fail;
     }
     if (ak == WL_ARRIVAL_BOOTSTRAP &&
-        (rc = wl_iat_load_csv(cfg->arrival.iat_file, cfg->arrival.iat_column,
-                              cfg->arrival.iat_is_gaps, &s->series)))
+        (rc = wl_ingest_iat(cfg->arrival.iat_file, cfg->arrival.iat_column,
+                            cfg->arrival.iat_is_gaps, &s->series)))
         goto fail;
     wl_arrival_params ap = {.kind = ak, .rate = rate, .cv = cfg->arrival.cv,
-                            .series = &s->series, .block_len = (size_t)cfg->arrival.block_len};
+                            .series = s->series, .block_len = (size_t)cfg->arrival.block_len};
     if ((rc = wl_arrivals_create(&ap, s->r_arr, &s->arr)))
         goto fail;
     s->turns = make_len(&cfg->turns);
