@@ -5,7 +5,10 @@
 #ifndef CRSIM_WORKLOADS_INTERNAL_H
 #define CRSIM_WORKLOADS_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct wl_trace;
 
 /* Strip leading and trailing white space (isspace) of `s` in place;
  * returns the first non-space character.  Cannot fail.  (csv.c) */
@@ -36,4 +39,11 @@ int wl__name_parse(const char *const names[], const char *what, const char *name
 int64_t wl__days_from_civil(int64_t y, int64_t m, int64_t d);
 int64_t wl__days_in_month(int64_t y, int64_t m);
 int wl__digits(const char **p, int n, int64_t *v);
+/* Engine blocks of request i (< t->n) of trace t at block size bs (a
+ * divisor of t->block_tokens): floor(input_tokens / bs), at most the
+ * blocks its ids cover; and their chained hashes (workloads/replay.h)
+ * into h (room for that many), returning the count.  Cannot fail.
+ * (replay.c; also ingest.c) */
+uint32_t wl__trace_req_blocks(const struct wl_trace *t, size_t i, uint32_t bs);
+uint32_t wl__trace_req_hashes(const struct wl_trace *t, size_t i, uint32_t bs, uint64_t *h);
 #endif

@@ -10,6 +10,8 @@
 
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
+#include "workloads/ingest.h"
+#include "workloads/internal.h"
 
 typedef struct arrival {
     double t;
@@ -34,12 +36,49 @@ static int cmp_arrival(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+static inline int before(const arrival *x, const arrival *y)
+{
+    return x->t < y->t || (x->t == y->t && x->idx < y->idx);
+}
+
+/* Sort by (t, idx), the order of cmp_arrival.  A trace's timestamps are
+ * non-decreasing and the jitter stays inside each tick, so the array is
+ * sorted but within ticks: an insertion sort does O(n + inversions)
+ * moves, where qsort's merge sort moved every 16-byte element log n times
+ * through memcpy (7 % of a Mooncake experiment's instructions).  If the
+ * moves pass 32·n (a trace with many requests per tick) the rest is
+ * left to qsort.  The order is total, so the result is the same either
+ * way. */
+static void sort_arrivals(arrival *a, size_t n)
+{
+    uint64_t moves = 0;
+    const uint64_t budget = 32 * (uint64_t)n;
+    for (size_t i = 1; i < n; i++) {
+        const arrival x = a[i];
+        size_t j = i;
+        while (j > 0 && before(&x, &a[j - 1])) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+        moves += i - j;
+        if (moves > budget) {
+            qsort(a, n, sizeof *a, cmp_arrival);
+            return;
+        }
+    }
+}
+
 int wl_replay_create(const wl_trace *t, const wl_replay_params *p, wl_replay **out)
 {
     if (p->block_size == 0 || t->block_tokens % p->block_size != 0)
         return SIM_ERROR(SIM_EINVAL, "engine.block_size %u does not divide the trace's %u-token "
                          "blocks; expected a divisor of %u (e.g. 16)",
                          p->block_size, t->block_tokens, t->block_tokens);
+    if (p->hashes && p->hashes->block_size != p->block_size)
+        return SIM_ERROR(SIM_EINVAL, "block-hash table of %u-token blocks for a replay of "
+                         "engine.block_size %u; expected the table of the replay's block size",
+                         p->hashes->block_size, p->block_size);
     if (p->key_ids == 0)
         return SIM_ERROR(SIM_EINVAL, "workload.key_ids is 0; expected at least 1 leading id");
     if (!(p->rate >= 0) || !isfinite(p->rate))
@@ -66,7 +105,7 @@ int wl_replay_create(const wl_trace *t, const wl_replay_params *p, wl_replay **o
         }
         rp->order[i] = (arrival){ts, (uint32_t)i};
     }
-    qsort(rp->order, t->n, sizeof *rp->order, cmp_arrival);
+    sort_arrivals(rp->order, t->n);
     rp->scale = 1.0;
     if (p->rate > 0) {
         double native = wl_trace_mean_rate(t);
@@ -113,6 +152,31 @@ void wl_replay_destroy(wl_replay *rp)
     free(rp);
 }
 
+uint32_t wl__trace_req_blocks(const wl_trace *t, size_t i, uint32_t bs)
+{
+    const wl_trace_req *tr = &t->reqs[i];
+    const uint32_t per = t->block_tokens / bs;
+    uint32_t nb = tr->input_tokens / bs;
+    /* Never more blocks than the trace ids cover. */
+    if ((uint64_t)nb > (uint64_t)tr->n_ids * per)
+        nb = tr->n_ids * per;
+    return nb;
+}
+
+uint32_t wl__trace_req_hashes(const wl_trace *t, size_t i, uint32_t bs, uint64_t *h)
+{
+    const wl_trace_req *tr = &t->reqs[i];
+    const uint64_t *ids = t->ids + tr->ids_off;
+    const uint32_t per = t->block_tokens / bs;
+    const uint32_t nb = wl__trace_req_blocks(t, i, bs);
+    uint64_t parent = 0;
+    for (uint32_t j = 0; j < nb; j++) {
+        uint64_t content = (ids[j / per] << 16) | (uint64_t)(j % per);
+        parent = h[j] = wl_block_hash(parent, content);
+    }
+    return nb;
+}
+
 int wl_replay_next(wl_replay *rp, wl_request *out)
 {
     if (rp->next >= rp->n)
@@ -120,23 +184,22 @@ int wl_replay_next(wl_replay *rp, wl_request *out)
     const uint64_t pass = rp->period > 0 ? rp->next / rp->n_pass : 0;
     const arrival *a = &rp->order[rp->period > 0 ? rp->next % rp->n_pass : rp->next];
     const wl_trace_req *tr = &rp->t->reqs[a->idx];
-    const uint64_t *ids = rp->t->ids + tr->ids_off;
-    const uint32_t bs = rp->p.block_size;
-    const uint32_t per = rp->t->block_tokens / bs;
-    uint32_t nb = tr->input_tokens / bs;
-    /* Never more blocks than the trace ids cover. */
-    if ((uint64_t)nb > (uint64_t)tr->n_ids * per)
-        nb = tr->n_ids * per;
-    /* The one allocation per request: a run too large for memory ends
-     * with SIM_ENOMEM (the experiment marked incomplete), not an abort. */
-    uint64_t *h = malloc((nb ? nb : 1) * sizeof *h);
-    if (!h)
-        return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; expected "
-                          "a smaller run (docs/harness.md, \"Size estimate\")", nb);
-    uint64_t parent = 0;
-    for (uint32_t j = 0; j < nb; j++) {
-        uint64_t content = (ids[j / per] << 16) | (uint64_t)(j % per);
-        parent = h[j] = wl_block_hash(parent, content);
+    const wl_trace_hashes *tab = rp->p.hashes;
+    uint64_t *h;
+    uint32_t nb;
+    if (tab) {
+        /* The shared table: no hashing, no allocation (workloads/ingest.h). */
+        h = (uint64_t *)(uintptr_t)(tab->h + tab->off[a->idx]);
+        nb = (uint32_t)(tab->off[a->idx + 1] - tab->off[a->idx]);
+    } else {
+        nb = wl__trace_req_blocks(rp->t, a->idx, rp->p.block_size);
+        /* The one allocation per request: a run too large for memory ends
+         * with SIM_ENOMEM (the experiment marked incomplete), not an abort. */
+        h = malloc((nb ? nb : 1) * sizeof *h);
+        if (!h)
+            return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; "
+                              "expected a smaller run (docs/harness.md, \"Size estimate\")", nb);
+        wl__trace_req_hashes(rp->t, a->idx, rp->p.block_size, h);
     }
     *out = (wl_request){
         .id = rp->next,
@@ -146,6 +209,7 @@ int wl_replay_next(wl_replay *rp, wl_request *out)
         .output_tokens = tr->output_tokens,
         .n_blocks = nb,
         .blocks = h,
+        .shared_blocks = tab != NULL,
     };
     rp->next++;
     return 1;

@@ -38,6 +38,12 @@ typedef struct wl_replay_params {
     double loop_s;          /* > 0: replay the trace repeatedly to this
                                duration, s of the replayed (scaled) time
                                (wl_replay_create); 0 = once */
+    const struct wl_trace_hashes *hashes; /* the trace's shared block-hash
+                               table at block_size (wl_ingest_hashes), or
+                               NULL: each request's hashes are computed and
+                               allocated as it is produced.  The same
+                               hashes either way; with a table the
+                               requests borrow them (shared_blocks). */
 } wl_replay_params;
 
 typedef struct wl_replay wl_replay;

@@ -17,7 +17,9 @@ void wl_request_fini(wl_request *r)
 {
     if (!r)
         return;
-    free(r->blocks);
+    if (!r->shared_blocks)
+        free(r->blocks);
     r->blocks = NULL;
+    r->shared_blocks = 0;
     r->n_blocks = 0;
 }

@@ -24,7 +24,11 @@ typedef struct wl_request {
                                enters the cache for the next turn; a trace
                                replay gives prompt blocks only.  Never 0.
                                Owned by the request, freed with
-                               wl_request_fini(). */
+                               wl_request_fini(), unless shared_blocks. */
+    uint8_t shared_blocks;  /* 1: `blocks` points into a read-only table
+                               shared by every run of the process (a trace
+                               replay with wl_ingest_hashes); never written
+                               nor freed; wl_request_fini only forgets it */
 } wl_request;
 
 /* Chained hash of a block: XXH3-64 of (parent hash, content id), with 0
@@ -32,7 +36,8 @@ typedef struct wl_request {
  * first block of a sequence.  Cannot fail. */
 uint64_t wl_block_hash(uint64_t parent, uint64_t content);
 
-/* Free the block list of `r` (not `r` itself).  Accepts NULL. */
+/* Free the block list of `r` (not `r` itself; a shared list is only
+ * forgotten).  Accepts NULL. */
 void wl_request_fini(wl_request *r);
 
 #endif

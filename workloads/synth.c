@@ -19,6 +19,7 @@
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "workloads/arrivals.h"
+#include "workloads/ingest.h"
 #include "workloads/internal.h"
 
 /* Tags mixed into segment ids so that the content of different segment
@@ -46,6 +47,7 @@ typedef struct slot {
      * global and key prefix), so they are copied instead of rehashed. */
     uint64_t *hc;
     uint32_t hn, hcap;
+    uint32_t listed;   /* in wl_synth.used (started at least once) */
 } slot;
 
 typedef struct seg {
@@ -57,12 +59,18 @@ struct wl_synth {
     wl_keyrates kr;      /* rates in requests/s (current, after drift) */
     uint32_t *prefix_len;/* per key (index in kr) */
     uint64_t *prefix_id; /* per key */
-    slot *slots;         /* kr.n × per_key */
+    slot *slots;         /* kr.n × per_key (calloc: pages of slots never
+                            used are never touched) */
+    size_t *used;        /* indexes of the slots ever started, so that
+                            destroy frees them without reading all kr.n ×
+                            per_key slots (10^7 keys: 2.2 GB of slots) */
+    size_t n_used, cap_used;
     uint32_t per_key;
     gsl_ran_discrete_t *table;
     gsl_rng *r_arr, *r_key, *r_len, *r_drift;
     wl_arrivals *arr;
-    wl_iat_series series;
+    const wl_iat_series *series; /* bootstrap: the process's shared copy of the
+                                    recorded gaps (wl_ingest_iat), or NULL */
     lendist turns, input, output;
     uint32_t block, global_tokens, max_prompt;
     uint64_t global_id, sess_base, sess_counter;
@@ -182,11 +190,11 @@ void wl_synth_destroy(wl_synth *s)
 {
     if (!s)
         return;
-    if (s->slots)
-        for (size_t i = 0; i < s->kr.n * s->per_key; i++) {
-            free(s->slots[i].seg_len);
-            free(s->slots[i].hc);
-        }
+    for (size_t i = 0; i < s->n_used; i++) {
+        free(s->slots[s->used[i]].seg_len);
+        free(s->slots[s->used[i]].hc);
+    }
+    free(s->used);
     free(s->slots);
     free(s->prefix_len);
     free(s->prefix_id);
@@ -197,7 +205,7 @@ void wl_synth_destroy(wl_synth *s)
     sim_rng_destroy(s->r_len);
     sim_rng_destroy(s->r_drift);
     wl_arrivals_destroy(s->arr);
-    wl_iat_series_fini(&s->series);
+    wl_ingest_iat_release(s->series);
     wl_keyrates_fini(&s->kr);
     free(s->segs);
     free(s);
@@ -277,11 +285,11 @@ int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double t
         goto fail;
     }
     if (ak == WL_ARRIVAL_BOOTSTRAP &&
-        (rc = wl_iat_load_csv(cfg->arrival.iat_file, cfg->arrival.iat_column,
-                              cfg->arrival.iat_is_gaps, &s->series)))
+        (rc = wl_ingest_iat(cfg->arrival.iat_file, cfg->arrival.iat_column,
+                            cfg->arrival.iat_is_gaps, &s->series)))
         goto fail;
     wl_arrival_params ap = {.kind = ak, .rate = rate, .cv = cfg->arrival.cv,
-                            .series = &s->series, .block_len = (size_t)cfg->arrival.block_len};
+                            .series = s->series, .block_len = (size_t)cfg->arrival.block_len};
     if ((rc = wl_arrivals_create(&ap, s->r_arr, &s->arr)))
         goto fail;
     s->turns = make_len(&cfg->turns);
@@ -338,6 +346,14 @@ static void push_seg(wl_synth *s, size_t *ns, uint64_t id, uint32_t len)
 
 static void slot_start(wl_synth *s, slot *sl)
 {
+    if (!sl->listed) {
+        if (s->n_used == s->cap_used) {
+            s->cap_used = s->cap_used ? 2 * s->cap_used : 256;
+            s->used = sim_xrealloc(s->used, s->cap_used * sizeof *s->used);
+        }
+        s->used[s->n_used++] = (size_t)(sl - s->slots);
+        sl->listed = 1;
+    }
     sl->sess = wl_block_hash(s->sess_base, s->sess_counter++);
     sl->turn = 0;
     sl->turns = draw_len(&s->turns, s->r_len);

@@ -13,6 +13,7 @@
 
 #include "sim/core/error.h"
 #include "workloads/arrivals.h"
+#include "workloads/ingest.h"
 #include "workloads/internal.h"
 #include "workloads/keyrates.h"
 
@@ -295,13 +296,24 @@ void wl_config_fini(wl_config *cfg)
         sim_cfg_free(wl_config_schema, cfg);
 }
 
+static wl_trace_opts trace_opts(const wl_config *cfg)
+{
+    return (wl_trace_opts){.block_tokens = (uint32_t)cfg->trace_block_tokens,
+                           .format = cfg->trace_format, .key_field = cfg->key_field,
+                           .prefix = cfg->trace_prefix,
+                           .prefix_tokens = (uint64_t)cfg->trace_prefix_tokens};
+}
+
 int wl_config_trace_load(const wl_config *cfg, wl_trace **out)
 {
-    wl_trace_opts o = {.block_tokens = (uint32_t)cfg->trace_block_tokens,
-                       .format = cfg->trace_format, .key_field = cfg->key_field,
-                       .prefix = cfg->trace_prefix,
-                       .prefix_tokens = (uint64_t)cfg->trace_prefix_tokens};
+    const wl_trace_opts o = trace_opts(cfg);
     return wl_trace_load(cfg->trace, &o, out);
+}
+
+int wl_config_trace_acquire(const wl_config *cfg, const wl_trace **out)
+{
+    const wl_trace_opts o = trace_opts(cfg);
+    return wl_ingest_trace(cfg->trace, &o, out);
 }
 
 double wl_config_trace_tick(const wl_config *cfg, const wl_trace *t, int *detected)

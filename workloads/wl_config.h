@@ -150,6 +150,11 @@ char *wl_config_dump(const wl_config *cfg);
  */
 int wl_config_trace_load(const wl_config *cfg, wl_trace **out);
 
+/* As wl_config_trace_load, but shared: the process's one copy of the
+ * trace for these options (wl_ingest_trace, workloads/ingest.h), read-only,
+ * released with wl_ingest_release.  Same returns. */
+int wl_config_trace_acquire(const wl_config *cfg, const wl_trace **out);
+
 /* The tick a replay of `t` uses: workload.tick_s if >= 0, else
  * wl_trace_detect_tick(t); *detected (if not NULL) says which.  Cannot
  * fail. */

@@ -20,6 +20,7 @@
 #include "models/cluster.h"
 #include "models/route.h"
 #include "workloads/describe.h"
+#include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
@@ -888,6 +889,7 @@ typedef struct pool {
     int prune;            /* experiment.prune */
     int slo_metric;       /* experiment.slo_metric of the base config */
     double max_slo;       /* the largest SLO threshold, s */
+    unsigned jobs;        /* workers asked for (--jobs, >= 1) */
 } pool;
 
 static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
@@ -910,9 +912,17 @@ static int resolved(const task *t)
     return t->done || t->pruned || t->resume_from > 0 || !t->selected;
 }
 
+/* Under the pool mutex: the expected cost of task `t` (defined below). */
+static double est_cost(const pool *pl, const task *t);
+
 /* Under the pool mutex: the next task a worker may start, pruning the
  * tasks whose series already failed.  NULL if none is ready now; sets
- * *finished when nothing is left to start at all. */
+ * *finished when nothing is left to start at all.  Of the ready tasks
+ * the one expected to take longest (est_cost; the lowest index among
+ * equals) among the next 8 x workers tasks starts first (or else the
+ * first ready one), so that a sweep does not end with one long run on
+ * one core while the others idle (longest processing time first, Graham
+ * 1969; issue 18, "Sweep speedup"). */
 static task *next_task(pool *pl, int *finished)
 {
     *finished = 0;
@@ -923,25 +933,37 @@ static task *next_task(pool *pl, int *finished)
         *finished = 1;
         return NULL;
     }
+    /* Longest first only among the next few tasks in run-index order: the
+     * main thread stores results in that order, so a result finished far
+     * ahead waits in memory (up to ~50 MB of records per run). */
+    const size_t window = 8 * (size_t)pl->jobs;
+    task *best = NULL;
+    double best_cost = -1;
     for (size_t k = pl->next; k < pl->n_tasks; k++) {
+        if (best && k >= pl->next + window)
+            break;
         task *t = &pl->tasks[k];
         if (!needs_sim(t) || t->taken || t->pruned)
             continue;
-        if (!pl->prune)
-            return t;
-        const task *pv = t->prev == SIZE_MAX ? NULL : &pl->tasks[t->prev];
-        if (pv && !resolved(pv))
-            continue; /* its lower load is still running */
-        t->failed_before = pv && (pv->fails || pv->failed_before);
-        if (t->failed_before && t->prunable) {
-            /* Capacity is decided by the first failure: loads above it
-             * cannot change it (docs/design.md §10). */
-            t->pruned = 1; /* the pool broadcasts after the take */
-            continue;
+        if (pl->prune) {
+            const task *pv = t->prev == SIZE_MAX ? NULL : &pl->tasks[t->prev];
+            if (pv && !resolved(pv))
+                continue; /* its lower load is still running */
+            t->failed_before = pv && (pv->fails || pv->failed_before);
+            if (t->failed_before && t->prunable) {
+                /* Capacity is decided by the first failure: loads above it
+                 * cannot change it (docs/design.md §10). */
+                t->pruned = 1; /* the pool broadcasts after the take */
+                continue;
+            }
         }
-        return t;
+        const double cost = est_cost(pl, t);
+        if (cost > best_cost) {
+            best = t;
+            best_cost = cost;
+        }
     }
-    return NULL;
+    return best;
 }
 
 static void run_task(pool *pl, task *t)
@@ -1152,6 +1174,23 @@ static double run_requests(const exp_config *c, double rate, size_t n_trace)
     const double d = c->wl.duration_s > 0 ? rate * c->wl.duration_s : INFINITY;
     return fmin(d, mr);
 }
+
+/* Under the pool mutex: the expected cost of task `t`, CPU-seconds: its
+ * series' lower load's measured time scaled by the load ratio once that
+ * ran, else its request count at EXP_EST_REQ_US.  Only orders the tasks
+ * (longest first); results never depend on it. */
+static double est_cost(const pool *pl, const task *t)
+{
+    const exp_config *c = &pl->pts[t->point].cfg;
+    const double rate = c->rates[t->ir];
+    const task *pv = t->prev == SIZE_MAX ? NULL : &pl->tasks[t->prev];
+    if (pv && pv->done && pv->wall_s > 0 && c->rates[pv->ir] > 0)
+        return pv->wall_s * rate / c->rates[pv->ir];
+    const wl_trace *tr = pl->pts[t->point].setup.trace;
+    const double n = run_requests(c, rate, tr ? tr->n : 0);
+    return (isfinite(n) ? n : 1e9) * EXP_EST_REQ_US * 1e-6;
+}
+
 
 /* Prefix an error of sweep point `p` with its index and label. */
 static int point_error(int rc, size_t p, const char *label)
@@ -1556,7 +1595,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
 
     /* Workers simulate; this thread stores in run-index order. */
     pool pl = {.pts = pts, .tasks = tasks, .n_tasks = n_tasks, .stop = o->stop,
-               .prune = base.prune, .slo_metric = base.slo_metric};
+               .prune = base.prune, .slo_metric = base.slo_metric,
+               .jobs = o->jobs ? o->jobs : 1};
     for (size_t i = 0; i < base.n_slos; i++)
         pl.max_slo = fmax(pl.max_slo, base.slos[i]);
     if (exp_pool_start(&pl.wp, o->jobs ? o->jobs : 1, &sweep_ops, &pl) == 0)
@@ -1723,7 +1763,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     int rc = SIM_OK;
     wl_keystats ks;
     if (s.is_trace) {
-        if ((rc = wl_config_trace_load(wl, &s.trace)))
+        if ((rc = wl_config_trace_acquire(wl, &s.trace)))
             return rc;
         /* The replay tick a run uses (exp_setup_init), so the described
          * stream is the one runs see. */
@@ -1805,6 +1845,6 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
         }
     }
     exp_stream_close(st);
-    wl_trace_destroy(s.trace);
+    wl_ingest_release(s.trace);
     return rc;
 }

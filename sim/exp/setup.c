@@ -14,6 +14,7 @@
 #include "models/cost_profile.h"
 #include "models/plan.h"
 #include "models/spec_load.h"
+#include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/replay.h"
 #include "workloads/synth.h"
@@ -242,11 +243,15 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         goto fail;
 shared:
     s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
+    /* The trace is parsed once per process and its block hashes computed
+     * once per block size, both shared by every run (workloads/ingest.h). */
     if (s->is_trace &&
-        (rc = wl_config_trace_load(&cfg->wl, &s->trace)))
+        (rc = wl_config_trace_acquire(&cfg->wl, &s->trace)))
         goto fail;
-    if (s->is_trace)
+    if (s->is_trace) {
         s->tick_s = wl_config_trace_tick(&cfg->wl, s->trace, &s->tick_detected);
+        s->hashes = wl_ingest_hashes(s->trace, (uint32_t)cfg->block_size);
+    }
     /* The key population depends on the workload seed only: build it once
      * for every run of this config.  A config it cannot be built from is
      * left to exp_stream_open(), which reports the error as before. */
@@ -351,8 +356,9 @@ void exp_setup_fini(exp_setup *s)
     free(s->nominal);
     s->nominal = NULL;
     s->n_nominal = 0;
-    wl_trace_destroy(s->trace);
+    wl_ingest_release(s->trace);
     s->trace = NULL;
+    s->hashes = NULL;
     spec_hw_fini(&s->hw);
     spec_model_fini(&s->model);
     for (size_t i = 0; i < s->n_groups; i++) {
@@ -398,7 +404,7 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
                                .key_ids = (uint32_t)cfg->wl.key_ids, .rate = rate,
                                .tick_s = s->tick_s, .seed = seed,
                                .max_requests = (uint64_t)cfg->wl.max_requests,
-                               .loop_s = cfg->wl.loop_s};
+                               .loop_s = cfg->wl.loop_s, .hashes = s->hashes};
         rc = wl_replay_create(s->trace, &wp, &st->replay);
     } else {
         rc = wl_synth_create_keys(&cfg->wl, s->has_keys ? &s->keys : NULL, s->keys_theta, seed,

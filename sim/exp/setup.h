@@ -43,7 +43,11 @@ typedef struct exp_setup {
     char cost_profile[256];  /* name or path of the calibration profile used */
     cluster_params cp;       /* everything but `stop` */
     bool is_trace;           /* workload.type mooncake */
-    wl_trace *trace;         /* loaded trace (shared, read-only), or NULL */
+    const wl_trace *trace;   /* the process's shared trace (wl_config_trace_acquire,
+                                read-only, released by exp_setup_fini), or NULL */
+    const struct wl_trace_hashes *hashes; /* its shared block hashes at
+                                engine.block_size (wl_ingest_hashes), or NULL:
+                                per-request hashing */
     double tick_s;           /* replay tick, s (workload.tick_s or detected) */
     int tick_detected;       /* tick_s came from wl_trace_detect_tick */
     bool has_keys;           /* synthetic workload: its key population is built */
