@@ -37,4 +37,15 @@ check experiment "$cfg" 100 dualmap 3 $short --set router.dualmap.router_queue=t
 check experiment "$cfg" 60 preble 1 $short
 check experiment "$cfg" 100 preble 2 $short --set router.preble.tpot=cost_model --set router.preble.overload=dispatch_estimate --set router.preble.migrate=segment --set router.preble.rebalance=per_second
 check experiment "$cfg" 80 preble 3 $short --set router.preble.window_s=8
+# The production routers against their pre-round-4 per-block versions
+# (tests/route_aibrix_ref.c, route_llmd_ref.c, route_dynamo_kv_ref.c,
+# route_kvidx_ref.c).  aibrix_prefix: the defaults (12,500-block table), a
+# 250-block table (smaller than one prompt: constant eviction, a prompt
+# evicting its own blocks) with a 5-s idle expiry, a large table where
+# expiry does the evicting, and 70 destinations (two bitset words) with
+# the scraped running-requests signal.
+check experiment "$cfg" 100 aibrix_prefix 1 $short
+check experiment "$cfg" 100 aibrix_prefix 2 $short --set router.aibrix_prefix.table_blocks=1000 --set router.aibrix_prefix.ttl_s=5
+check experiment "$cfg" 80 aibrix_prefix 3 $short --set router.aibrix_prefix.table_blocks=4000000 --set router.aibrix_prefix.ttl_s=3
+check experiment "$cfg" 150 aibrix_prefix 4 $short --set cluster.destinations=70 --set router.aibrix_prefix.signal=running
 exit $fail

@@ -21,6 +21,7 @@
  */
 #include "sim/core/pfxidx.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,11 @@ struct sim_pfxidx {
      * head.  Flushed before anything else changes that run's key, and at
      * the end of every add (so match sees an exact map). */
     uint32_t st_run, st_off;
+    /* Change log (sim_pfxidx_log_on). */
+    bool log;
+    uint64_t *log_h;
+    uint8_t *log_in;
+    uint32_t log_n, log_cap;
 };
 
 static uint64_t *run_bits(const sim_pfxidx *x, uint32_t r)
@@ -92,7 +98,39 @@ void sim_pfxidx_destroy(sim_pfxidx *x)
     free(x->tmp);
     sim_u64map_fini(&x->head);
     sim_lruq_fini(&x->q);
+    free(x->log_h);
+    free(x->log_in);
     free(x);
+}
+
+void sim_pfxidx_log_on(sim_pfxidx *x)
+{
+    x->log = true;
+}
+
+uint32_t sim_pfxidx_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in)
+{
+    *h = x->log_h;
+    *in = x->log_in;
+    return x->log_n;
+}
+
+void sim_pfxidx_log_clear(sim_pfxidx *x)
+{
+    x->log_n = 0;
+}
+
+/* Log h[0..k) entering (in = 1) or leaving (0), if the log is on. */
+static void log_put(sim_pfxidx *x, const uint64_t *h, uint32_t k, uint8_t in)
+{
+    if (x->log_n + k > x->log_cap) {
+        x->log_cap = x->log_n + k > 2 * x->log_cap ? x->log_n + k : 2 * x->log_cap;
+        x->log_h = sim_xrealloc(x->log_h, (size_t)x->log_cap * sizeof *x->log_h);
+        x->log_in = sim_xrealloc(x->log_in, x->log_cap);
+    }
+    memcpy(x->log_h + x->log_n, h, (size_t)k * sizeof *h);
+    memset(x->log_in + x->log_n, in, k);
+    x->log_n += k;
 }
 
 uint32_t sim_pfxidx_size(const sim_pfxidx *x)
@@ -207,12 +245,24 @@ static uint32_t drop_front(sim_pfxidx *x)
         x->st_run = r;
         x->st_off = x->run[r].off;
     }
+    if (x->log)
+        log_put(x, &x->run[r].h[x->run[r].off], 1, 0);
     x->live--;
     if (++x->run[r].off < x->run[r].len)
         return PX_NONE;
     sim_lruq_pop_front(&x->q);
     flush(x);
     return r;
+}
+
+/* Drop the least recently touched run whole (the queue's front, r). */
+static void drop_run(sim_pfxidx *x, uint32_t r)
+{
+    sim_lruq_pop_front(&x->q);
+    if (x->log)
+        log_put(x, x->run[r].h + x->run[r].off, x->run[r].len - x->run[r].off, 0);
+    x->live -= x->run[r].len - x->run[r].off;
+    run_behead(x, r, x->run[r].len - x->run[r].off);
 }
 
 void sim_pfxidx_expire(sim_pfxidx *x, double before)
@@ -224,9 +274,20 @@ void sim_pfxidx_expire(sim_pfxidx *x, double before)
         const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
         if (r == SIM_LRUQ_NONE || !(x->run[r].last < before))
             return;
-        sim_lruq_pop_front(&x->q);
-        x->live -= x->run[r].len - x->run[r].off;
-        run_behead(x, r, x->run[r].len - x->run[r].off);
+        drop_run(x, r);
+    }
+}
+
+void sim_pfxidx_expire_idle(sim_pfxidx *x, double now, double ttl)
+{
+    flush(x);
+    if (!x->run)
+        return;
+    for (;;) {
+        const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
+        if (r == SIM_LRUQ_NONE || now - x->run[r].last < ttl)
+            return;
+        drop_run(x, r);
     }
 }
 
@@ -251,6 +312,34 @@ uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, ui
         m += common(R->h + R->off, R->len - R->off, h + m, n - m);
     }
     return m;
+}
+
+void sim_pfxidx_match_set(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint64_t *alive,
+                          uint32_t *len)
+{
+    const uint32_t W = x->words;
+    uint32_t m = 0;
+    for (;;) {
+        const uint32_t r = m < n ? lookup(x, h[m]) : PX_NONE;
+        if (r == PX_NONE)
+            break;
+        /* Every destination of the set not in r's stops here, at m. */
+        const uint64_t *b = run_bits(x, r);
+        uint64_t keep = 0;
+        for (uint32_t w = 0; w < W; w++) {
+            for (uint64_t g = alive[w] & ~b[w]; g; g &= g - 1)
+                len[w * 64 + (uint32_t)__builtin_ctzll(g)] = m;
+            alive[w] &= b[w];
+            keep |= alive[w];
+        }
+        if (!keep)
+            return;
+        const px_run *R = &x->run[r];
+        m += common(R->h + R->off, R->len - R->off, h + m, n - m);
+    }
+    for (uint32_t w = 0; w < W; w++)
+        for (uint64_t g = alive[w]; g; g &= g - 1)
+            len[w * 64 + (uint32_t)__builtin_ctzll(g)] = m;
 }
 
 /* Append h[0..k) (k >= 1) at the MRU end with destination set b: to run
@@ -309,6 +398,8 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
                 b_is_d = 1;
             }
             append(x, &cur, h + j, 1, b, n - j, now);
+            if (x->log)
+                log_put(x, h + j, 1, 1);
             x->live++;
             j++;
         }
