@@ -238,6 +238,16 @@ static void run_behead(sim_pfxidx *x, uint32_t r, uint32_t k)
  * released, or PX_NONE.  The map learns of it lazily (st_run). */
 static uint32_t drop_front(sim_pfxidx *x)
 {
+    if (x->st_run != PX_NONE) { /* still eating it: it is the queue's front */
+        px_run *S = &x->run[x->st_run];
+        if (S->off + 1 < S->len) {
+            if (x->log)
+                log_put(x, &S->h[S->off], 1, 0);
+            x->live--;
+            S->off++;
+            return PX_NONE;
+        }
+    }
     const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
     SIM_ALWAYS(r != SIM_LRUQ_NONE);
     if (r != x->st_run) {
@@ -375,6 +385,7 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
     uint64_t *b = x->tmp;
     uint32_t cur = PX_NONE;
     int b_is_d = 0; /* b holds {d} */
+    int cur_d = 0;  /* run cur has the set {d} */
     for (uint32_t j = 0; j < n;) {
         const uint32_t r = lookup(x, h[j]);
         if (r != PX_NONE) { /* present: a leading part of run r */
@@ -388,16 +399,27 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
              * MRU end from the prompt's own hashes. */
             run_behead(x, r, k);
             append(x, &cur, h + j, k, b, n - j, now);
+            cur_d = 0;
             j += k;
         } else { /* absent: insert, evicting the least recent block if full */
             if (x->live >= x->capacity && drop_front(x) == cur)
                 cur = PX_NONE; /* this add's own run was evicted whole */
-            if (!b_is_d) {
-                memset(b, 0, x->words * sizeof *b);
-                b[d / 64] |= (uint64_t)1 << (d % 64);
-                b_is_d = 1;
+            if (cur != PX_NONE && cur_d) { /* append() inline: same set */
+                px_run *C = &x->run[cur];
+                if (C->len == C->cap) {
+                    C->cap = 2 * C->cap;
+                    C->h = sim_xrealloc(C->h, (size_t)C->cap * sizeof *C->h);
+                }
+                C->h[C->len++] = h[j];
+            } else {
+                if (!b_is_d) {
+                    memset(b, 0, x->words * sizeof *b);
+                    b[d / 64] |= (uint64_t)1 << (d % 64);
+                    b_is_d = 1;
+                }
+                append(x, &cur, h + j, 1, b, n - j, now);
+                cur_d = 1;
             }
-            append(x, &cur, h + j, 1, b, n - j, now);
             if (x->log)
                 log_put(x, h + j, 1, 1);
             x->live++;
