@@ -43,6 +43,7 @@
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/lruq.h"
+#include "sim/core/pfxidx.h"
 #include "sim/core/prefetch.h"
 #include "sim/core/u64map.h"
 
@@ -545,3 +546,99 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
             len[d] = lo;
         }
 }
+
+/* ---- decision-fed index over chained hash lists (route__kvlru) ---- */
+
+/*
+ * Per destination, its LRU as a one-destination sim/core/pfxidx (a queue
+ * of block runs: the hashes one add touches get consecutive LRU places and
+ * one time, and chained hashes make a later list meet a run in a leading
+ * part of it, so the run loses only its head; pfxidx.c gives the
+ * argument), and the union of all destinations' sets in an unordered
+ * route__kvidx for the walk and the bisection.  The set is kept from the
+ * queues' change logs (blocks entering and leaving each queue, in order),
+ * so it is exactly the set the per-pair LRU (an ordered route__kvidx)
+ * would hold after the same adds and expiries; tests/test_route_kv.c
+ * checks this against the ordered index.
+ */
+struct route__kvlru {
+    uint32_t n_dest;
+    route__kvidx *set;
+    sim_pfxidx **q; /* per destination */
+};
+
+route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap)
+{
+    route__kvlru *l = sim_xcalloc(1, sizeof *l);
+    l->n_dest = n_dest;
+    l->set = route__kvidx_create(n_dest, false, 0);
+    l->q = sim_xcalloc(n_dest, sizeof *l->q);
+    for (uint32_t d = 0; d < n_dest; d++) {
+        l->q[d] = sim_pfxidx_create(cap ? cap : UINT32_MAX, 1);
+        if (!l->q[d])
+            sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
+        sim_pfxidx_log_on(l->q[d]);
+    }
+    return l;
+}
+
+void route__kvlru_destroy(route__kvlru *l)
+{
+    if (!l)
+        return;
+    for (uint32_t d = 0; d < l->n_dest; d++)
+        sim_pfxidx_destroy(l->q[d]);
+    free(l->q);
+    route__kvidx_destroy(l->set);
+    free(l);
+}
+
+/* Bring the set up to date with destination d's queue log, in order. */
+static void lru_apply(route__kvlru *l, uint32_t d)
+{
+    const uint64_t *h;
+    const uint8_t *in;
+    const uint32_t n = sim_pfxidx_log(l->q[d], &h, &in);
+    route__kvidx *x = l->set;
+    if (x->direct) {
+        for (uint32_t j = 0; j < KX_PF && j < n; j++)
+            t_prefetch(x, h[j]);
+        for (uint32_t j = 0; j < n; j++) {
+            if (j + KX_PF < n)
+                t_prefetch(x, h[j + KX_PF]);
+            if (in[j])
+                t_add(x, d, h[j]);
+            else
+                t_remove(x, d, h[j]);
+        }
+    } else {
+        for (uint32_t j = 0; j < n;) { /* stretches of one kind */
+            uint32_t k = j + 1;
+            while (k < n && in[k] == in[j])
+                k++;
+            if (in[j])
+                route__kvidx_add(x, d, h + j, k - j, 0);
+            else
+                route__kvidx_remove(x, d, h + j, k - j);
+            j = k;
+        }
+    }
+    sim_pfxidx_log_clear(l->q[d]);
+}
+
+void route__kvlru_add(route__kvlru *l, uint32_t d, const uint64_t *hashes, uint32_t n,
+                      double now_s)
+{
+    sim_pfxidx_add(l->q[d], hashes, n, 0, now_s);
+    lru_apply(l, d);
+}
+
+void route__kvlru_expire(route__kvlru *l, double before_s)
+{
+    for (uint32_t d = 0; d < l->n_dest; d++) {
+        sim_pfxidx_expire(l->q[d], before_s);
+        lru_apply(l, d);
+    }
+}
+
+route__kvidx *route__kvlru_index(const route__kvlru *l) { return l->set; }

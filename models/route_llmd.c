@@ -97,7 +97,8 @@ typedef struct llmd {
     double wq, wk, wp;
     uint32_t n_dest, block_size, per_hash; /* engine blocks per hash block */
     sim_pcg32 rng;
-    route__kvidx *idx;
+    route__kvidx *idx; /* the index read (precise: its own; approximate: lru's) */
+    route__kvlru *lru; /* approximate: the decision-fed index */
     uint64_t *hl;    /* scratch: the hash list */
     uint32_t cap_hl;
     uint32_t *cnt;   /* scratch: per-destination matches */
@@ -127,7 +128,10 @@ static unsigned llmd_needs(const void *const *params)
 static void llmd_destroy(void *state)
 {
     llmd *s = state;
-    route__kvidx_destroy(s->idx);
+    if (s->lru)
+        route__kvlru_destroy(s->lru);
+    else
+        route__kvidx_destroy(s->idx);
     free(s->hl);
     free(s->cnt);
     free(s->score);
@@ -147,7 +151,12 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
     if (s->per_hash == 0)
         s->per_hash = 1;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    s->idx = route__kvidx_create(env->n_dest, !precise, precise ? 0 : (uint32_t)s->p.lru_capacity);
+    if (precise) {
+        s->idx = route__kvidx_create(env->n_dest, false, 0);
+    } else {
+        s->lru = route__kvlru_create(env->n_dest, (uint32_t)s->p.lru_capacity);
+        s->idx = route__kvlru_index(s->lru);
+    }
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
     return SIM_OK;
@@ -227,7 +236,7 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
         }
     }
     if (s->p.mode == LLMD_APPROX) /* PreRequest: indexer.Add(hashes, target) */
-        route__kvidx_add(s->idx, best, s->hl, nh, v->now_s);
+        route__kvlru_add(s->lru, best, s->hl, nh, v->now_s);
     return best;
 }
 
