@@ -30,6 +30,8 @@
 #include "sim/core/u64map.h"
 
 #define PX_NONE UINT32_MAX
+#define PX_FBITS 13 /* head filter: 2^13 counters */
+#define PX_FSAT UINT16_MAX /* a saturated counter: "maybe", for good */
 
 typedef struct px_run {
     uint64_t *h;   /* hashes; the live blocks are h[off..len) */
@@ -43,6 +45,11 @@ struct sim_pfxidx {
     uint32_t capacity, n_dest, words;
     uint32_t live;   /* blocks held */
     sim_u64map head; /* head hash of a run -> run */
+    /* Counting filter over the map's keys: filt[f(k)] = how many keys k
+     * with that slot the map holds (saturating at PX_FSAT, which then
+     * stays), so 0 proves a hash is no key and spares the map probe for
+     * the absent blocks of a prompt (most of them). */
+    uint16_t *filt;
     px_run *run;
     uint64_t *bits;  /* `words` per run: its destinations */
     uint64_t *tmp;   /* scratch: `words` */
@@ -66,6 +73,33 @@ static uint64_t *run_bits(const sim_pfxidx *x, uint32_t r)
     return x->bits + (size_t)r * x->words;
 }
 
+/* Filter slot of a hash (Fibonacci hashing: the top bits of h * 2^64/phi). */
+static inline size_t fslot(uint64_t h)
+{
+    return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> (64 - PX_FBITS));
+}
+
+/* Map k -> r in the head map, counting a new key in the filter. */
+static void head_put(sim_pfxidx *x, uint64_t k, uint32_t r)
+{
+    if (sim_u64map_insert(&x->head, k, r) != SIM_U64MAP_NONE) {
+        sim_u64map_put(&x->head, k, r); /* taken over: the count stands */
+        return;
+    }
+    uint16_t *c = &x->filt[fslot(k)];
+    if (*c != PX_FSAT)
+        ++*c;
+}
+
+/* Remove key k (present) from the head map and the filter. */
+static void head_del(sim_pfxidx *x, uint64_t k)
+{
+    sim_u64map_del(&x->head, k);
+    uint16_t *c = &x->filt[fslot(k)];
+    if (*c != PX_FSAT)
+        --*c;
+}
+
 sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
 {
     if (capacity == 0 || n_dest == 0)
@@ -79,8 +113,10 @@ sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
     x->run_free = PX_NONE;
     x->st_run = PX_NONE;
     x->tmp = calloc(x->words, sizeof *x->tmp);
-    if (!x->tmp || sim_u64map_init(&x->head, 64) != SIM_OK) {
+    x->filt = calloc((size_t)1 << PX_FBITS, sizeof *x->filt);
+    if (!x->tmp || !x->filt || sim_u64map_init(&x->head, 64) != SIM_OK) {
         free(x->tmp);
+        free(x->filt);
         free(x);
         return NULL;
     }
@@ -96,6 +132,7 @@ void sim_pfxidx_destroy(sim_pfxidx *x)
     free(x->run);
     free(x->bits);
     free(x->tmp);
+    free(x->filt);
     sim_u64map_fini(&x->head);
     sim_lruq_fini(&x->q);
     free(x->log_h);
@@ -188,7 +225,7 @@ static void run_rekey(sim_pfxidx *x, uint32_t r, uint32_t key_off)
     px_run *R = &x->run[r];
     /* The key may have been taken over by a re-inserted block. */
     if (sim_u64map_get(&x->head, R->h[key_off]) == r)
-        sim_u64map_del(&x->head, R->h[key_off]);
+        head_del(x, R->h[key_off]);
     if (R->off == R->len) {
         run_release(x, r);
         return;
@@ -198,7 +235,7 @@ static void run_rekey(sim_pfxidx *x, uint32_t r, uint32_t key_off)
         R->len -= R->off;
         R->off = 0;
     }
-    sim_u64map_put(&x->head, R->h[R->off], r);
+    head_put(x, R->h[R->off], r);
 }
 
 /* Apply the pending key change of the run being evicted, if any. */
@@ -214,7 +251,7 @@ static void flush(sim_pfxidx *x)
 /* The run whose head is h (the lazy key of st_run included), or PX_NONE. */
 static uint32_t lookup(const sim_pfxidx *x, uint64_t h)
 {
-    const uint32_t r = sim_u64map_get(&x->head, h);
+    const uint32_t r = x->filt[fslot(h)] ? sim_u64map_get(&x->head, h) : SIM_U64MAP_NONE;
     if (x->st_run == PX_NONE)
         return r;
     if (r == x->st_run) /* its stale key: an evicted block */
@@ -364,7 +401,7 @@ static void append(sim_pfxidx *x, uint32_t *cur, const uint64_t *h, uint32_t k,
         same = run_bits(x, c)[w] == b[w];
     if (!same) {
         c = run_new(x, rest, b, now);
-        sim_u64map_put(&x->head, h[0], c);
+        head_put(x, h[0], c);
         *cur = c;
     }
     px_run *C = &x->run[c];
@@ -377,6 +414,38 @@ static void append(sim_pfxidx *x, uint32_t *cur, const uint64_t *h, uint32_t k,
     else
         memcpy(C->h + C->len, h, (size_t)k * sizeof *h);
     C->len += k;
+}
+
+/* The rest of a stretch of absent blocks h[j..), appended to this add's
+ * run C (whose set is {d}), while the filter proves them no run's head
+ * and, if the table is full, the front run being eaten (st_run) keeps a
+ * block after the one it loses: the steps of the general loop below, with
+ * the state in registers.  Returns where the general loop resumes (a
+ * block that may be present, or a case it must handle). */
+static uint32_t absent_stretch(sim_pfxidx *x, px_run *C, const uint64_t *h, uint32_t j,
+                               uint32_t n)
+{
+    px_run *S = x->st_run != PX_NONE ? &x->run[x->st_run] : NULL;
+    uint32_t live = x->live;
+    for (; j < n; j++) {
+        const uint64_t hj = h[j];
+        if (x->filt[fslot(hj)] || (S && S->h[S->off] == hj) || C->len == C->cap)
+            break;
+        if (live >= x->capacity) {
+            if (!S || S->off + 1 >= S->len)
+                break;
+            if (x->log)
+                log_put(x, &S->h[S->off], 1, 0);
+            S->off++;
+            live--;
+        }
+        C->h[C->len++] = hj;
+        if (x->log)
+            log_put(x, h + j, 1, 1);
+        live++;
+    }
+    x->live = live;
+    return j;
 }
 
 void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, double now)
@@ -424,6 +493,8 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
                 log_put(x, h + j, 1, 1);
             x->live++;
             j++;
+            if (cur != PX_NONE && cur_d)
+                j = absent_stretch(x, &x->run[cur], h, j, n);
         }
     }
     flush(x);
