@@ -26,7 +26,10 @@
  * Cost per request: O(k log n) index probes for the k workers holding the
  * request's first block (the index is closed under prefixes, so each
  * worker's overlap is found by bisection), O(workers) for the logits, and
- * per KV event O(blocks) index updates.
+ * per KV event O(blocks) index updates.  Without events, the decision-fed
+ * index is route__kvlru (per-worker queues of block runs; round 4), equal
+ * to the per-block index of tests/route_dynamo_kv_ref.c and
+ * tests/route_kvidx_ref.c (tests/router_equiv.sh).
  */
 #include <math.h>
 #include <stddef.h>

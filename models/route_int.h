@@ -110,7 +110,8 @@ double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
  * or by the router's own decisions (llmd approximate: add at decision time
  * with a per-destination LRU capacity, as the inference extension's
  * indexer; dynamo_kv without events: add at decision time, expire after a
- * TTL, as Dynamo's ApproxKvIndexer; both ordered).  Memory: ~(16 + 8 *
+ * TTL, as Dynamo's ApproxKvIndexer; both ordered -- the routers use the
+ * equal but run-level route__kvlru below for these).  Memory: ~(16 + 8 *
  * ceil(n_dest / 64)) bytes per distinct hash plus the map, and for an
  * ordered index ~24 bytes per pair plus its map and queues; up to 64
  * destinations ("direct mode", models/route_kvidx.c) a 16-byte table slot

@@ -35,6 +35,14 @@
  * Rejected alternative: one hash set per destination, probed per
  * destination per block, costs n_dest probes per block: 30x the walk on
  * the flagship.
+ *
+ * The decision-fed indexes of the routers (llm-d approximate, dynamo_kv
+ * without events) are route__kvlru (end of this file): per destination a
+ * one-destination sim/core/pfxidx run queue in place of the ordered
+ * index's queue entry and pair-map probe per block, plus an unordered
+ * index kept from the queues' change logs for the queries.  The ordered
+ * index stays for hash sets that are not chained lists, and is what
+ * tests/test_route_kv.c checks route__kvlru against.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -32,6 +32,15 @@
  * a destination's raw score is the longest prefix of the request's
  * engine blocks it holds; destinations with a raw score > 0 are min-max
  * normalised to [0, 1] (all equal: 1), the others score 0.
+ *
+ * Cost per request (round 4, docs/performance.md): approximate -- the walk
+ * (one probe of the unordered set per hash walked) and the add into the
+ * chosen destination's LRU as a queue of block runs (route__kvlru: one
+ * probe per run passed or hash absent, plus the set changes); precise --
+ * O(k log n) bisection probes for the k holders of the first block, and
+ * per KV event O(blocks) set changes.  Until round 4 the approximate LRU
+ * was one queue entry and pair-map probe per hash (tests/route_llmd_ref.c
+ * with tests/route_kvidx_ref.c; tests/router_equiv.sh checks they agree).
  */
 #include <math.h>
 #include <stddef.h>

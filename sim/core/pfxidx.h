@@ -3,7 +3,10 @@
  * most `capacity` blocks, each with the set of destinations it was sent to
  * and the time of its last touch -- the router-side table of AIBrix's
  * PrefixHashTable (vllm-project/aibrix pkg/utils/prefixcacheindexer/hash.go), used
- * by dualmap (models/route_dualmap.c, index_blocks > 0).
+ * by dualmap (models/route_dualmap.c, index_blocks > 0) and aibrix_prefix
+ * (models/route_aibrix_prefix.c); with one destination, a chained-list
+ * LRU (models/route_kvidx.c route__kvlru: llmd approximate, dynamo_kv
+ * without events).
  *
  * Semantics (the per-block table it replaces, kept as the test reference
  * tests/pfxidx_ref.c; every call below is defined by it):
@@ -27,7 +30,9 @@
  * same prompt in another run, or follows an absent one, is always a run's
  * head (chaining again), so one probe per run passed plus one per absent
  * block, and a compare of the run's hash array against the prompt's
- * (sequential memory) instead of one random probe per block.
+ * (sequential memory) instead of one random probe per block.  A counting
+ * filter over the map's keys (8,192 16-bit counters) spares most absent
+ * blocks that probe.
  *
  * Assumption (as the per-block table, which keys on the hash alone):
  * block hashes are chained -- h[j] determines h[0..j] -- so equal hashes
