@@ -124,8 +124,9 @@ static int dyn_create(void *state, const route_env *env, const void *const *para
     s->n_dest = env->n_dest;
     s->block_size = env->block_size ? env->block_size : 16;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    if (s->p.use_kv_events) {
+    if (s->p.use_kv_events) { /* at most the engines' pools */
         s->idx = route__kvidx_create(env->n_dest, false, 0);
+        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
     } else {
         s->lru = route__kvlru_create(env->n_dest, 0);
         s->idx = route__kvlru_index(s->lru);

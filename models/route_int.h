@@ -130,6 +130,13 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap);
 /* Free it.  Accepts NULL. */
 void route__kvidx_destroy(route__kvidx *x);
 
+/* Size the table for up to `pairs` (hash, destination) pairs at once (the
+ * size its growth would reach: a power of two at most half full; direct
+ * mode only, at most 2^22 pairs; 0 = no bound known, nothing done), so
+ * that a run does not rehash it ~20 times on the way.  Results do not
+ * depend on it.  Aborts if out of memory. */
+void route__kvidx_reserve(route__kvidx *x, uint64_t pairs);
+
 /* Destination d holds hashes[0..n), touched at `now_s` in that order (the
  * last one most recent).  O(n) amortised, prefetched.  Cannot fail (aborts
  * if out of memory). */

@@ -58,6 +58,7 @@
 #define KX_NONE UINT32_MAX
 #define KX_PF 16 /* blocks ahead the loops prefetch */
 #define KX_PF_VICTIM 8 /* LRU victims ahead an eviction prefetches the map slots of */
+#define KX_RESERVE_MAX (1u << 22) /* route__kvidx_reserve: at most 2^23 slots (128 MiB) */
 
 typedef struct kx_pair {
     double last;   /* last touch, s */
@@ -233,6 +234,28 @@ static inline int t_remove(route__kvidx *x, uint32_t d, uint64_t hash)
     x->tab[i].bits = 0;
     x->tn--;
     return 1;
+}
+
+void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
+{
+    if (!x->direct || pairs == 0)
+        return;
+    if (pairs > KX_RESERVE_MAX)
+        pairs = KX_RESERVE_MAX;
+    size_t n = x->tmask + 1;
+    while (n < 2 * pairs) /* the size growth would reach */
+        n *= 2;
+    if (n == x->tmask + 1)
+        return;
+    kx_slot *old = x->tab;
+    const size_t n_old = x->tmask + 1;
+    x->tab = sim_xcalloc(n, sizeof *x->tab);
+    x->tmask = n - 1;
+    x->tshift = 64 - (unsigned)__builtin_ctzll((unsigned long long)n);
+    for (size_t i = 0; i < n_old; i++)
+        if (old[i].bits)
+            x->tab[t_find(x, old[i].hash)] = old[i];
+    free(old);
 }
 
 /* The entry of `hash`, created empty if absent. */

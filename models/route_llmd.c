@@ -160,11 +160,13 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
     if (s->per_hash == 0)
         s->per_hash = 1;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    if (precise) {
+    if (precise) { /* at most the engines' pools */
         s->idx = route__kvidx_create(env->n_dest, false, 0);
-    } else {
+        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
+    } else { /* at most lru_capacity per destination */
         s->lru = route__kvlru_create(env->n_dest, (uint32_t)s->p.lru_capacity);
         s->idx = route__kvlru_index(s->lru);
+        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * (uint64_t)s->p.lru_capacity);
     }
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
