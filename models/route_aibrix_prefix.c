@@ -46,8 +46,16 @@
  * matches; expiry is checked at each decision (the reference sweeps every
  * second); a matched candidate's share uses crsim's m full blocks.
  *
- * Cost per request: one map lookup per prompt block (the match and the
- * add share it), O(R) for the gate and the choice.
+ * The table is sim/core/pfxidx (the queue of block runs dualmap uses for
+ * the same AIBrix table): its add, expiry and capacity rules are the
+ * table's above, block for block; the match is one walk for all
+ * candidates (sim_pfxidx_match_set).  Before round 4 it was a per-block
+ * LRU map, kept as tests/route_aibrix_ref.c, against which
+ * tests/router_equiv.sh checks whole simulations bit for bit.
+ *
+ * Cost per request: one map probe per run passed or block absent (a few
+ * plus the request's new blocks), sequential compares and copies of the
+ * prompt's hashes, O(R) for the gate and the choice.
  */
 #include <math.h>
 #include <stddef.h>
@@ -55,12 +63,10 @@
 #include <string.h>
 
 #include "sim/core/error.h"
-#include "sim/core/lruq.h"
-#include "sim/core/u64map.h"
+#include "sim/core/pfxidx.h"
 #include "models/route_int.h"
 
 #define AB_NONE UINT32_MAX
-#define AB_PF 16 /* blocks ahead the add pass prefetches */
 
 enum { AB_SIGNAL_INFLIGHT = 0, AB_SIGNAL_RUNNING = 1 };
 
@@ -119,30 +125,16 @@ const route_section route__sec_aibrix_prefix = {.prefix = "router.aibrix_prefix"
 
 static const route_section *const aibrix_sections[] = {&route__sec_aibrix_prefix, NULL};
 
-typedef struct ab_entry {
-    uint64_t hash;
-    double t;     /* last access, s */
-    uint32_t pos; /* lruq position */
-    uint32_t next_free;
-    uint64_t pod0; /* the pod set when it fits one word (<= 64 destinations) */
-} ab_entry;
-
 typedef struct aibrix {
     sim_pcg32 rng;
     uint32_t n_dest, words, block_size, signal;
     double factor, ttl_s;
     uint64_t gap, k_std;
-    uint32_t cap; /* table capacity, KV blocks */
-    ab_entry *e;
-    uint64_t *pods; /* words per entry, when more than one (else ab_entry.pod0) */
-    uint32_t e_cap, e_used, e_free, e_live;
-    sim_u64map map;
-    sim_lruq lq;
-    uint32_t *idx;     /* scratch: entry of block i (matched part) */
-    uint32_t idx_cap;
+    uint32_t cap;   /* table capacity, KV blocks */
+    sim_pfxidx *px; /* the table */
     uint32_t *cnt;     /* scratch: request counts */
     uint32_t *match;   /* scratch: matched blocks per destination */
-    uint64_t *alive, *cand, *gone; /* scratch bitsets */
+    uint64_t *alive, *cand; /* scratch bitsets */
 } aibrix;
 
 static int aibrix_create(void *state, const route_env *env, const void *const *params)
@@ -167,83 +159,23 @@ static int aibrix_create(void *state, const route_env *env, const void *const *p
     double cap = ceil((double)p->table_blocks * (double)p->block_chars /
                       (p->chars_per_token * (double)env->block_size));
     s->cap = cap < 1 ? 1 : cap > 1e9 ? 1000000000u : (uint32_t)cap;
-    s->e_free = AB_NONE;
-    int rc = sim_u64map_init(&s->map, 1024);
-    if (rc)
-        return rc;
+    s->px = sim_pfxidx_create(s->cap, env->n_dest);
+    if (!s->px)
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating the aibrix_prefix table");
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->match = sim_xcalloc(env->n_dest, sizeof *s->match);
-    s->alive = sim_xcalloc(3 * (size_t)s->words, sizeof *s->alive);
+    s->alive = sim_xcalloc(2 * (size_t)s->words, sizeof *s->alive);
     s->cand = s->alive + s->words;
-    s->gone = s->cand + s->words;
     return SIM_OK;
 }
 
 static void aibrix_destroy(void *state)
 {
     aibrix *s = state;
-    free(s->e);
-    free(s->pods);
-    free(s->idx);
+    sim_pfxidx_destroy(s->px);
     free(s->cnt);
     free(s->match);
     free(s->alive);
-    sim_u64map_fini(&s->map);
-    sim_lruq_fini(&s->lq);
-}
-
-static inline uint32_t *lq_pos0(aibrix *s)
-{
-    return s->e ? &s->e[0].pos : NULL;
-}
-
-/* Drop the least recently used entry.  (Prefetching later victims' map
- * slots was tried: +8.6 % instructions, no fewer simulated cache misses —
- * the default table, 12,500 blocks, stays cache-resident.) */
-static void drop_front(aibrix *s, uint32_t x)
-{
-    sim_u64map_del(&s->map, s->e[x].hash);
-    s->e[x].pos = UINT32_MAX - 1; /* stale: matches no queue entry */
-    s->e[x].next_free = s->e_free;
-    s->e_free = x;
-    s->e_live--;
-}
-
-/* The pod set of entry x (words words): inline in the entry for up to 64
- * destinations, so a probe's entry and its pods share a cache line. */
-static inline uint64_t *podw(aibrix *s, uint32_t x)
-{
-    return s->words == 1 ? &s->e[x].pod0 : &s->pods[(size_t)x * s->words];
-}
-
-/* A new entry for `hash` (the table is not full: the caller evicted). */
-static uint32_t entry_new(aibrix *s, uint64_t hash)
-{
-    uint32_t x;
-    if (s->e_free != AB_NONE) {
-        x = s->e_free;
-        s->e_free = s->e[x].next_free;
-    } else {
-        if (s->e_used == s->e_cap) {
-            s->e_cap = s->e_cap ? 2 * s->e_cap : 1024;
-            s->e = sim_xrealloc(s->e, s->e_cap * sizeof *s->e);
-            if (s->words > 1)
-                s->pods = sim_xrealloc(s->pods, (size_t)s->e_cap * s->words * sizeof *s->pods);
-        }
-        x = s->e_used++;
-    }
-    s->e[x].hash = hash;
-    s->e[x].pos = UINT32_MAX - 1;
-    memset(podw(s, x), 0, s->words * sizeof *s->pods);
-    sim_u64map_put(&s->map, hash, x);
-    s->e_live++;
-    return x;
-}
-
-static inline void touch(aibrix *s, uint32_t x, double now)
-{
-    s->e[x].t = now;
-    sim_lruq_touch(&s->lq, &s->e[0].pos, sizeof *s->e, x);
 }
 
 /* Least requests over every destination (faults: every live one), ties
@@ -295,49 +227,15 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
             s->cand[d / 64] |= 1ULL << (d % 64);
 
     /* Expire idle entries (least recently used first). */
-    if (s->ttl_s > 0 && s->e)
-        for (;;) {
-            uint32_t x = sim_lruq_front(&s->lq, lq_pos0(s), sizeof *s->e);
-            if (x == SIM_LRUQ_NONE || now - s->e[x].t < s->ttl_s)
-                break;
-            drop_front(s, x);
-        }
+    if (s->ttl_s > 0)
+        sim_pfxidx_expire_idle(s->px, now, s->ttl_s);
 
-    /* 2. Match. */
+    /* 2. Match: each candidate's leading blocks held. */
     uint32_t nb = r->prompt_tokens / s->block_size;
     if (nb > r->n_blocks)
         nb = r->n_blocks;
-    if (nb > s->idx_cap) {
-        s->idx_cap = nb > 2 * s->idx_cap ? nb : 2 * s->idx_cap;
-        s->idx = sim_xrealloc(s->idx, s->idx_cap * sizeof *s->idx);
-    }
     memcpy(s->alive, s->cand, W * sizeof *s->alive);
-    uint32_t i = 0, any = 0;
-    for (; i < nb; i++) {
-        if (i + AB_PF < nb)
-            sim_u64map_prefetch(&s->map, r->blocks[i + AB_PF]);
-        const uint32_t x = sim_u64map_get(&s->map, r->blocks[i]);
-        if (x == SIM_U64MAP_NONE)
-            break;
-        const uint64_t *pw = podw(s, x);
-        uint64_t keep = 0;
-        for (uint32_t w = 0; w < W; w++) {
-            s->gone[w] = s->alive[w] & ~pw[w];
-            s->alive[w] &= pw[w];
-            keep |= s->alive[w];
-        }
-        /* Candidates that drop out here matched i blocks. */
-        for (uint32_t w = 0; w < W; w++)
-            for (uint64_t g = s->gone[w]; g; g &= g - 1)
-                s->match[w * 64 + (uint32_t)__builtin_ctzll(g)] = i;
-        if (!keep)
-            break;
-        s->idx[i] = x;
-    }
-    const uint32_t walked = i; /* blocks present for some candidate */
-    for (uint32_t w = 0; w < W; w++)
-        for (uint64_t g = s->alive[w]; g; g &= g - 1)
-            s->match[w * 64 + (uint32_t)__builtin_ctzll(g)] = walked;
+    sim_pfxidx_match_set(s->px, r->blocks, nb, s->alive, s->match);
 
     /* 3. Choose. */
     uint32_t dest = AB_NONE;
@@ -346,10 +244,9 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
     for (uint32_t w = 0; w < W; w++)
         for (uint64_t g = s->cand[w]; g; g &= g - 1) {
             const uint32_t d = w * 64 + (uint32_t)__builtin_ctzll(g);
-            const uint32_t m = walked ? s->match[d] : 0;
+            const uint32_t m = s->match[d];
             if (m == 0)
                 continue;
-            any = 1;
             if (!((double)s->cnt[d] <= bound))
                 continue;
             const uint32_t pct = (uint32_t)((uint64_t)m * 100 / nb);
@@ -364,32 +261,11 @@ static uint32_t aibrix_route(void *state, const wl_request *r, const route_view 
                 dest = d;
             }
         }
-    (void)any;
     if (dest == AB_NONE)
         dest = least(s, v);
 
-    /* 4. Add every block for dest, in order (the matched ones first, so
-     * making room never evicts an entry recorded in idx). */
-    for (uint32_t j = 0; j < nb; j++) {
-        uint32_t x;
-        if (j < walked) {
-            x = s->idx[j];
-        } else {
-            if (j + AB_PF < nb)
-                sim_u64map_prefetch(&s->map, r->blocks[j + AB_PF]);
-            x = sim_u64map_get(&s->map, r->blocks[j]);
-            if (x == SIM_U64MAP_NONE) {
-                if (s->e_live >= s->cap) {
-                    uint32_t y = sim_lruq_front(&s->lq, lq_pos0(s), sizeof *s->e);
-                    if (y != SIM_LRUQ_NONE)
-                        drop_front(s, y);
-                }
-                x = entry_new(s, r->blocks[j]);
-            }
-        }
-        podw(s, x)[dest / 64] |= 1ULL << (dest % 64);
-        touch(s, x, now);
-    }
+    /* 4. Add every block for dest, in order. */
+    sim_pfxidx_add(s->px, r->blocks, nb, dest, now);
     return dest;
 }
 

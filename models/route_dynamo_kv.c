@@ -26,7 +26,10 @@
  * Cost per request: O(k log n) index probes for the k workers holding the
  * request's first block (the index is closed under prefixes, so each
  * worker's overlap is found by bisection), O(workers) for the logits, and
- * per KV event O(blocks) index updates.
+ * per KV event O(blocks) index updates.  Without events, the decision-fed
+ * index is route__kvlru (per-worker queues of block runs; round 4), equal
+ * to the per-block index of tests/route_dynamo_kv_ref.c and
+ * tests/route_kvidx_ref.c (tests/router_equiv.sh).
  */
 #include <math.h>
 #include <stddef.h>
@@ -80,7 +83,8 @@ typedef struct dynamo_kv {
     dyn_params p;
     uint32_t n_dest, block_size;
     sim_pcg32 rng;
-    route__kvidx *idx;
+    route__kvidx *idx; /* the index read (with events: its own; without: lru's) */
+    route__kvlru *lru; /* without events: the decision-fed index */
     uint64_t *pend;  /* per worker: prefill tokens believed pending */
     uint64_t *dblk;  /* per worker: KV blocks of in-flight requests */
     uint32_t *len;   /* scratch: overlap blocks per worker */
@@ -100,7 +104,10 @@ static unsigned dyn_needs(const void *const *params)
 static void dyn_destroy(void *state)
 {
     dynamo_kv *s = state;
-    route__kvidx_destroy(s->idx);
+    if (s->lru)
+        route__kvlru_destroy(s->lru);
+    else
+        route__kvidx_destroy(s->idx);
     free(s->pend);
     free(s->dblk);
     free(s->len);
@@ -117,7 +124,13 @@ static int dyn_create(void *state, const route_env *env, const void *const *para
     s->n_dest = env->n_dest;
     s->block_size = env->block_size ? env->block_size : 16;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    s->idx = route__kvidx_create(env->n_dest, !s->p.use_kv_events, 0);
+    if (s->p.use_kv_events) { /* at most the engines' pools */
+        s->idx = route__kvidx_create(env->n_dest, false, 0);
+        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
+    } else {
+        s->lru = route__kvlru_create(env->n_dest, 0);
+        s->idx = route__kvlru_index(s->lru);
+    }
     s->pend = sim_xcalloc(env->n_dest, sizeof *s->pend);
     s->dblk = sim_xcalloc(env->n_dest, sizeof *s->dblk);
     s->len = sim_xcalloc(env->n_dest, sizeof *s->len);
@@ -180,7 +193,7 @@ static uint32_t dyn_route(void *state, const wl_request *r, const route_view *v)
     const uint32_t bs = s->block_size, np = prompt_blocks(s, r);
     const uint32_t req_blocks = (r->prompt_tokens + bs - 1) / bs; /* isl.div_ceil(bs) */
     if (!s->p.use_kv_events)
-        route__kvidx_expire(s->idx, v->now_s - s->p.ttl_s);
+        route__kvlru_expire(s->lru, v->now_s - s->p.ttl_s);
     route__kvidx_prefix(s->idx, r->blocks, np, s->len);
     for (uint32_t d = 0; d < s->n_dest; d++) {
         const uint64_t cached = (uint64_t)s->len[d] * bs;
@@ -230,7 +243,7 @@ static uint32_t dyn_route(void *state, const wl_request *r, const route_view *v)
     s->pend[best] += fresh;
     s->dblk[best] += s->rq[slot].blocks;
     if (!s->p.use_kv_events) /* ApproxKvIndexer: the routed blocks, fresh TTL */
-        route__kvidx_add(s->idx, best, r->blocks, np, v->now_s);
+        route__kvlru_add(s->lru, best, r->blocks, np, v->now_s);
     return best;
 }
 

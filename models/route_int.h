@@ -133,7 +133,8 @@ double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
  * or by the router's own decisions (llmd approximate: add at decision time
  * with a per-destination LRU capacity, as the inference extension's
  * indexer; dynamo_kv without events: add at decision time, expire after a
- * TTL, as Dynamo's ApproxKvIndexer; both ordered).  Memory: ~(16 + 8 *
+ * TTL, as Dynamo's ApproxKvIndexer; both ordered -- the routers use the
+ * equal but run-level route__kvlru below for these).  Memory: ~(16 + 8 *
  * ceil(n_dest / 64)) bytes per distinct hash plus the map, and for an
  * ordered index ~24 bytes per pair plus its map and queues; up to 64
  * destinations ("direct mode", models/route_kvidx.c) a 16-byte table slot
@@ -151,6 +152,13 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap);
 
 /* Free it.  Accepts NULL. */
 void route__kvidx_destroy(route__kvidx *x);
+
+/* Size the table for up to `pairs` (hash, destination) pairs at once (the
+ * size its growth would reach: a power of two at most half full; direct
+ * mode only, at most 2^22 pairs; 0 = no bound known, nothing done), so
+ * that a run does not rehash it ~20 times on the way.  Results do not
+ * depend on it.  Aborts if out of memory. */
+void route__kvidx_reserve(route__kvidx *x, uint64_t pairs);
 
 /* Destination d holds hashes[0..n), touched at `now_s` in that order (the
  * last one most recent).  O(n) amortised, prefetched.  Cannot fail (aborts
@@ -187,5 +195,37 @@ uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32
  * expire by age), where it equals route__kvidx_walk's count.  O(k log n)
  * probes for the k destinations holding hashes[0]. */
 void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len);
+
+/*
+ * A decision-fed index (llmd approximate, dynamo_kv without events): the
+ * same set as an ordered route__kvidx with the same `cap` after the same
+ * adds and expiries, for hash lists that are chained (a hash determines
+ * every hash before it in its list: the engines' chained block hashes,
+ * llm-d's hash lists), but kept per destination as a queue of block runs
+ * (sim/core/pfxidx.h) instead of one queue entry and one map probe per
+ * block: an add costs one probe per run passed or block absent plus the
+ * set changes.  The set is read through route__kvlru_index (walk, prefix,
+ * size, has).  Memory: the unordered index plus ~8 bytes per held block
+ * and ~40 per run.  Aborts if out of memory.
+ */
+typedef struct route__kvlru route__kvlru;
+
+/* `cap` > 0 bounds each destination's blocks (LRU eviction); 0 =
+ * unbounded.  Free with route__kvlru_destroy (accepts NULL). */
+route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap);
+void route__kvlru_destroy(route__kvlru *l);
+
+/* Destination d touched the chained list hashes[0..n) at now_s, first to
+ * last (route__kvidx_add's order and eviction rule).  O(n) sequential +
+ * O(runs passed + blocks inserted + blocks evicted) probes. */
+void route__kvlru_add(route__kvlru *l, uint32_t d, const uint64_t *hashes, uint32_t n,
+                      double now_s);
+
+/* Drop every block last touched before before_s (route__kvidx_expire's
+ * rule).  O(destinations + runs dropped + blocks dropped). */
+void route__kvlru_expire(route__kvlru *l, double before_s);
+
+/* The set, for the queries (owned by l: do not add to or free it). */
+route__kvidx *route__kvlru_index(const route__kvlru *l);
 
 #endif

@@ -35,6 +35,14 @@
  * Rejected alternative: one hash set per destination, probed per
  * destination per block, costs n_dest probes per block: 30x the walk on
  * the flagship.
+ *
+ * The decision-fed indexes of the routers (llm-d approximate, dynamo_kv
+ * without events) are route__kvlru (end of this file): per destination a
+ * one-destination sim/core/pfxidx run queue in place of the ordered
+ * index's queue entry and pair-map probe per block, plus an unordered
+ * index kept from the queues' change logs for the queries.  The ordered
+ * index stays for hash sets that are not chained lists, and is what
+ * tests/test_route_kv.c checks route__kvlru against.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +51,14 @@
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/lruq.h"
+#include "sim/core/pfxidx.h"
 #include "sim/core/prefetch.h"
 #include "sim/core/u64map.h"
 
 #define KX_NONE UINT32_MAX
 #define KX_PF 16 /* blocks ahead the loops prefetch */
 #define KX_PF_VICTIM 8 /* LRU victims ahead an eviction prefetches the map slots of */
+#define KX_RESERVE_MAX (1u << 22) /* route__kvidx_reserve: at most 2^23 slots (128 MiB) */
 
 typedef struct kx_pair {
     double last;   /* last touch, s */
@@ -74,6 +84,7 @@ struct route__kvidx {
     bool direct;       /* direct mode: tab holds the entries */
     kx_slot *tab;      /* direct: mask + 1 slots */
     size_t tmask, tn;  /* direct: slots - 1, entries */
+    unsigned tshift;   /* direct: 64 - log2(slots) */
     sim_u64map gmap; /* hash -> entry */
     uint64_t *ent;   /* entry e at ent[e * stride]: hash, count, bits[words] */
     uint32_t n_ent, cap_ent, efree; /* free entries chained through count */
@@ -110,6 +121,7 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap)
     if (n_dest <= 64) {
         x->direct = true;
         x->tmask = 1023;
+        x->tshift = 64 - 10;
         x->tab = sim_xcalloc(x->tmask + 1, sizeof *x->tab);
         if (ordered && sim_u64map_init(&x->pmap, 1024))
             sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
@@ -142,7 +154,9 @@ void route__kvidx_destroy(route__kvidx *x)
 
 static inline size_t t_home(const route__kvidx *x, uint64_t hash)
 {
-    return (size_t)sim_hash_mix64(hash) & x->tmask;
+    /* Fibonacci hashing (Knuth, TAOCP 3, 6.4): the top bits of hash times
+     * 2^64 / phi; one multiply instead of a full mix per probe. */
+    return (size_t)((hash * 0x9e3779b97f4a7c15ULL) >> x->tshift);
 }
 
 /* Slot of `hash`, or the empty slot where it would go. */
@@ -169,6 +183,7 @@ static void t_grow(route__kvidx *x)
     kx_slot *old = x->tab;
     const size_t n = x->tmask + 1;
     x->tmask = 2 * n - 1;
+    x->tshift--;
     x->tab = sim_xcalloc(2 * n, sizeof *x->tab);
     for (size_t i = 0; i < n; i++)
         if (old[i].bits)
@@ -176,7 +191,7 @@ static void t_grow(route__kvidx *x)
     free(old);
 }
 
-static void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
+static inline void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
 {
     const uint64_t m = 1ull << d;
     size_t i = t_find(x, hash);
@@ -195,7 +210,7 @@ static void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
 }
 
 /* 1 if d held `hash` (now no longer). */
-static int t_remove(route__kvidx *x, uint32_t d, uint64_t hash)
+static inline int t_remove(route__kvidx *x, uint32_t d, uint64_t hash)
 {
     const uint64_t m = 1ull << d;
     size_t i = t_find(x, hash);
@@ -219,6 +234,28 @@ static int t_remove(route__kvidx *x, uint32_t d, uint64_t hash)
     x->tab[i].bits = 0;
     x->tn--;
     return 1;
+}
+
+void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
+{
+    if (!x->direct || pairs == 0)
+        return;
+    if (pairs > KX_RESERVE_MAX)
+        pairs = KX_RESERVE_MAX;
+    size_t n = x->tmask + 1;
+    while (n < 2 * pairs) /* the size growth would reach */
+        n *= 2;
+    if (n == x->tmask + 1)
+        return;
+    kx_slot *old = x->tab;
+    const size_t n_old = x->tmask + 1;
+    x->tab = sim_xcalloc(n, sizeof *x->tab);
+    x->tmask = n - 1;
+    x->tshift = 64 - (unsigned)__builtin_ctzll((unsigned long long)n);
+    for (size_t i = 0; i < n_old; i++)
+        if (old[i].bits)
+            x->tab[t_find(x, old[i].hash)] = old[i];
+    free(old);
 }
 
 /* The entry of `hash`, created empty if absent. */
@@ -545,3 +582,99 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
             len[d] = lo;
         }
 }
+
+/* ---- decision-fed index over chained hash lists (route__kvlru) ---- */
+
+/*
+ * Per destination, its LRU as a one-destination sim/core/pfxidx (a queue
+ * of block runs: the hashes one add touches get consecutive LRU places and
+ * one time, and chained hashes make a later list meet a run in a leading
+ * part of it, so the run loses only its head; pfxidx.c gives the
+ * argument), and the union of all destinations' sets in an unordered
+ * route__kvidx for the walk and the bisection.  The set is kept from the
+ * queues' change logs (blocks entering and leaving each queue, in order),
+ * so it is exactly the set the per-pair LRU (an ordered route__kvidx)
+ * would hold after the same adds and expiries; tests/test_route_kv.c
+ * checks this against the ordered index.
+ */
+struct route__kvlru {
+    uint32_t n_dest;
+    route__kvidx *set;
+    sim_pfxidx **q; /* per destination */
+};
+
+route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap)
+{
+    route__kvlru *l = sim_xcalloc(1, sizeof *l);
+    l->n_dest = n_dest;
+    l->set = route__kvidx_create(n_dest, false, 0);
+    l->q = sim_xcalloc(n_dest, sizeof *l->q);
+    for (uint32_t d = 0; d < n_dest; d++) {
+        l->q[d] = sim_pfxidx_create(cap ? cap : UINT32_MAX, 1);
+        if (!l->q[d])
+            sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
+        sim_pfxidx_log_on(l->q[d]);
+    }
+    return l;
+}
+
+void route__kvlru_destroy(route__kvlru *l)
+{
+    if (!l)
+        return;
+    for (uint32_t d = 0; d < l->n_dest; d++)
+        sim_pfxidx_destroy(l->q[d]);
+    free(l->q);
+    route__kvidx_destroy(l->set);
+    free(l);
+}
+
+/* Bring the set up to date with destination d's queue log, in order. */
+static void lru_apply(route__kvlru *l, uint32_t d)
+{
+    const uint64_t *h;
+    const uint8_t *in;
+    const uint32_t n = sim_pfxidx_log(l->q[d], &h, &in);
+    route__kvidx *x = l->set;
+    if (x->direct) {
+        for (uint32_t j = 0; j < KX_PF && j < n; j++)
+            t_prefetch(x, h[j]);
+        for (uint32_t j = 0; j < n; j++) {
+            if (j + KX_PF < n)
+                t_prefetch(x, h[j + KX_PF]);
+            if (in[j])
+                t_add(x, d, h[j]);
+            else
+                t_remove(x, d, h[j]);
+        }
+    } else {
+        for (uint32_t j = 0; j < n;) { /* stretches of one kind */
+            uint32_t k = j + 1;
+            while (k < n && in[k] == in[j])
+                k++;
+            if (in[j])
+                route__kvidx_add(x, d, h + j, k - j, 0);
+            else
+                route__kvidx_remove(x, d, h + j, k - j);
+            j = k;
+        }
+    }
+    sim_pfxidx_log_clear(l->q[d]);
+}
+
+void route__kvlru_add(route__kvlru *l, uint32_t d, const uint64_t *hashes, uint32_t n,
+                      double now_s)
+{
+    sim_pfxidx_add(l->q[d], hashes, n, 0, now_s);
+    lru_apply(l, d);
+}
+
+void route__kvlru_expire(route__kvlru *l, double before_s)
+{
+    for (uint32_t d = 0; d < l->n_dest; d++) {
+        sim_pfxidx_expire(l->q[d], before_s);
+        lru_apply(l, d);
+    }
+}
+
+route__kvidx *route__kvlru_index(const route__kvlru *l) { return l->set; }

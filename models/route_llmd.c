@@ -32,6 +32,15 @@
  * a destination's raw score is the longest prefix of the request's
  * engine blocks it holds; destinations with a raw score > 0 are min-max
  * normalised to [0, 1] (all equal: 1), the others score 0.
+ *
+ * Cost per request (round 4, docs/performance.md): approximate -- the walk
+ * (one probe of the unordered set per hash walked) and the add into the
+ * chosen destination's LRU as a queue of block runs (route__kvlru: one
+ * probe per run passed or hash absent, plus the set changes); precise --
+ * O(k log n) bisection probes for the k holders of the first block, and
+ * per KV event O(blocks) set changes.  Until round 4 the approximate LRU
+ * was one queue entry and pair-map probe per hash (tests/route_llmd_ref.c
+ * with tests/route_kvidx_ref.c; tests/router_equiv.sh checks they agree).
  */
 #include <math.h>
 #include <stddef.h>
@@ -97,7 +106,8 @@ typedef struct llmd {
     double wq, wk, wp;
     uint32_t n_dest, block_size, per_hash; /* engine blocks per hash block */
     sim_pcg32 rng;
-    route__kvidx *idx;
+    route__kvidx *idx; /* the index read (precise: its own; approximate: lru's) */
+    route__kvlru *lru; /* approximate: the decision-fed index */
     uint64_t *hl;    /* scratch: the hash list */
     uint32_t cap_hl;
     uint32_t *cnt;   /* scratch: per-destination matches */
@@ -127,7 +137,10 @@ static unsigned llmd_needs(const void *const *params)
 static void llmd_destroy(void *state)
 {
     llmd *s = state;
-    route__kvidx_destroy(s->idx);
+    if (s->lru)
+        route__kvlru_destroy(s->lru);
+    else
+        route__kvidx_destroy(s->idx);
     free(s->hl);
     free(s->cnt);
     free(s->score);
@@ -147,7 +160,14 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
     if (s->per_hash == 0)
         s->per_hash = 1;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
-    s->idx = route__kvidx_create(env->n_dest, !precise, precise ? 0 : (uint32_t)s->p.lru_capacity);
+    if (precise) { /* at most the engines' pools */
+        s->idx = route__kvidx_create(env->n_dest, false, 0);
+        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
+    } else { /* at most lru_capacity per destination */
+        s->lru = route__kvlru_create(env->n_dest, (uint32_t)s->p.lru_capacity);
+        s->idx = route__kvlru_index(s->lru);
+        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * (uint64_t)s->p.lru_capacity);
+    }
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
     return SIM_OK;
@@ -229,7 +249,7 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
         }
     }
     if (s->p.mode == LLMD_APPROX) /* PreRequest: indexer.Add(hashes, target) */
-        route__kvidx_add(s->idx, best, s->hl, nh, v->now_s);
+        route__kvlru_add(s->lru, best, s->hl, nh, v->now_s);
     return best;
 }
 

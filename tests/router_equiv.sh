@@ -48,4 +48,34 @@ check experiment "$cfg" 100 preble 5 $short --set router.preble.window_s=8 --set
 check experiment "$cfg" 100 preble 6 $short --set router.preble.tpot=cost_model --set cluster.destinations=5
 check experiment "$cfg" 100 preble 1 $short --set cluster.destinations=70
 check experiment "$cfg" 200 preble 9 $short --set router.preble.window_s=2
+# The production routers against their pre-round-4 per-block versions
+# (tests/route_aibrix_ref.c, route_llmd_ref.c, route_dynamo_kv_ref.c,
+# route_kvidx_ref.c).  aibrix_prefix: the defaults (12,500-block table), a
+# 250-block table (smaller than one prompt: constant eviction, a prompt
+# evicting its own blocks) with a 5-s idle expiry, a large table where
+# expiry does the evicting, and 70 destinations (two bitset words) with
+# the scraped running-requests signal.
+check experiment "$cfg" 100 aibrix_prefix 1 $short
+check experiment "$cfg" 100 aibrix_prefix 2 $short --set router.aibrix_prefix.table_blocks=1000 --set router.aibrix_prefix.ttl_s=5
+check experiment "$cfg" 80 aibrix_prefix 3 $short --set router.aibrix_prefix.table_blocks=4000000 --set router.aibrix_prefix.ttl_s=3
+check experiment "$cfg" 150 aibrix_prefix 4 $short --set cluster.destinations=70 --set router.aibrix_prefix.signal=running
+# llmd approximate (decision-fed per-destination LRUs, route__kvlru):
+# the defaults (31,250 hash blocks per destination), a capacity just above
+# one hash list (constant eviction) and one below it (a list evicting its
+# own blocks) with longer hash blocks, and 70 destinations (the general,
+# two-word index).  llmd precise and dynamo_kv (KV-event-fed): the
+# defaults and a 50-ms event delay.  dynamo_kv without events (TTL expiry
+# of its own decisions): the 120-s default, a 2-s TTL, and softmax
+# sampling.
+check experiment "$cfg" 100 llmd 1 $short
+check experiment "$cfg" 100 llmd 2 $short --set router.llmd.lru_capacity=300
+check experiment "$cfg" 80 llmd 3 $short --set router.llmd.lru_capacity=40 --set router.llmd.hash_block_tokens=32 --set router.llmd.max_prefix_blocks=100
+check experiment "$cfg" 150 llmd 4 $short --set cluster.destinations=70 --set router.llmd.lru_capacity=5000
+check experiment "$cfg" 100 llmd 5 $short --set router.llmd.mode=precise
+check experiment "$cfg" 100 llmd 6 $short --set router.llmd.mode=precise --set gateway.kv_event_delay_s=0.05
+check experiment "$cfg" 100 dynamo_kv 1 $short
+check experiment "$cfg" 100 dynamo_kv 2 $short --set gateway.kv_event_delay_s=0.05
+check experiment "$cfg" 100 dynamo_kv 3 $short --set router.dynamo_kv.use_kv_events=false
+check experiment "$cfg" 100 dynamo_kv 4 $short --set router.dynamo_kv.use_kv_events=false --set router.dynamo_kv.ttl_s=2
+check experiment "$cfg" 100 dynamo_kv 5 $short --set router.dynamo_kv.use_kv_events=false --set router.dynamo_kv.ttl_s=10 --set router.dynamo_kv.router_temperature=0.5 --set cluster.destinations=70
 exit $fail

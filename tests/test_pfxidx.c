@@ -15,6 +15,7 @@
 
 #include "sim/core/hash.h"
 #include "sim/core/pfxidx.h"
+#include "sim/core/u64map.h"
 #include "check.h"
 #include "pfxidx_ref.h"
 
@@ -102,6 +103,22 @@ static void against_reference(uint32_t cap, uint32_t n_dest, uint64_t seed, int 
         }
         CHECK_INT_EQ(sim_pfxidx_size(t), pfxidx_ref_size(r));
         CHECK(sim_pfxidx_size(t) <= cap);
+        { /* match_set over a random set of destinations */
+            uint64_t alive[2] = {0, 0};
+            uint32_t len[70];
+            const int i = (int)(rnd(&x) % 8);
+            for (uint32_t e = 0; e < n_dest; e++)
+                if (rnd(&x) % 3)
+                    alive[e / 64] |= 1ULL << (e % 64);
+            const uint64_t set[2] = {alive[0], alive[1]};
+            for (uint32_t e = 0; e < n_dest; e++)
+                len[e] = 999;
+            sim_pfxidx_match_set(t, probe[i], np[i], alive, len);
+            for (uint32_t e = 0; e < n_dest; e++)
+                CHECK_INT_EQ(len[e], set[e / 64] >> (e % 64) & 1
+                                         ? pfxidx_ref_match(r, probe[i], np[i], e)
+                                         : 999);
+        }
         for (int i = 0; i < 8; i++)
             for (uint32_t e = 0; e < n_dest; e += 1 + (n_dest > 8) * 13)
                 CHECK_INT_EQ(sim_pfxidx_match(t, probe[i], np[i], e),
@@ -111,8 +128,69 @@ static void against_reference(uint32_t cap, uint32_t n_dest, uint64_t seed, int 
     pfxidx_ref_destroy(r);
 }
 
+/* expire_idle and the change log, one destination: times on a 1/64 s
+ * grid (exact in binary), so dropping blocks with !(now - t < ttl) is the
+ * reference's expire(before) with before = now - ttl + 1/128; a set kept
+ * from the log alone has the table's size and holds every block the
+ * reference matches. */
+static void idle_and_log(uint32_t cap, uint64_t seed)
+{
+    sim_pfxidx *t = sim_pfxidx_create(cap, 1);
+    pfxidx_ref *r = pfxidx_ref_create(cap, 1);
+    CHECK(t && r);
+    sim_pfxidx_log_on(t);
+    sim_u64map shadow;
+    CHECK_INT_EQ(sim_u64map_init(&shadow, 64), 0);
+    uint64_t x = seed, h[MAXN];
+    uint32_t held = 0, logged = 0, expired = 0;
+    double now = 0;
+    for (int step = 0; step < 20000; step++) {
+        now += (double)(rnd(&x) % 64) / 64.0;
+        const uint32_t n = prompt(&x, h, (uint32_t)(rnd(&x) % FAMILIES));
+        if (rnd(&x) % 4) {
+            sim_pfxidx_add(t, h, n, 0, now);
+            pfxidx_ref_add(r, h, n, 0, now);
+        } else {
+            const double ttl = (double)(rnd(&x) % 640) / 64.0;
+            const uint32_t before = pfxidx_ref_size(r);
+            sim_pfxidx_expire_idle(t, now, ttl);
+            pfxidx_ref_expire(r, now - ttl + 1.0 / 128);
+            expired += pfxidx_ref_size(r) < before;
+        }
+        const uint64_t *lh;
+        const uint8_t *in;
+        const uint32_t k = sim_pfxidx_log(t, &lh, &in);
+        for (uint32_t j = 0; j < k; j++) {
+            if (in[j]) {
+                CHECK(sim_u64map_get(&shadow, lh[j]) == SIM_U64MAP_NONE);
+                sim_u64map_put(&shadow, lh[j], 1);
+                held++;
+            } else {
+                CHECK(sim_u64map_get(&shadow, lh[j]) != SIM_U64MAP_NONE);
+                sim_u64map_del(&shadow, lh[j]);
+                held--;
+            }
+        }
+        logged += k;
+        sim_pfxidx_log_clear(t);
+        CHECK_INT_EQ(sim_pfxidx_size(t), pfxidx_ref_size(r));
+        CHECK_INT_EQ(held, pfxidx_ref_size(r));
+        const uint32_t m = pfxidx_ref_match(r, h, n, 0);
+        CHECK_INT_EQ(sim_pfxidx_match(t, h, n, 0), m);
+        for (uint32_t j = 0; j < m; j++)
+            CHECK(sim_u64map_get(&shadow, h[j]) != SIM_U64MAP_NONE);
+    }
+    CHECK(expired > 100 && logged > 10000); /* both paths exercised */
+    sim_u64map_fini(&shadow);
+    sim_pfxidx_destroy(t);
+    pfxidx_ref_destroy(r);
+}
+
 int main(void)
 {
+    idle_and_log(6, 11);
+    idle_and_log(60, 12);
+    idle_and_log(100000, 13);
     known_answers();
     static const uint32_t caps[] = {6, 17, 40, 100, 400};
     for (int i = 0; i < 5; i++) {

@@ -349,6 +349,7 @@ static void test_kvidx_direct_equiv(void)
         h[i] = wl_block_hash(i % 50 ? h[i - 1] : (uint64_t)i, (uint64_t)i + 7);
     route__kvidx *a = route__kvidx_create(ND, false, 0);
     route__kvidx *b = route__kvidx_create(65, false, 0);
+    route__kvidx_reserve(a, 3000); /* sized ahead; again at step 2000, held */
     static uint32_t la[65], lb[65], ca[65], cb[65];
     sim_pcg32 rng;
     sim_pcg32_seed(&rng, 42, 1);
@@ -358,6 +359,8 @@ static void test_kvidx_direct_equiv(void)
         const uint32_t d = sim_pcg32_bounded(&rng, ND);
         const uint32_t off = sim_pcg32_bounded(&rng, NH - 64);
         const uint32_t n = 1 + sim_pcg32_bounded(&rng, 64);
+        if (step == 2000)
+            route__kvidx_reserve(a, 100000);
         if (sim_pcg32_bounded(&rng, 3)) {
             route__kvidx_add(a, d, h + off, n, 0);
             route__kvidx_add(b, d, h + off, n, 0);
@@ -375,7 +378,7 @@ static void test_kvidx_direct_equiv(void)
     for (uint32_t d = 0; d < ND; d++)
         held += route__kvidx_size(a, d);
     CHECK_INT_EQ(bad, 0);
-    CHECK(held > 10000); /* the table grew well past its 1024 slots */
+    CHECK(held > 10000); /* the table grew well past its first size */
     route__kvidx_destroy(a);
     route__kvidx_destroy(b);
 }
@@ -425,8 +428,80 @@ static void test_kvidx_direct_equiv_ordered(void)
     route__kvidx_destroy(b);
 }
 
+/* A chained hash list of 1..48 blocks from family f (of 6): a shared
+ * stretch of (7 f mod 20) blocks, then blocks from a 3-letter alphabet,
+ * so that lists share prefixes and branch often. */
+static uint32_t chained_list(sim_pcg32 *rng, uint64_t *h, uint32_t f)
+{
+    const uint32_t n = 1 + sim_pcg32_bounded(rng, 48), shared = (f * 7u) % 20u;
+    uint64_t prev = 0x9e3779b97f4a7c15ULL * (f + 1);
+    for (uint32_t j = 0; j < n; j++)
+        h[j] = prev = wl_block_hash(prev, j < shared ? 1000 + j : sim_pcg32_bounded(rng, 3));
+    return n;
+}
+
+/* route__kvlru (per-destination run queues + the unordered set) against
+ * the per-pair ordered route__kvidx it replaced in llmd and dynamo_kv:
+ * random adds of chained lists at advancing times, with expiries, for a
+ * capacity below one list (a list evicting its own blocks), a capacity of
+ * a few lists (constant eviction) and no capacity (expiry only), over 5
+ * destinations (direct mode) and 70 (general layout, two words).  After
+ * every step every destination's size, the added list's membership, and
+ * the walk and prefix of a probe list agree. */
+static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t seed)
+{
+    route__kvlru *a = route__kvlru_create(nd, cap);
+    route__kvidx *b = route__kvidx_create(nd, true, cap);
+    route__kvidx *ax = route__kvlru_index(a);
+    static uint32_t ca[70], cb[70];
+    uint64_t h[48], q[48];
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, seed, 1);
+    int bad = 0, evicted = 0, expired = 0;
+    for (int step = 0; step < 3000; step++) {
+        const double now = step * 0.01;
+        const uint32_t d = sim_pcg32_bounded(&rng, nd < 8 ? nd : 8); /* busy destinations */
+        const uint32_t n = chained_list(&rng, h, sim_pcg32_bounded(&rng, 6));
+        const uint32_t before = route__kvidx_size(b, d);
+        route__kvlru_add(a, d, h, n, now);
+        route__kvidx_add(b, d, h, n, now);
+        evicted += cap && before + n > cap;
+        if (ttl > 0 && step % 7 == 0) {
+            uint32_t sz = 0;
+            for (uint32_t e = 0; e < nd; e++)
+                sz += route__kvidx_size(b, e);
+            route__kvlru_expire(a, now - ttl);
+            route__kvidx_expire(b, now - ttl);
+            for (uint32_t e = 0; e < nd; e++)
+                sz -= route__kvidx_size(b, e);
+            expired += sz > 0;
+        }
+        for (uint32_t e = 0; e < nd; e++)
+            bad += route__kvidx_size(ax, e) != route__kvidx_size(b, e);
+        for (uint32_t j = 0; j < n; j++)
+            bad += route__kvidx_has(ax, d, h[j]) != route__kvidx_has(b, d, h[j]);
+        const uint32_t m = chained_list(&rng, q, sim_pcg32_bounded(&rng, 6));
+        bad += route__kvidx_walk(ax, q, m, ca) != route__kvidx_walk(b, q, m, cb);
+        bad += memcmp(ca, cb, nd * sizeof *ca) != 0;
+        route__kvidx_prefix(ax, q, m, ca);
+        route__kvidx_prefix(b, q, m, cb);
+        bad += memcmp(ca, cb, nd * sizeof *ca) != 0;
+    }
+    CHECK_INT_EQ(bad, 0);
+    CHECK(!cap || evicted > 100);  /* the capacity bound was exercised */
+    CHECK(ttl <= 0 || expired > 10); /* and the expiry */
+    route__kvlru_destroy(a);
+    route__kvidx_destroy(b);
+}
+
 int main(void)
 {
+    test_kvlru_equiv(5, 20, 0, 1);
+    test_kvlru_equiv(5, 150, 0, 2);
+    test_kvlru_equiv(5, 0, 1.5, 3);
+    test_kvlru_equiv(70, 60, 0, 4);
+    test_kvlru_equiv(70, 0, 0.5, 5);
+    test_kvlru_equiv(5, 100, 0.15, 6);
     test_kvidx();
     test_kvidx_direct_equiv();
     test_kvidx_direct_equiv_ordered();

@@ -21,6 +21,7 @@
  */
 #include "sim/core/pfxidx.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@
 #include "sim/core/u64map.h"
 
 #define PX_NONE UINT32_MAX
+#define PX_FBITS 13 /* head filter: 2^13 counters */
+#define PX_FSAT UINT16_MAX /* a saturated counter: "maybe", for good */
 
 typedef struct px_run {
     uint64_t *h;   /* hashes; the live blocks are h[off..len) */
@@ -42,6 +45,11 @@ struct sim_pfxidx {
     uint32_t capacity, n_dest, words;
     uint32_t live;   /* blocks held */
     sim_u64map head; /* head hash of a run -> run */
+    /* Counting filter over the map's keys: filt[f(k)] = how many keys k
+     * with that slot the map holds (saturating at PX_FSAT, which then
+     * stays), so 0 proves a hash is no key and spares the map probe for
+     * the absent blocks of a prompt (most of them). */
+    uint16_t *filt;
     px_run *run;
     uint64_t *bits;  /* `words` per run: its destinations */
     uint64_t *tmp;   /* scratch: `words` */
@@ -53,11 +61,43 @@ struct sim_pfxidx {
      * head.  Flushed before anything else changes that run's key, and at
      * the end of every add (so match sees an exact map). */
     uint32_t st_run, st_off;
+    /* Change log (sim_pfxidx_log_on). */
+    bool log;
+    uint64_t *log_h;
+    uint8_t *log_in;
+    uint32_t log_n, log_cap;
 };
 
 static uint64_t *run_bits(const sim_pfxidx *x, uint32_t r)
 {
     return x->bits + (size_t)r * x->words;
+}
+
+/* Filter slot of a hash (Fibonacci hashing: the top bits of h * 2^64/phi). */
+static inline size_t fslot(uint64_t h)
+{
+    return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> (64 - PX_FBITS));
+}
+
+/* Map k -> r in the head map, counting a new key in the filter. */
+static void head_put(sim_pfxidx *x, uint64_t k, uint32_t r)
+{
+    if (sim_u64map_insert(&x->head, k, r) != SIM_U64MAP_NONE) {
+        sim_u64map_put(&x->head, k, r); /* taken over: the count stands */
+        return;
+    }
+    uint16_t *c = &x->filt[fslot(k)];
+    if (*c != PX_FSAT)
+        ++*c;
+}
+
+/* Remove key k (present) from the head map and the filter. */
+static void head_del(sim_pfxidx *x, uint64_t k)
+{
+    sim_u64map_del(&x->head, k);
+    uint16_t *c = &x->filt[fslot(k)];
+    if (*c != PX_FSAT)
+        --*c;
 }
 
 sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
@@ -73,8 +113,10 @@ sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
     x->run_free = PX_NONE;
     x->st_run = PX_NONE;
     x->tmp = calloc(x->words, sizeof *x->tmp);
-    if (!x->tmp || sim_u64map_init(&x->head, 64) != SIM_OK) {
+    x->filt = calloc((size_t)1 << PX_FBITS, sizeof *x->filt);
+    if (!x->tmp || !x->filt || sim_u64map_init(&x->head, 64) != SIM_OK) {
         free(x->tmp);
+        free(x->filt);
         free(x);
         return NULL;
     }
@@ -90,9 +132,42 @@ void sim_pfxidx_destroy(sim_pfxidx *x)
     free(x->run);
     free(x->bits);
     free(x->tmp);
+    free(x->filt);
     sim_u64map_fini(&x->head);
     sim_lruq_fini(&x->q);
+    free(x->log_h);
+    free(x->log_in);
     free(x);
+}
+
+void sim_pfxidx_log_on(sim_pfxidx *x)
+{
+    x->log = true;
+}
+
+uint32_t sim_pfxidx_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in)
+{
+    *h = x->log_h;
+    *in = x->log_in;
+    return x->log_n;
+}
+
+void sim_pfxidx_log_clear(sim_pfxidx *x)
+{
+    x->log_n = 0;
+}
+
+/* Log h[0..k) entering (in = 1) or leaving (0), if the log is on. */
+static void log_put(sim_pfxidx *x, const uint64_t *h, uint32_t k, uint8_t in)
+{
+    if (x->log_n + k > x->log_cap) {
+        x->log_cap = x->log_n + k > 2 * x->log_cap ? x->log_n + k : 2 * x->log_cap;
+        x->log_h = sim_xrealloc(x->log_h, (size_t)x->log_cap * sizeof *x->log_h);
+        x->log_in = sim_xrealloc(x->log_in, x->log_cap);
+    }
+    memcpy(x->log_h + x->log_n, h, (size_t)k * sizeof *h);
+    memset(x->log_in + x->log_n, in, k);
+    x->log_n += k;
 }
 
 uint32_t sim_pfxidx_size(const sim_pfxidx *x)
@@ -150,7 +225,7 @@ static void run_rekey(sim_pfxidx *x, uint32_t r, uint32_t key_off)
     px_run *R = &x->run[r];
     /* The key may have been taken over by a re-inserted block. */
     if (sim_u64map_get(&x->head, R->h[key_off]) == r)
-        sim_u64map_del(&x->head, R->h[key_off]);
+        head_del(x, R->h[key_off]);
     if (R->off == R->len) {
         run_release(x, r);
         return;
@@ -160,7 +235,7 @@ static void run_rekey(sim_pfxidx *x, uint32_t r, uint32_t key_off)
         R->len -= R->off;
         R->off = 0;
     }
-    sim_u64map_put(&x->head, R->h[R->off], r);
+    head_put(x, R->h[R->off], r);
 }
 
 /* Apply the pending key change of the run being evicted, if any. */
@@ -176,7 +251,7 @@ static void flush(sim_pfxidx *x)
 /* The run whose head is h (the lazy key of st_run included), or PX_NONE. */
 static uint32_t lookup(const sim_pfxidx *x, uint64_t h)
 {
-    const uint32_t r = sim_u64map_get(&x->head, h);
+    const uint32_t r = x->filt[fslot(h)] ? sim_u64map_get(&x->head, h) : SIM_U64MAP_NONE;
     if (x->st_run == PX_NONE)
         return r;
     if (r == x->st_run) /* its stale key: an evicted block */
@@ -200,6 +275,16 @@ static void run_behead(sim_pfxidx *x, uint32_t r, uint32_t k)
  * released, or PX_NONE.  The map learns of it lazily (st_run). */
 static uint32_t drop_front(sim_pfxidx *x)
 {
+    if (x->st_run != PX_NONE) { /* still eating it: it is the queue's front */
+        px_run *S = &x->run[x->st_run];
+        if (S->off + 1 < S->len) {
+            if (x->log)
+                log_put(x, &S->h[S->off], 1, 0);
+            x->live--;
+            S->off++;
+            return PX_NONE;
+        }
+    }
     const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
     SIM_ALWAYS(r != SIM_LRUQ_NONE);
     if (r != x->st_run) {
@@ -207,12 +292,24 @@ static uint32_t drop_front(sim_pfxidx *x)
         x->st_run = r;
         x->st_off = x->run[r].off;
     }
+    if (x->log)
+        log_put(x, &x->run[r].h[x->run[r].off], 1, 0);
     x->live--;
     if (++x->run[r].off < x->run[r].len)
         return PX_NONE;
     sim_lruq_pop_front(&x->q);
     flush(x);
     return r;
+}
+
+/* Drop the least recently touched run whole (the queue's front, r). */
+static void drop_run(sim_pfxidx *x, uint32_t r)
+{
+    sim_lruq_pop_front(&x->q);
+    if (x->log)
+        log_put(x, x->run[r].h + x->run[r].off, x->run[r].len - x->run[r].off, 0);
+    x->live -= x->run[r].len - x->run[r].off;
+    run_behead(x, r, x->run[r].len - x->run[r].off);
 }
 
 void sim_pfxidx_expire(sim_pfxidx *x, double before)
@@ -224,9 +321,20 @@ void sim_pfxidx_expire(sim_pfxidx *x, double before)
         const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
         if (r == SIM_LRUQ_NONE || !(x->run[r].last < before))
             return;
-        sim_lruq_pop_front(&x->q);
-        x->live -= x->run[r].len - x->run[r].off;
-        run_behead(x, r, x->run[r].len - x->run[r].off);
+        drop_run(x, r);
+    }
+}
+
+void sim_pfxidx_expire_idle(sim_pfxidx *x, double now, double ttl)
+{
+    flush(x);
+    if (!x->run)
+        return;
+    for (;;) {
+        const uint32_t r = sim_lruq_front(&x->q, &x->run[0].pos, sizeof *x->run);
+        if (r == SIM_LRUQ_NONE || now - x->run[r].last < ttl)
+            return;
+        drop_run(x, r);
     }
 }
 
@@ -253,6 +361,34 @@ uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, ui
     return m;
 }
 
+void sim_pfxidx_match_set(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint64_t *alive,
+                          uint32_t *len)
+{
+    const uint32_t W = x->words;
+    uint32_t m = 0;
+    for (;;) {
+        const uint32_t r = m < n ? lookup(x, h[m]) : PX_NONE;
+        if (r == PX_NONE)
+            break;
+        /* Every destination of the set not in r's stops here, at m. */
+        const uint64_t *b = run_bits(x, r);
+        uint64_t keep = 0;
+        for (uint32_t w = 0; w < W; w++) {
+            for (uint64_t g = alive[w] & ~b[w]; g; g &= g - 1)
+                len[w * 64 + (uint32_t)__builtin_ctzll(g)] = m;
+            alive[w] &= b[w];
+            keep |= alive[w];
+        }
+        if (!keep)
+            return;
+        const px_run *R = &x->run[r];
+        m += common(R->h + R->off, R->len - R->off, h + m, n - m);
+    }
+    for (uint32_t w = 0; w < W; w++)
+        for (uint64_t g = alive[w]; g; g &= g - 1)
+            len[w * 64 + (uint32_t)__builtin_ctzll(g)] = m;
+}
+
 /* Append h[0..k) (k >= 1) at the MRU end with destination set b: to run
  * *cur (this add's last run) if it has the same set, else to a new run
  * sized for `rest` >= k blocks. */
@@ -265,7 +401,7 @@ static void append(sim_pfxidx *x, uint32_t *cur, const uint64_t *h, uint32_t k,
         same = run_bits(x, c)[w] == b[w];
     if (!same) {
         c = run_new(x, rest, b, now);
-        sim_u64map_put(&x->head, h[0], c);
+        head_put(x, h[0], c);
         *cur = c;
     }
     px_run *C = &x->run[c];
@@ -280,12 +416,45 @@ static void append(sim_pfxidx *x, uint32_t *cur, const uint64_t *h, uint32_t k,
     C->len += k;
 }
 
+/* The rest of a stretch of absent blocks h[j..), appended to this add's
+ * run C (whose set is {d}), while the filter proves them no run's head
+ * and, if the table is full, the front run being eaten (st_run) keeps a
+ * block after the one it loses: the steps of the general loop below, with
+ * the state in registers.  Returns where the general loop resumes (a
+ * block that may be present, or a case it must handle). */
+static uint32_t absent_stretch(sim_pfxidx *x, px_run *C, const uint64_t *h, uint32_t j,
+                               uint32_t n)
+{
+    px_run *S = x->st_run != PX_NONE ? &x->run[x->st_run] : NULL;
+    uint32_t live = x->live;
+    for (; j < n; j++) {
+        const uint64_t hj = h[j];
+        if (x->filt[fslot(hj)] || (S && S->h[S->off] == hj) || C->len == C->cap)
+            break;
+        if (live >= x->capacity) {
+            if (!S || S->off + 1 >= S->len)
+                break;
+            if (x->log)
+                log_put(x, &S->h[S->off], 1, 0);
+            S->off++;
+            live--;
+        }
+        C->h[C->len++] = hj;
+        if (x->log)
+            log_put(x, h + j, 1, 1);
+        live++;
+    }
+    x->live = live;
+    return j;
+}
+
 void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, double now)
 {
     SIM_ALWAYS(d < x->n_dest);
     uint64_t *b = x->tmp;
     uint32_t cur = PX_NONE;
     int b_is_d = 0; /* b holds {d} */
+    int cur_d = 0;  /* run cur has the set {d} */
     for (uint32_t j = 0; j < n;) {
         const uint32_t r = lookup(x, h[j]);
         if (r != PX_NONE) { /* present: a leading part of run r */
@@ -299,18 +468,33 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
              * MRU end from the prompt's own hashes. */
             run_behead(x, r, k);
             append(x, &cur, h + j, k, b, n - j, now);
+            cur_d = 0;
             j += k;
         } else { /* absent: insert, evicting the least recent block if full */
             if (x->live >= x->capacity && drop_front(x) == cur)
                 cur = PX_NONE; /* this add's own run was evicted whole */
-            if (!b_is_d) {
-                memset(b, 0, x->words * sizeof *b);
-                b[d / 64] |= (uint64_t)1 << (d % 64);
-                b_is_d = 1;
+            if (cur != PX_NONE && cur_d) { /* append() inline: same set */
+                px_run *C = &x->run[cur];
+                if (C->len == C->cap) {
+                    C->cap = 2 * C->cap;
+                    C->h = sim_xrealloc(C->h, (size_t)C->cap * sizeof *C->h);
+                }
+                C->h[C->len++] = h[j];
+            } else {
+                if (!b_is_d) {
+                    memset(b, 0, x->words * sizeof *b);
+                    b[d / 64] |= (uint64_t)1 << (d % 64);
+                    b_is_d = 1;
+                }
+                append(x, &cur, h + j, 1, b, n - j, now);
+                cur_d = 1;
             }
-            append(x, &cur, h + j, 1, b, n - j, now);
+            if (x->log)
+                log_put(x, h + j, 1, 1);
             x->live++;
             j++;
+            if (cur != PX_NONE && cur_d)
+                j = absent_stretch(x, &x->run[cur], h, j, n);
         }
     }
     flush(x);

@@ -3,7 +3,10 @@
  * most `capacity` blocks, each with the set of destinations it was sent to
  * and the time of its last touch -- the router-side table of AIBrix's
  * PrefixHashTable (vllm-project/aibrix pkg/utils/prefixcacheindexer/hash.go), used
- * by dualmap (models/route_dualmap.c, index_blocks > 0).
+ * by dualmap (models/route_dualmap.c, index_blocks > 0) and aibrix_prefix
+ * (models/route_aibrix_prefix.c); with one destination, a chained-list
+ * LRU (models/route_kvidx.c route__kvlru: llmd approximate, dynamo_kv
+ * without events).
  *
  * Semantics (the per-block table it replaces, kept as the test reference
  * tests/pfxidx_ref.c; every call below is defined by it):
@@ -27,7 +30,9 @@
  * same prompt in another run, or follows an absent one, is always a run's
  * head (chaining again), so one probe per run passed plus one per absent
  * block, and a compare of the run's hash array against the prompt's
- * (sequential memory) instead of one random probe per block.
+ * (sequential memory) instead of one random probe per block.  A counting
+ * filter over the map's keys (8,192 16-bit counters) spares most absent
+ * blocks that probe.
  *
  * Assumption (as the per-block table, which keys on the hash alone):
  * block hashes are chained -- h[j] determines h[0..j] -- so equal hashes
@@ -59,6 +64,37 @@ void sim_pfxidx_expire(sim_pfxidx *x, double before);
 /* Leading blocks of h[0..n) present with destination d (< n_dest).
  * O(runs passed + blocks compared).  Cannot fail. */
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d);
+
+/* sim_pfxidx_match for a set of destinations in one walk (AIBrix's
+ * matching loop, models/route_aibrix_prefix.c): on entry `alive` (one bit
+ * per destination, ceil(n_dest / 64) words) is the set; for every d in it
+ * len[d] becomes sim_pfxidx_match(x, h, n, d); other entries of len are
+ * untouched and `alive` is clobbered.  The walk stops where no destination
+ * of the set still matches.  O(runs passed + blocks compared).  Cannot
+ * fail. */
+void sim_pfxidx_match_set(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint64_t *alive,
+                          uint32_t *len);
+
+/* Drop blocks idle for `ttl` or longer, least recent first: every block
+ * whose last touch t has !(now - t < ttl), i.e. AIBrix's test
+ * (prefixcacheindexer/hash.go: time.Since(lastAccess) >= ttl) spelt as
+ * models/route_aibrix_prefix.c did (the same floating-point expression,
+ * not sim_pfxidx_expire(now - ttl), which may round differently).
+ * O(runs dropped). */
+void sim_pfxidx_expire_idle(sim_pfxidx *x, double now, double ttl);
+
+/* Change log, off until sim_pfxidx_log_on: every block that enters the
+ * table (inserted by add) or leaves it (evicted by add, dropped by an
+ * expiry) is appended, in the order it happens, with in[i] = 1 for
+ * entering and 0 for leaving.  Destination-set changes of present blocks
+ * are not logged (so with one destination the log is exactly that
+ * destination's membership changes).  sim_pfxidx_log returns the entries
+ * since the last sim_pfxidx_log_clear, through *h and *in (owned by the
+ * index, valid until its next change).  Cannot fail (aborts if out of
+ * memory). */
+void sim_pfxidx_log_on(sim_pfxidx *x);
+uint32_t sim_pfxidx_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in);
+void sim_pfxidx_log_clear(sim_pfxidx *x);
 
 /* Record that the prompt h[0..n) was sent to d at `now` (semantics
  * above).  O(n) sequential copies + O(runs passed + blocks inserted +

@@ -1,0 +1,266 @@
+/*
+ * TEST REFERENCE, not built into crsim: models/route_llmd.c as it was
+ * before the round-4 optimisations (crsim at 6d8feb8: its approximate
+ * index per block, route__kvidx in ordered mode, as frozen in
+ * tests/route_kvidx_ref.c). Linked instead of it into equiv_ref_sim
+ * (tests/meson.build), so that tests/router_equiv.sh can check that the
+ * optimised router gives bit-identical simulations.  Unchanged below this
+ * comment.
+ */
+/*
+ * llmd: the Gateway API inference extension / llm-d endpoint picker
+ * (EPP), re-implemented from kubernetes-sigs/gateway-api-inference-
+ * extension pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go
+ * @00913f92 and indexer.go @01925288 (approximate prefix scorer), the
+ * queue and KV-cache-utilisation scorers of the same tree, and llm-d/
+ * llm-d-inference-scheduler's precise-prefix-cache scorer (min-max
+ * normalised longest-prefix scores over KV-event-fed indexes).
+ * docs/policies.md lists every choice and deviation.
+ *
+ * Every destination is a candidate (the default profile has no filter
+ * that crsim's healthy one-model pools would trip).  Each gets
+ *
+ *     score = w_queue * (max_q - q) / (max_q - min_q)   [1 if all equal]
+ *           + w_kv    * (1 - kv_util)
+ *           + w_prefix * prefix
+ *
+ * with q the scraped waiting queue and kv_util the scraped KV usage; the
+ * highest score wins, ties uniformly at random (max-score picker).
+ *
+ * mode approximate (default, weights 2 : 2 : 3): prefix = the blocks of
+ * the request's hash list that the router's index walk credits to the
+ * destination / the list's length.  The list is a model-name hash
+ * followed by the chained hashes of the prompt's first (at most
+ * max_prefix_blocks) hash blocks of hash_block_tokens tokens (64
+ * characters at ~4 characters per token in the reference); after the
+ * decision every hash of the list is added to the chosen destination's
+ * LRU of lru_capacity entries, first to last (indexer.Add).
+ *
+ * mode precise (weights prefix 2 : KV 1 : queue 1): the index is the
+ * engines' caches as their KV events describe them (with their delay);
+ * a destination's raw score is the longest prefix of the request's
+ * engine blocks it holds; destinations with a raw score > 0 are min-max
+ * normalised to [0, 1] (all equal: 1), the others score 0.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "models/route_int.h"
+#include "sim/core/error.h"
+
+enum { LLMD_APPROX = 0, LLMD_PRECISE = 1 };
+static const char *const mode_names[] = {"approximate", "precise", NULL};
+
+/* The hash standing for the model name at the head of every hash list
+ * (plugin.go hashPrompt: hash(0) = xxhash of the target model). */
+#define LLMD_MODEL_HASH 0x6c6c6d2d64a11e5bULL
+
+typedef struct llmd_params {
+    int mode;
+    double w_queue, w_kv, w_prefix; /* < 0 = the mode's default */
+    int64_t hash_block_tokens;      /* tokens per prefix hash block */
+    int64_t max_prefix_blocks;
+    int64_t lru_capacity;           /* hash blocks per destination */
+} llmd_params;
+
+static const sim_cfg_key llmd_schema[] = {
+    {.path = "mode", .type = SIM_CFG_ENUM, .offset = offsetof(llmd_params, mode),
+     .choices = mode_names, .def = "approximate",
+     .help = "prefix index: approximate = the router's own decisions (inference-extension "
+             "prefix-cache-scorer); precise = engine KV events (llm-d precise-prefix-cache-"
+             "scorer)"},
+    {.path = "queue_weight", .type = SIM_CFG_DOUBLE, .offset = offsetof(llmd_params, w_queue),
+     .min = -1, .max = 1e6, .def = "-1",
+     .help = "queue-scorer weight; -1 = the mode's default (approximate 2, precise 1)"},
+    {.path = "kv_weight", .type = SIM_CFG_DOUBLE, .offset = offsetof(llmd_params, w_kv),
+     .min = -1, .max = 1e6, .def = "-1",
+     .help = "kv-cache-utilization-scorer weight; -1 = the mode's default (approximate 2, "
+             "precise 1)"},
+    {.path = "prefix_weight", .type = SIM_CFG_DOUBLE, .offset = offsetof(llmd_params, w_prefix),
+     .min = -1, .max = 1e6, .def = "-1",
+     .help = "prefix-cache-scorer weight; -1 = the mode's default (approximate 3, precise 2)"},
+    {.path = "hash_block_tokens", .type = SIM_CFG_INT,
+     .offset = offsetof(llmd_params, hash_block_tokens), .min = 1, .max = 1 << 20, .def = "16",
+     .unit = "tokens",
+     .help = "approximate mode: tokens per prefix hash block, a multiple of engine.block_size "
+             "(reference: 64 characters = 16 tokens at 4 characters per token)"},
+    {.path = "max_prefix_blocks", .type = SIM_CFG_INT,
+     .offset = offsetof(llmd_params, max_prefix_blocks), .min = 1, .max = 1 << 24, .def = "256",
+     .help = "approximate mode: hash blocks of a prompt matched and indexed at most "
+             "(DefaultMaxPrefixBlocks)"},
+    {.path = "lru_capacity", .type = SIM_CFG_INT, .offset = offsetof(llmd_params, lru_capacity),
+     .min = 1, .max = 1 << 30, .def = "31250",
+     .help = "approximate mode: index entries per destination, LRU "
+             "(DefaultLRUCapacityPerServer)"},
+    {0},
+};
+
+const route_section route__sec_llmd = {.prefix = "router.llmd", .schema = llmd_schema,
+                                       .params_size = sizeof(llmd_params)};
+
+static const route_section *const llmd_sections[] = {&route__sec_llmd, NULL};
+
+typedef struct llmd {
+    llmd_params p;
+    double wq, wk, wp;
+    uint32_t n_dest, block_size, per_hash; /* engine blocks per hash block */
+    sim_pcg32 rng;
+    route__kvidx *idx;
+    uint64_t *hl;    /* scratch: the hash list */
+    uint32_t cap_hl;
+    uint32_t *cnt;   /* scratch: per-destination matches */
+    double *score;   /* scratch */
+} llmd;
+
+static int llmd_check(const void *const *params, const route_env *env, const route_locate *loc)
+{
+    const llmd_params *p = params[0];
+    if (p->mode == LLMD_APPROX && env->block_size &&
+        p->hash_block_tokens % env->block_size != 0) {
+        char at[512];
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'router.llmd.hash_block_tokens' is %lld with "
+                         "engine.block_size %u; expected a multiple of the block size",
+                         route_where(loc, "router.llmd.hash_block_tokens", at, sizeof at),
+                         (long long)p->hash_block_tokens, env->block_size);
+    }
+    return SIM_OK;
+}
+
+static unsigned llmd_needs(const void *const *params)
+{
+    const llmd_params *p = params[0];
+    return p->mode == LLMD_PRECISE ? ROUTE_NEEDS_KV_EVENTS : 0;
+}
+
+static void llmd_destroy(void *state)
+{
+    llmd *s = state;
+    route__kvidx_destroy(s->idx);
+    free(s->hl);
+    free(s->cnt);
+    free(s->score);
+}
+
+static int llmd_create(void *state, const route_env *env, const void *const *params)
+{
+    llmd *s = state;
+    s->p = *(const llmd_params *)params[0];
+    const bool precise = s->p.mode == LLMD_PRECISE;
+    s->wq = s->p.w_queue >= 0 ? s->p.w_queue : precise ? 1 : 2;
+    s->wk = s->p.w_kv >= 0 ? s->p.w_kv : precise ? 1 : 2;
+    s->wp = s->p.w_prefix >= 0 ? s->p.w_prefix : precise ? 2 : 3;
+    s->n_dest = env->n_dest;
+    s->block_size = env->block_size ? env->block_size : 16;
+    s->per_hash = (uint32_t)(s->p.hash_block_tokens / s->block_size);
+    if (s->per_hash == 0)
+        s->per_hash = 1;
+    sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
+    s->idx = route__kvidx_create(env->n_dest, !precise, precise ? 0 : (uint32_t)s->p.lru_capacity);
+    s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
+    s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
+    return SIM_OK;
+}
+
+/* The approximate scorer's hash list of r into s->hl: the model hash, then
+ * for hash block k the chained engine-block hash ending it (it identifies
+ * the whole prefix up to there, as the reference's chained block hash
+ * does).  A prompt shorter than one hash block has no list (0). */
+static uint32_t hash_list(llmd *s, const wl_request *r)
+{
+    uint32_t full = r->prompt_tokens / s->block_size;
+    if (full > r->n_blocks)
+        full = r->n_blocks;
+    uint64_t nh = full / s->per_hash;
+    if (nh > (uint64_t)s->p.max_prefix_blocks)
+        nh = (uint64_t)s->p.max_prefix_blocks;
+    if (nh == 0)
+        return 0;
+    if (nh + 1 > s->cap_hl) {
+        s->cap_hl = (uint32_t)nh + 1;
+        s->hl = sim_xrealloc(s->hl, s->cap_hl * sizeof *s->hl);
+    }
+    s->hl[0] = LLMD_MODEL_HASH;
+    for (uint32_t k = 0; k < nh; k++)
+        s->hl[k + 1] = r->blocks[(k + 1) * s->per_hash - 1];
+    return (uint32_t)nh + 1;
+}
+
+static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v)
+{
+    llmd *s = state;
+    const uint32_t n = s->n_dest;
+    /* Prefix scores. */
+    uint32_t nh = 0;
+    if (s->p.mode == LLMD_APPROX) {
+        nh = hash_list(s, r);
+        route__kvidx_walk(s->idx, s->hl, nh, s->cnt);
+        for (uint32_t d = 0; d < n; d++)
+            s->score[d] = nh ? s->wp * (double)s->cnt[d] / (double)nh : 0;
+    } else {
+        uint32_t full = r->prompt_tokens / s->block_size;
+        if (full > r->n_blocks)
+            full = r->n_blocks;
+        route__kvidx_prefix(s->idx, r->blocks, full, s->cnt);
+        uint32_t lo = UINT32_MAX, hi = 0;
+        for (uint32_t d = 0; d < n; d++)
+            if (s->cnt[d] > 0) {
+                lo = s->cnt[d] < lo ? s->cnt[d] : lo;
+                hi = s->cnt[d] > hi ? s->cnt[d] : hi;
+            }
+        for (uint32_t d = 0; d < n; d++)
+            s->score[d] = s->cnt[d] == 0 ? 0
+                          : lo == hi     ? s->wp
+                                         : s->wp * (double)(s->cnt[d] - lo) / (double)(hi - lo);
+    }
+    /* Queue and KV-utilisation scores from the scraped snapshot. */
+    uint32_t qlo = UINT32_MAX, qhi = 0;
+    for (uint32_t d = 0; d < n; d++) {
+        const uint32_t q = v->waiting ? v->waiting[d] : 0;
+        qlo = q < qlo ? q : qlo;
+        qhi = q > qhi ? q : qhi;
+    }
+    uint32_t best = 0, ties = 0;
+    double top = -INFINITY;
+    for (uint32_t d = 0; d < n; d++) {
+        const uint32_t q = v->waiting ? v->waiting[d] : 0;
+        const double sq = qhi == qlo ? 1.0 : (double)(qhi - q) / (double)(qhi - qlo);
+        const double sk = 1.0 - (v->kv_util ? v->kv_util[d] : 0.0);
+        const double x = s->score[d] + s->wq * sq + s->wk * sk;
+        if (x > top) {
+            top = x;
+            best = d;
+            ties = 1;
+        } else if (x == top && sim_pcg32_bounded(&s->rng, ++ties) == 0) {
+            best = d; /* the j-th tie replaces with probability 1/j: uniform */
+        }
+    }
+    if (s->p.mode == LLMD_APPROX) /* PreRequest: indexer.Add(hashes, target) */
+        route__kvidx_add(s->idx, best, s->hl, nh, v->now_s);
+    return best;
+}
+
+static void llmd_kv_event(void *state, const route_kv_event *ev)
+{
+    llmd *s = state;
+    if (s->p.mode != LLMD_PRECISE)
+        return;
+    if (ev->kind == ROUTE_KV_STORED)
+        route__kvidx_add(s->idx, ev->dest, ev->hashes, ev->n, ev->now_s);
+    else
+        route__kvidx_remove(s->idx, ev->dest, ev->hashes, ev->n);
+}
+
+const route_type route_llmd = {
+    .name = "llmd",
+    .help = "llm-d / inference-extension endpoint picker: queue 2 + KV 2 + prefix 3 scorers, "
+            "max wins (router.llmd; mode precise: KV-event index, 1 : 1 : 2)",
+    .state_size = sizeof(llmd),
+    .sections = llmd_sections,
+    .check = llmd_check,
+    .needs = llmd_needs,
+    .create = llmd_create,
+    .route = llmd_route,
+    .destroy = llmd_destroy,
+    .on_kv_event = llmd_kv_event,
+};
