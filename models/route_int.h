@@ -88,6 +88,16 @@ double route__dualmap_tp_s(const void *state, uint32_t d);
 double route__dualmap_backlog(const void *state, uint32_t d);
 uint32_t route__dualmap_index_cap(const void *state, uint32_t d);
 
+/* A created preble router's per-destination values for destination d
+ * (< n_dest), from its own cost model and max_num_batched_tokens (its
+ * group's in a mixed fleet): t_p in s per token (the TTFT estimate), the
+ * prefill time of new_tokens after ctx cached ones in s (the window's
+ * missed prefill work), and the batch budget in tokens.  For tests (test
+ * `route_fleet`); `state` is a preble's. */
+double route__preble_tp_s(const void *state, uint32_t d);
+double route__preble_prefill_s(const void *state, uint32_t d, uint32_t new_tokens, uint32_t ctx);
+uint32_t route__preble_batch_tokens(const void *state, uint32_t d);
+
 /* router.cacheroute (models/route_cacheroute.c), read by the cacheroute
  * family and, for its control interval, by preble (which prunes its
  * window on the same tick). */

@@ -30,8 +30,9 @@
  *  where W(n) = Σ over window requests whose important node is n of
  *  T_prefill(new tokens, cached context) — the missed prefill work of
  *  Preble's miss_rate(n) · count_H(n) · T_prefill(len(n)), counted per
- *  request — with T_prefill from crsim's cost model (route_env.cost;
- *  ceil(new / batch_tokens) chunk steps).  TPOT_i = the cost model's
+ *  request — with T_prefill from crsim's cost model of the destination
+ *  the request went to (route_env_cost; ceil(new / its batch_tokens)
+ *  chunk steps).  TPOT_i = the cost model's (i's own, tpot: cost_model)
  *  decode step time at i's in-flight count with the mean context;
  *  out_mean = mean output length of completed requests (45 until the
  *  first completion).
@@ -63,9 +64,11 @@
  * Memory is therefore O(distinct blocks routed in the last window).
  *
  * Inputs: from route_env n_dest, ttft_slo_s (> 0; only validated, for a
- * uniform interface with dualmap), block_size (> 0), cost (required),
- * batch_tokens; router.dualmap.tp_s (t_p for the TTFT estimate; 0 = from
- * the cost model as in dualmap); router.preble window_s (180), high_load
+ * uniform interface with dualmap), block_size (> 0), each destination's
+ * cost model (required) and batch budget (route_env_cost,
+ * route_env_batch_tokens: its group's in a mixed fleet, docs/mixed-fleets.md);
+ * router.dualmap.tp_s (t_p for the TTFT estimate; 0 = per destination
+ * from its cost model as in dualmap); router.preble window_s (180), high_load
  * (1.5); the window is also pruned every router.cacheroute.interval_s.
  *
  * Options (router.preble; defaults follow WukLab/preble
@@ -234,12 +237,24 @@ typedef struct pb_dlist {
     int queued; /* in the preble's dq */
 } pb_dlist;
 
+/* What preble knows of one kind of destination: its step-time model,
+ * max_num_batched_tokens (0 = unknown: one chunk) and t_p, s per token.
+ * One class in a uniform cluster; one per group in a mixed fleet
+ * (docs/mixed-fleets.md, "What routers know"). */
+typedef struct pb_class {
+    cost_model cost;
+    uint32_t batch_tokens;
+    double tp_s;
+} pb_class;
+
 typedef struct preble {
     uint32_t n_dest, words; /* words = 64-bit words per alloc bitset */
     int tpot_observed, overload_completion, migrate_subtree, rebalance_each;
-    cost_model cost;
-    uint32_t block_size, batch_tokens;
-    double tp_s, window_s, high_load;
+    uint32_t block_size;
+    pb_class *cls;      /* n_cls >= 1 classes */
+    uint32_t n_cls;
+    uint32_t *cls_of;   /* per destination: its class; NULL = all class 0 */
+    double window_s, high_load;
     /* Tree of runs; record 0 is the root sentinel. */
     prun *nd;
     uint64_t *alloc; /* words per run */
@@ -305,16 +320,24 @@ static int has_bit(preble *s, uint32_t n, uint32_t d)
 
 /* ---- cost estimates ---- */
 
-static double prefill_time(const preble *s, uint32_t new_tokens, uint32_t ctx)
+/* The class of destination d. */
+static inline const pb_class *cls_of(const preble *s, uint32_t d)
+{
+    return s->cls_of ? &s->cls[s->cls_of[d]] : &s->cls[0];
+}
+
+/* Prefill time of `new_tokens` after `ctx` cached ones on a destination
+ * of class c, s: ceil(new / batch_tokens) equal chunks on its cost model. */
+static double prefill_time(const pb_class *c, uint32_t new_tokens, uint32_t ctx)
 {
     if (new_tokens == 0)
         return 0;
-    uint32_t k = s->batch_tokens ? (new_tokens + s->batch_tokens - 1) / s->batch_tokens : 1;
-    double nt = new_tokens, c = nt / k;
-    cost_batch b = {.prefill_tokens = (uint64_t)ceil(c), .sampled = 1,
+    uint32_t k = c->batch_tokens ? (new_tokens + c->batch_tokens - 1) / c->batch_tokens : 1;
+    double nt = new_tokens, ch = nt / k;
+    cost_batch b = {.prefill_tokens = (uint64_t)ceil(ch), .sampled = 1,
                     .prefill_attn = nt * (ctx + nt / 2) / k,
                     .prefill_ctx = ctx + new_tokens / 2};
-    return k * cost_step_time(&s->cost, &b);
+    return k * cost_step_time(&c->cost, &b);
 }
 
 static double out_mean(const preble *s)
@@ -336,7 +359,7 @@ static double decode_load(const preble *s, uint32_t d, uint32_t inflight)
     double ctx = (s->prompt_n > 0 ? s->prompt_sum / s->prompt_n : 0) + om / 2;
     cost_batch b = {.decode_tokens = inflight, .sampled = inflight,
                     .decode_ctx = (uint64_t)(inflight * ctx)};
-    return inflight * om * cost_step_time(&s->cost, &b);
+    return inflight * om * cost_step_time(&cls_of(s, d)->cost, &b);
 }
 
 /* Load cost of destination d, s: its window share, its window cost
@@ -1259,9 +1282,7 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     memset(s, 0, sizeof *s);
     s->n_dest = env->n_dest;
     s->words = (env->n_dest + 63) / 64;
-    s->cost = *env->cost;
     s->block_size = env->block_size;
-    s->batch_tokens = env->batch_tokens;
     s->window_s = p->window_s > 0 ? p->window_s : PB_WINDOW_S;
     s->high_load = p->high_load > 0 ? p->high_load : PB_HIGH_LOAD;
     s->tpot_observed = p->tpot == 0;
@@ -1269,12 +1290,49 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     s->migrate_subtree = p->migrate == 0;
     s->rebalance_each = p->rebalance == 0;
     s->ser_free = PB_NONE;
-    if (dp->tp_s > 0) {
-        s->tp_s = dp->tp_s;
-    } else {
-        uint32_t ct = env->batch_tokens ? env->batch_tokens : 2048;
-        s->tp_s = prefill_time(s, ct, 0) / ct;
+    /* Classes: one (env->cost, env->batch_tokens) without groups; in a
+     * mixed fleet one per group, from its first destination's values. */
+    const int mixed = env->dest_cost || env->dest_batch_tokens;
+    const uint32_t n_cls = !mixed ? 1 : env->group_of && env->n_groups ? env->n_groups : env->n_dest;
+    s->cls = calloc(n_cls, sizeof *s->cls);
+    if (mixed)
+        s->cls_of = malloc((size_t)env->n_dest * sizeof *s->cls_of);
+    if (!s->cls || (mixed && !s->cls_of)) {
+        pb_destroy(s);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
     }
+    s->n_cls = n_cls;
+    uint8_t *filled = mixed ? calloc(n_cls, 1) : NULL;
+    if (mixed && !filled) {
+        pb_destroy(s);
+        return SIM_ERROR(SIM_ENOMEM, "out of memory creating preble");
+    }
+    for (uint32_t d = 0; d < (mixed ? env->n_dest : 1); d++) {
+        const uint32_t c = !mixed ? 0 : env->group_of && env->n_groups ? env->group_of[d] : d;
+        if (mixed)
+            s->cls_of[d] = c;
+        if (mixed && filled[c])
+            continue;
+        if (mixed)
+            filled[c] = 1;
+        const cost_model *m = route_env_cost(env, d);
+        if (!m) {
+            free(filled);
+            pb_destroy(s);
+            return SIM_ERROR(SIM_EINVAL, "router.preble: no cost model for destination %u; "
+                             "preble needs every destination's step-time model", d);
+        }
+        pb_class *k = &s->cls[c];
+        k->cost = *m;
+        k->batch_tokens = route_env_batch_tokens(env, d);
+        if (dp->tp_s > 0) {
+            k->tp_s = dp->tp_s;
+        } else {
+            uint32_t ct = k->batch_tokens ? k->batch_tokens : 2048;
+            k->tp_s = prefill_time(k, ct, 0) / ct;
+        }
+    }
+    free(filled);
     s->n_free = PB_NONE;
     s->id_next = 1;
     s->ver = 1;
@@ -1446,8 +1504,9 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     }
     const uint32_t imp_i = r->n_blocks ? important(s, k, m, r->n_blocks) : 0;
     uint32_t imp = r->n_blocks ? s->pr[imp_i] : PB_NONE;
-    double ttft = ((double)v->queued_tokens[g] + fresh) * s->tp_s;
-    window_push(s, (pentry){.t = now, .cost = prefill_time(s, fresh, cached), .ttft = ttft,
+    const pb_class *cg = cls_of(s, g);
+    double ttft = ((double)v->queued_tokens[g] + fresh) * cg->tp_s;
+    window_push(s, (pentry){.t = now, .cost = prefill_time(cg, fresh, cached), .ttft = ttft,
                             .node = imp, .dest = g});
     s->prompt_sum += r->prompt_tokens;
     s->prompt_n++;
@@ -1535,6 +1594,21 @@ static void pb_interval(void *state, double now_s)
     series_sweep(state, now_s);
 }
 
+double route__preble_tp_s(const void *state, uint32_t d)
+{
+    return cls_of(state, d)->tp_s;
+}
+
+double route__preble_prefill_s(const void *state, uint32_t d, uint32_t new_tokens, uint32_t ctx)
+{
+    return prefill_time(cls_of(state, d), new_tokens, ctx);
+}
+
+uint32_t route__preble_batch_tokens(const void *state, uint32_t d)
+{
+    return cls_of(state, d)->batch_tokens;
+}
+
 static void pb_destroy(void *state)
 {
     preble *s = state;
@@ -1563,6 +1637,8 @@ static void pb_destroy(void *state)
     free(s->pk);
     free(s->tpot);
     free(s->med);
+    free(s->cls);
+    free(s->cls_of);
     for (uint32_t i = 0; i < s->n_ser; i++) {
         free(s->ser[i].t);
         free(s->ser[i].cum);

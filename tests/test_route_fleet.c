@@ -8,7 +8,10 @@
  * group's batch budget divided by that budget, its backlog B = SLO / t_p,
  * and its prefix-index bound is its group's pool (28,335 and 73,309
  * blocks); without groups every destination has the uniform values, the
- * ones the single-cluster code computed.
+ * ones the single-cluster code computed.  Preble likewise: its t_p of d
+ * is one chunk of d's batch budget on d's cost model per token, its
+ * prefill time of a prompt of two budgets is two such chunks (its
+ * window's missed prefill work), each its group's closed form.
  *
  * usage: test_route_fleet SPEC_DIR
  */
@@ -69,14 +72,17 @@ static struct {
     const void *env_cost[N_MAX];
     double tp[N_MAX], backlog[N_MAX];
     uint32_t cap[N_MAX];
+    /* preble */
+    double pb_tp[N_MAX], pb_pf[N_MAX];
+    uint32_t pb_bt[N_MAX];
 } seen;
 
-static const route_type *real_dualmap;
+static const route_type *real_dualmap, *real_preble, *real;
 
-/* dualmap's create, then a copy of its per-destination estimates. */
+/* The real router's create, then a copy of its per-destination estimates. */
 static int probe_create(void *state, const route_env *env, const void *const *params)
 {
-    int rc = real_dualmap->create(state, env, params);
+    int rc = real->create(state, env, params);
     if (rc || seen.created++)
         return rc;
     CHECK(env->n_dest <= N_MAX);
@@ -86,9 +92,15 @@ static int probe_create(void *state, const route_env *env, const void *const *pa
         seen.env_pool[d] = route_env_pool_blocks(env, d);
         seen.env_batch[d] = route_env_batch_tokens(env, d);
         seen.env_cost[d] = route_env_cost(env, d);
-        seen.tp[d] = route__dualmap_tp_s(state, d);
-        seen.backlog[d] = route__dualmap_backlog(state, d);
-        seen.cap[d] = route__dualmap_index_cap(state, d);
+        if (real == real_dualmap) {
+            seen.tp[d] = route__dualmap_tp_s(state, d);
+            seen.backlog[d] = route__dualmap_backlog(state, d);
+            seen.cap[d] = route__dualmap_index_cap(state, d);
+        } else {
+            seen.pb_tp[d] = route__preble_tp_s(state, d);
+            seen.pb_bt[d] = route__preble_batch_tokens(state, d);
+            seen.pb_pf[d] = route__preble_prefill_s(state, d, 2 * seen.pb_bt[d], 0);
+        }
     }
     return rc;
 }
@@ -102,12 +114,40 @@ static double tp_of(const cost_model *m, uint32_t bt)
     return cost_step_time(m, &b) / c;
 }
 
-/* Run `text` with dualmap through the probe; returns the run result. */
-static void run_probe(const char *text, exp_config *cfg, exp_setup *s, cluster_result *r)
+/* Preble's prefill chunk: `n` new tokens after `ctx` cached ones in one
+ * step (docs/policies.md, preble: ceil(new / batch_tokens) equal chunks,
+ * attention over the cached context plus half the chunk). */
+static double pb_chunk(const cost_model *m, uint32_t n, uint32_t ctx)
+{
+    const double c = n;
+    const cost_batch b = {.prefill_tokens = n, .sampled = 1, .prefill_attn = c * (ctx + c / 2),
+                          .prefill_ctx = ctx + n / 2};
+    return cost_step_time(m, &b);
+}
+
+/* Preble's known answers for destination d on cost model m with batch
+ * budget bt: t_p = one chunk of bt tokens / bt; a prompt of 2·bt new
+ * tokens = 2 chunks of bt, the second after bt of context (the equal-chunk
+ * rule spreads the context: attention 2bt·(0 + bt)/2 per chunk). */
+static void check_preble(uint32_t d, const cost_model *m, uint32_t bt)
+{
+    CHECK_INT_EQ(seen.pb_bt[d], bt);
+    CHECK(seen.pb_tp[d] == pb_chunk(m, bt, 0) / bt);
+    const double c = bt, n = 2.0 * bt;
+    const cost_batch b = {.prefill_tokens = bt, .sampled = 1, .prefill_attn = n * (n / 2) / 2,
+                          .prefill_ctx = bt};
+    CHECK(seen.pb_pf[d] == 2 * cost_step_time(m, &b));
+    CHECK(seen.pb_pf[d] > 2 * c * seen.pb_tp[d] * 0.999); /* a longer prompt is no cheaper per token */
+}
+
+/* Run `text` with router `rt` through the probe; returns the run result. */
+static void run_probe(const char *text, const route_type *rt, exp_config *cfg, exp_setup *s,
+                      cluster_result *r)
 {
     load_setup(text, cfg, s);
     route_env env = exp_setup_route_env(s, 1, 10);
-    route_type probe = *real_dualmap;
+    real = rt;
+    route_type probe = *rt;
     probe.create = probe_create;
     memset(&seen, 0, sizeof seen);
     exp_stream *st;
@@ -128,7 +168,7 @@ static void test_mixed(void)
     exp_config cfg;
     exp_setup s;
     cluster_result r;
-    run_probe(mixed_cfg, &cfg, &s, &r);
+    run_probe(mixed_cfg, real_dualmap, &cfg, &s, &r);
     CHECK(seen.had_dest_arrays);
     const double slo = 3; /* the median of experiment.slos */
     const uint32_t bt[2] = {8192, 16384};
@@ -162,7 +202,7 @@ static void test_uniform(void)
     exp_config cfg;
     exp_setup s;
     cluster_result r;
-    run_probe(uniform_cfg, &cfg, &s, &r);
+    run_probe(uniform_cfg, real_dualmap, &cfg, &s, &r);
     CHECK(!seen.had_dest_arrays); /* no groups: route_env as before */
     const double tp = tp_of(&s.cost, 8192);
     for (uint32_t d = 0; d < 30; d++) {
@@ -171,6 +211,36 @@ static void test_uniform(void)
         CHECK(seen.backlog[d] == 3 / tp);
         CHECK_INT_EQ(seen.cap[d], 28335);
     }
+    cluster_result_fini(&r);
+    exp_setup_fini(&s);
+    exp_config_fini(&cfg);
+}
+
+static void test_preble(void)
+{
+    exp_config cfg;
+    exp_setup s;
+    cluster_result r;
+    run_probe(mixed_cfg, real_preble, &cfg, &s, &r);
+    CHECK(seen.had_dest_arrays);
+    const uint32_t bt[2] = {8192, 16384};
+    for (uint32_t d = 0; d < 30; d++) {
+        const int g = d < 20 ? 0 : 1;
+        check_preble(d, &s.groups[g].cost, bt[g]);
+    }
+    /* The groups differ (same compute, but the H200 group's chunk of
+     * 16384 tokens carries more attention per token). */
+    CHECK(seen.pb_tp[25] != seen.pb_tp[5]);
+    CHECK(seen.pb_pf[25] != seen.pb_pf[5]);
+    CHECK(r.dest[25].routed > 0 && r.dest[5].routed > 0);
+    cluster_result_fini(&r);
+    exp_setup_fini(&s);
+    exp_config_fini(&cfg);
+    /* Without groups: every destination has the single cluster's values. */
+    run_probe(uniform_cfg, real_preble, &cfg, &s, &r);
+    CHECK(!seen.had_dest_arrays);
+    for (uint32_t d = 0; d < 30; d++)
+        check_preble(d, &s.cost, 8192);
     cluster_result_fini(&r);
     exp_setup_fini(&s);
     exp_config_fini(&cfg);
@@ -185,9 +255,11 @@ int main(int argc, char **argv)
     setenv("CRSIM_SPEC_DIR", argv[1], 1);
     CHECK(mkdtemp(tmpdir) != NULL);
     real_dualmap = route_find("dualmap");
-    CHECK(real_dualmap != NULL);
+    real_preble = route_find("preble");
+    CHECK(real_dualmap != NULL && real_preble != NULL);
     test_mixed();
     test_uniform();
+    test_preble();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     CHECK(system(cmd) == 0);
