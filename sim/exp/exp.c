@@ -1613,7 +1613,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
                            .rate_rps = pt->cfg.rates[t->ir], .config_text = t->config_text,
                            .config_hash = t->hash, .run_index = (int64_t)t->run_index,
                            .point = (int64_t)t->point, .point_label = pt->label,
-                           .requests = pt->cfg.requests};
+                           .requests = pt->cfg.requests,
+                           .groups = pt->setup.groups, .n_groups = pt->setup.n_groups};
         if (t->resume_from > 0) {
             if (rc == SIM_OK)
                 rc = exp_store_copy_run(store, exp_id, &row, t->resume_from);

@@ -109,6 +109,7 @@ void exp__report_free(exp__report *r)
     free(r->slos);
     free(r->loads);
     free(r->seeds);
+    exp_store_groups_free(r->groups, r->n_groups);
     free(r);
 }
 
@@ -427,6 +428,9 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
         }
     }
 
+    /* Per destination group (mixed fleets) at the report rate. */
+    rc = exp_store_read_groups(db, r->id, r->rate_rps, &r->groups, &r->n_groups);
+
 done:
     exp_store_runs_free(stored, n_stored);
     free(tmp);
@@ -650,6 +654,11 @@ static void print_legend(const exp__report *r, enum fmt f, FILE *out)
             "p99s, Jain = Jain's index of per-key mean TTFT (1 = equal), means over seeds. "
             "too long: requests over engine.max_model_len, rejected at the gateway (not in "
             "any percentile), mean over seeds.\n");
+    if (r->n_groups)
+        fprintf(out, "destination groups (mixed fleet): served = share of the run's measured "
+                "requests the group's destinations served; KV hit and ttft_p99 over those "
+                "requests; utilisation = busy fraction of its destinations after warm-up; "
+                "means over seeds.\n");
 }
 
 /* A count (mean over seeds): integral when it is, "-" when undefined. */
@@ -661,6 +670,91 @@ static void fmt_count(double x, char *buf, size_t n)
         snprintf(buf, n, "%.0f", x);
     else
         snprintf(buf, n, "%.1f", x);
+}
+
+/* Mean over seeds of the group rows of (point, policy, grp): share of
+ * measured requests, hit rate, p99 TTFT, utilisation. */
+static void group_means(const exp__report *r, int64_t point, const char *policy, int64_t grp,
+                        double m[4], const exp_store_group_row **first)
+{
+    double *x[4];
+    for (int j = 0; j < 4; j++)
+        x[j] = sim_xmalloc((r->n_groups ? r->n_groups : 1) * sizeof *x[j]);
+    size_t k = 0;
+    *first = NULL;
+    for (size_t i = 0; i < r->n_groups; i++) {
+        const exp_store_group_row *g = &r->groups[i];
+        if (g->point != point || g->grp != grp || strcmp(g->policy, policy) != 0)
+            continue;
+        if (!*first)
+            *first = g;
+        x[0][k] = g->n_measured > 0 ? (double)g->requests / (double)g->n_measured : NAN;
+        x[1][k] = g->hit_rate;
+        x[2][k] = g->ttft_p99;
+        x[3][k] = g->utilization;
+        k++;
+    }
+    for (int j = 0; j < 4; j++) {
+        mean_sd(x[j], k, &m[j], NULL, NULL);
+        free(x[j]);
+    }
+}
+
+static void fmt_pct(double x, char *buf, size_t n)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "%.1f %%", 100 * x);
+}
+
+/* Mixed fleets: one row per (policy, destination group) of point pt,
+ * means over seeds at the report rate (docs/report.md, "Groups"). */
+static void print_groups(const exp__report *r, const exp__rep_point *pt, enum fmt f, FILE *out)
+{
+    int64_t max_grp = -1;
+    for (size_t i = 0; i < r->n_groups; i++)
+        if (r->groups[i].point == pt->point && r->groups[i].grp > max_grp)
+            max_grp = r->groups[i].grp;
+    if (max_grp < 0)
+        return;
+    if (f == FMT_MARKDOWN)
+        fprintf(out, "### destination groups @%g\n\n", r->rate_rps);
+    else
+        fprintf(out, "destination groups @%g\n", r->rate_rps);
+    table t = {.rows = 1 + pt->n_cells * (size_t)(max_grp + 1), .cols = 7};
+    t.cell = sim_xcalloc(t.rows * t.cols, sizeof *t.cell);
+    static const char *const head[7] = {"policy", "group", "destinations", "served",
+                                        "KV hit", "ttft_p99", "utilisation"};
+    for (size_t c = 0; c < 7; c++)
+        table_set(&t, 0, c, head[c]);
+    char buf[160];
+    size_t row = 1;
+    for (size_t c = 0; c < pt->n_cells; c++)
+        for (int64_t g = 0; g <= max_grp; g++) {
+            double m[4];
+            const exp_store_group_row *first;
+            group_means(r, pt->point, pt->cells[c].policy, g, m, &first);
+            if (!first)
+                continue;
+            table_set(&t, row, 0, pt->cells[c].policy);
+            table_set(&t, row, 1, first->name);
+            snprintf(buf, sizeof buf, "%lld", (long long)first->destinations);
+            table_set(&t, row, 2, buf);
+            fmt_pct(m[0], buf, sizeof buf);
+            table_set(&t, row, 3, buf);
+            fmt_pct(m[1], buf, sizeof buf);
+            table_set(&t, row, 4, buf);
+            fmt_seconds(m[2], buf, sizeof buf);
+            table_set(&t, row, 5, buf);
+            fmt_pct(m[3], buf, sizeof buf);
+            table_set(&t, row, 6, buf);
+            row++;
+        }
+    t.rows = row;
+    table_print(&t, f, out);
+    table_free(&t);
+    fprintf(out, "\n");
 }
 
 static void print_tables(const exp__report *r, enum fmt f, FILE *out)
@@ -731,6 +825,7 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
         table_print(&t, f, out);
         table_free(&t);
         fprintf(out, "\n");
+        print_groups(r, pt, f, out);
     }
     if (r->n_points == 0)
         fprintf(out, "(no complete runs stored)\n\n");

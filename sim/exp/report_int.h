@@ -77,6 +77,10 @@ typedef struct exp__report {
     int caps_source;          /* 0 computed (no rows), 1 table, 2 recomputed (stale table) */
     exp__rep_point *points;   /* ascending point */
     size_t n_points;
+    /* Mixed fleet: the group_metrics rows of the complete runs at rate_rps
+     * (exp_store_read_groups), none without groups; owned. */
+    exp_store_group_row *groups;
+    size_t n_groups;
 } exp__report;
 
 /* Load experiment `id` (0 = the latest, highest id) of the store `db`

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "sim/exp/capacity.h"
+#include "sim/exp/setup.h"
 #include "sim/core/error.h"
+#include "sim/core/metrics.h"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
@@ -99,6 +101,13 @@ static const char schema_sql[] =
     "  kv_pool_blocks INTEGER NOT NULL, kv_pool_tokens INTEGER NOT NULL,\n"
     "  ctx_read_tokens INTEGER NOT NULL,\n"
     "  PRIMARY KEY (run_id, dest));\n"
+    "CREATE TABLE IF NOT EXISTS group_metrics(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  grp INTEGER NOT NULL, name TEXT NOT NULL, destinations INTEGER NOT NULL,\n"
+    "  requests INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, hit_tokens INTEGER NOT NULL,\n"
+    "  hit_rate REAL, ttft_p50 REAL, ttft_p90 REAL, ttft_p99 REAL, ttft_mean REAL,\n"
+    "  win_busy_s REAL NOT NULL, utilization REAL,\n"
+    "  PRIMARY KEY (run_id, grp));\n"
     "CREATE TABLE IF NOT EXISTS capacities(\n"
     "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
     "  point INTEGER NOT NULL,\n"
@@ -527,6 +536,90 @@ static int add_keys(exp_store *s, int64_t rid, const cluster_result *res)
     return SIM_OK;
 }
 
+/* One group_metrics row per destination group of a mixed fleet
+ * (docs/results-schema.md, docs/mixed-fleets.md "Per-group report"),
+ * from the run's records: a measured request (arrival >= warm-up, not
+ * too long) belongs to the group of the destination that served it last
+ * (cluster_rec.dest); hit tokens over its admitted, not rejected ones;
+ * TTFT quantiles (Hyndman-Fan type 7, sim_quantiles) with +Inf for no
+ * first token, as run_metrics; utilisation = Σ busy time of the group's
+ * destinations in steps ending after warm-up / (destinations × (end −
+ * warm-up)).  The groups' requests, prompt and hit tokens add up to the
+ * run's n_measured, prompt_tokens and hit_tokens (every measured request
+ * has a destination). */
+static int add_groups(exp_store *s, int64_t rid, const exp_run_row *row,
+                      const cluster_result *res)
+{
+    const size_t G = row->n_groups;
+    if (G == 0 || !row->groups)
+        return SIM_OK;
+    uint64_t *req = sim_xcalloc(G, sizeof *req);
+    uint64_t *pt = sim_xcalloc(G, sizeof *pt), *ht = sim_xcalloc(G, sizeof *ht);
+    uint32_t *nd = sim_xcalloc(G, sizeof *nd);
+    double *busy = sim_xcalloc(G, sizeof *busy);
+    size_t *off = sim_xcalloc(G + 1, sizeof *off);
+    for (uint32_t d = 0; d < res->n_dest; d++)
+        if (res->dest[d].group < G) {
+            nd[res->dest[d].group]++;
+            busy[res->dest[d].group] += res->dest[d].st.win_busy_s;
+        }
+    const double warmup = res->warmup_s;
+#define GRP_OF(r) ((r)->dest < res->n_dest ? res->dest[(r)->dest].group : (uint32_t)G)
+    for (uint64_t i = 0; i < res->n_arrived; i++) {
+        const cluster_rec *r = &res->rec[i];
+        const uint32_t g = r->arrival_s >= warmup && !r->too_long ? GRP_OF(r) : (uint32_t)G;
+        if (g >= G)
+            continue;
+        req[g]++;
+        if (r->admitted && !r->rejected)
+            pt[g] += r->prompt_tokens, ht[g] += r->hit_tokens;
+    }
+    for (size_t g = 0; g < G; g++)
+        off[g + 1] = off[g] + req[g];
+    double *ttft = sim_xmalloc((off[G] ? off[G] : 1) * sizeof *ttft);
+    size_t *fill = sim_xcalloc(G, sizeof *fill);
+    for (uint64_t i = 0; i < res->n_arrived; i++) {
+        const cluster_rec *r = &res->rec[i];
+        const uint32_t g = r->arrival_s >= warmup && !r->too_long ? GRP_OF(r) : (uint32_t)G;
+        if (g < G)
+            ttft[off[g] + fill[g]++] = r->ttft_s >= 0 ? r->ttft_s : INFINITY;
+    }
+#undef GRP_OF
+    int rc = SIM_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO group_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        rc = exp__store_dberr(s, "cannot prepare group metrics");
+    const double span = res->sim_end_s - warmup;
+    static const double qs[3] = {0.5, 0.9, 0.99};
+    for (size_t g = 0; g < G && rc == SIM_OK; g++) {
+        double q[3];
+        const double mean = sim_finite_mean(ttft + off[g], req[g]);
+        sim_quantiles(ttft + off[g], req[g], qs, 3, q);
+        int i = 1;
+        sqlite3_bind_int64(st, i++, rid);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g);
+        sqlite3_bind_text(st, i++, row->groups[g].g.name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, i++, nd[g]);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)req[g]);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)pt[g]);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)ht[g]);
+        bind_real(st, i++, pt[g] ? (double)ht[g] / (double)pt[g] : NAN);
+        bind_real(st, i++, q[0]);
+        bind_real(st, i++, q[1]);
+        bind_real(st, i++, q[2]);
+        bind_real(st, i++, mean);
+        sqlite3_bind_double(st, i++, busy[g]);
+        bind_real(st, i++, nd[g] && span > 0 ? busy[g] / (nd[g] * span) : NAN);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = exp__store_dberr(s, "cannot add group metrics");
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    free(req), free(pt), free(ht), free(nd), free(busy), free(off), free(ttft), free(fill);
+    return rc;
+}
+
 /* One requests row per arrived request (docs/results-schema.md). */
 static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
 {
@@ -706,6 +799,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_finalize(st);
     st = NULL;
     if ((rc = add_extras(s, rid, res)) || (rc = add_keys(s, rid, res)) ||
+        (rc = add_groups(s, rid, row, res)) ||
         (row->requests && (rc = add_requests(s, rid, res))))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -844,7 +938,11 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
                        " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
                        " rejected, kv_pool_blocks, kv_pool_tokens, ctx_read_tokens"
-                       " FROM dest_metrics WHERE run_id = ?2", rid, from, 0, 2)))
+                       " FROM dest_metrics WHERE run_id = ?2", rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO group_metrics SELECT ?1, grp, name, destinations, requests,"
+                       " prompt_tokens, hit_tokens, hit_rate, ttft_p50, ttft_p90, ttft_p99,"
+                       " ttft_mean, win_busy_s, utilization FROM group_metrics"
+                       " WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO router_intervals SELECT ?1, idx, t_s, keys, admitted, sum_k,"
                        " admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k,"
@@ -1070,6 +1168,9 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " win_prefill_tokens, win_decode_tokens, busy_s, steps, preemptions,"
         " rejected, kv_pool_blocks, kv_pool_tokens, ctx_read_tokens"
         " FROM src.dest_metrics d JOIN idmap i ON i.old = d.run_id;"
+        "INSERT INTO main.group_metrics SELECT i.new, grp, name, destinations, requests,"
+        " prompt_tokens, hit_tokens, hit_rate, ttft_p50, ttft_p90, ttft_p99, ttft_mean,"
+        " win_busy_s, utilization FROM src.group_metrics g JOIN idmap i ON i.old = g.run_id;"
         "INSERT INTO main.router_intervals SELECT i.new, idx, t_s, keys, admitted,"
         " sum_k, admitted_share, plan_imbalance, build_wall_s, churn_dest, churn_k,"
         " keys_moved, warm_tokens_moved, held_imbalance, moves, skipped"

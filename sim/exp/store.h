@@ -26,7 +26,7 @@
 #include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 7
+#define EXP_STORE_SCHEMA_VERSION 8
 
 /* Default busy timeout of a connection, s: how long a write waits for
  * another process's lock on the database before failing with SIM_EIO
@@ -66,6 +66,11 @@ typedef struct exp_run_row {
     double wall_s;            /* wall-clock seconds of the simulation */
     bool requests;            /* also store one requests row per arrived
                                  request (experiment.requests, --requests) */
+    /* Mixed fleet (docs/mixed-fleets.md): the run's destination groups
+     * (their names, in cluster.groups order; borrowed), one
+     * group_metrics row each; NULL / 0 without groups (no rows). */
+    const struct exp_setup_group *groups;
+    size_t n_groups;
 } exp_run_row;
 
 /* Open (creating if needed, with its parent folder) the database at `path`
@@ -281,6 +286,34 @@ typedef struct exp_store_tl_row {
  * NULL and *n is 0. */
 int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
                             exp_store_tl_row **out, size_t *n);
+
+/* One group_metrics row (a destination group of a mixed fleet,
+ * docs/results-schema.md) of a complete run, with the run's identity. */
+typedef struct exp_store_group_row {
+    int64_t point;            /* sweep point */
+    char *policy;             /* owned */
+    int64_t seed;
+    int64_t grp;              /* group index, cluster.groups order */
+    char *name;               /* group name; owned */
+    int64_t destinations;     /* destinations in the group */
+    int64_t requests;         /* measured requests it served */
+    int64_t n_measured;       /* the run's measured requests (run_metrics) */
+    double hit_rate;          /* 0..1; NAN if none admitted */
+    double ttft_p99;          /* s; +INF if over 1 % had no first token; NAN if none */
+    double utilization;       /* busy fraction after warm-up, 0..1; NAN if undefined */
+} exp_store_group_row;
+
+/* The group_metrics rows of the complete runs of experiment `exp_id` at
+ * load exactly `rate_rps`, ordered by point, policy's first run, seed and
+ * group.  Fills a new array *out of *n rows (free with
+ * exp_store_groups_free; none without groups, or when the database has no
+ * group_metrics table).  Returns SIM_OK or SIM_EDB; on error *out is NULL
+ * and *n is 0. */
+int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
+                          exp_store_group_row **out, size_t *n);
+
+/* Free an array from exp_store_read_groups.  Accepts NULL. */
+void exp_store_groups_free(exp_store_group_row *rows, size_t n);
 
 /* Free an array from exp_store_read_timeline.  Accepts NULL. */
 void exp_store_timeline_free(exp_store_tl_row *rows, size_t n);

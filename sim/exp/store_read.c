@@ -514,3 +514,69 @@ int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
     *n = k;
     return SIM_OK;
 }
+
+void exp_store_groups_free(exp_store_group_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].policy);
+        free(rows[i].name);
+    }
+    free(rows);
+}
+
+int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
+                          exp_store_group_row **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    /* A database made by hand (or by tests) may lack the table: no rows. */
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name ="
+                           " 'group_metrics'", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the group metrics");
+    const int has_table = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (!has_table)
+        return SIM_OK;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT r.point, r.policy, r.seed, g.grp, g.name, g.destinations,"
+                           " g.requests, m.n_measured, g.hit_rate, g.ttft_p99, g.utilization"
+                           " FROM group_metrics g JOIN runs r ON r.id = g.run_id"
+                           " JOIN run_metrics m ON m.run_id = g.run_id"
+                           " WHERE r.experiment_id = ? AND r.rate_rps = ?"
+                           " AND r.status = 'complete'"
+                           " ORDER BY r.point, (SELECT min(run_index) FROM runs q"
+                           "  WHERE q.experiment_id = r.experiment_id AND q.policy = r.policy),"
+                           " r.seed, g.grp",
+                           -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the group metrics");
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_double(st, 2, rate_rps);
+    exp_store_group_row *v = NULL;
+    size_t k = 0, cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (k == cap)
+            v = sim_xrealloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+        v[k++] = (exp_store_group_row){.point = sqlite3_column_int64(st, 0),
+                                       .policy = exp__store_col_dup(st, 1),
+                                       .seed = sqlite3_column_int64(st, 2),
+                                       .grp = sqlite3_column_int64(st, 3),
+                                       .name = exp__store_col_dup(st, 4),
+                                       .destinations = sqlite3_column_int64(st, 5),
+                                       .requests = sqlite3_column_int64(st, 6),
+                                       .n_measured = sqlite3_column_int64(st, 7),
+                                       .hit_rate = exp__store_col_real(st, 8),
+                                       .ttft_p99 = exp__store_col_real(st, 9),
+                                       .utilization = exp__store_col_real(st, 10)};
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        exp_store_groups_free(v, k);
+        return exp__store_dberr(s, "cannot read the group metrics");
+    }
+    *out = v;
+    *n = k;
+    return SIM_OK;
+}
