@@ -249,8 +249,8 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
     }
     qsort(c, m, sizeof *c, cmp_cand);
 
-    /* 1-2. Sizing and admission. */
-    cand *a = malloc((n ? n : 1) * sizeof *a);
+    /* 1-2. Sizing and admission: at most the m sorted keys are admitted. */
+    cand *a = malloc((m ? m : 1) * sizeof *a);
     if (!a) {
         free(c);
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
@@ -512,22 +512,34 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
     const uint32_t R = p->n_dest;
     double total_w = out->admitted_w + out->cold_w;
 
-    /* 0. The held table under the new weights. */
-    sim_u64map pos_of;
+    /* 0. The held table under the new weights.  pos[i] = the position in
+     * all[] of prev's admitted key i (SIM_U64MAP_NONE if not offered now),
+     * found by one pass over all[] against a map of prev's keys: memory
+     * O(prev's admitted keys), not O(n). */
+    sim_u64map prev_of;
     size_t tab = 16;
-    while (tab < 2 * n + 2)
+    while (tab < 2 * prev->n_admitted + 2)
         tab <<= 1;
     double *hl = calloc(R, sizeof *hl);
-    if (!hl || sim_u64map_init(&pos_of, tab)) {
-        free(all), free(adm), free(hl);
+    uint32_t *pos = malloc(prev->n_admitted * sizeof *pos);
+    if (!hl || !pos || sim_u64map_init(&prev_of, tab)) {
+        free(all), free(adm), free(hl), free(pos);
         memset(out, 0, sizeof *out);
         return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
     }
-    for (size_t i = 0; i < n; i++)
-        sim_u64map_put(&pos_of, all[i].key, (uint32_t)i);
+    for (size_t i = 0; i < prev->n_admitted; i++) {
+        sim_u64map_put(&prev_of, prev->key[i], (uint32_t)i);
+        pos[i] = SIM_U64MAP_NONE;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const uint32_t i = sim_u64map_get(&prev_of, all[j].key);
+        if (i != SIM_U64MAP_NONE)
+            pos[i] = (uint32_t)j;
+    }
+    sim_u64map_fini(&prev_of);
     double held_w = 0, held_rate = 0;
     for (size_t i = 0; i < prev->n_admitted; i++) {
-        const uint32_t j = sim_u64map_get(&pos_of, prev->key[i]);
+        const uint32_t j = pos[i];
         const double w = j == SIM_U64MAP_NONE ? 0 : all[j].w;
         held_w += w;
         held_rate += j == SIM_U64MAP_NONE ? 0 : all[j].rate;
@@ -560,17 +572,17 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
                      .cold_rate = fmax(0, out->admitted_rate + out->cold_rate - held_rate)};
         cand *h = malloc((prev->n_admitted ? prev->n_admitted : 1) * sizeof *h);
         if (!h) {
-            free(all), free(adm), free(hl), sim_u64map_fini(&pos_of);
+            free(all), free(adm), free(hl), free(pos);
             memset(out, 0, sizeof *out);
             return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
         }
         for (size_t i = 0; i < prev->n_admitted; i++) {
-            const uint32_t j = sim_u64map_get(&pos_of, prev->key[i]);
+            const uint32_t j = pos[i];
             h[i] = (cand){.key = prev->key[i], .k = prev->k[i],
                           .rate = j == SIM_U64MAP_NONE ? 0 : all[j].rate,
                           .w = j == SIM_U64MAP_NONE ? 0 : all[j].w};
         }
-        free(all), free(adm), sim_u64map_fini(&pos_of);
+        free(all), free(adm), free(pos);
         *out = held;
         rc = alloc_out(out, h, prev->n_admitted, p->cap);
         free(h);
@@ -585,7 +597,7 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
         return SIM_OK;
     }
     free(hl);
-    sim_u64map_fini(&pos_of);
+    free(pos);
     free(all);
     if (p->cap) { /* no capacity-aware rebalancing: a fresh plan (plan.h) */
         free(adm);

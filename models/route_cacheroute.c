@@ -556,17 +556,18 @@ static uint32_t new_dests(const plan *a, int64_t ia, const plan *b, int64_t ib)
  *             every interval (0 when unseen), reported bias-corrected as
  *             e_b / (1 - (1 - α)^n) after n intervals (so a constant rate
  *             is estimated exactly from the first interval on).
- *   nominal   the workload's rates at the offered load (constant).
+ *   nominal   the workload's rates at the offered load (constant): *keys_out
+ *             is then s->nominal itself (not a copy; O(keys) memory per
+ *             interval otherwise); free it with free_keys.
  */
 static size_t estimate_rates(cacheroute *s, double len, plan_key **keys_out, double **work_out,
                              double **tok_out, double *total)
 {
     const int want_work = s->pp.weight == PLAN_WEIGHT_WORK;
     const int want_tok = s->pp.admission == PLAN_ADMIT_BYTES;
-    size_t cap = s->estimate == ROUTE__CR_RATE_INTERVAL   ? s->cn
-                 : s->estimate == ROUTE__CR_RATE_NOMINAL ? s->n_nominal
-                                                         : s->n_ks;
-    plan_key *keys = sim_xmalloc((cap ? cap : 1) * sizeof *keys);
+    const int nominal = s->estimate == ROUTE__CR_RATE_NOMINAL;
+    size_t cap = s->estimate == ROUTE__CR_RATE_INTERVAL ? s->cn : s->n_ks;
+    plan_key *keys = nominal ? s->nominal : sim_xmalloc((cap ? cap : 1) * sizeof *keys);
     size_t n = 0;
     *total = 0;
     if (s->estimate == ROUTE__CR_RATE_INTERVAL) {
@@ -575,11 +576,10 @@ static size_t estimate_rates(cacheroute *s, double len, plan_key **keys_out, dou
                 keys[n++] = (plan_key){s->ck[i], s->cc[i] / len};
                 *total += s->cc[i] / len;
             }
-    } else if (s->estimate == ROUTE__CR_RATE_NOMINAL) {
-        for (size_t i = 0; i < s->n_nominal; i++) {
-            keys[n++] = s->nominal[i];
+    } else if (nominal) {
+        for (size_t i = 0; i < s->n_nominal; i++)
             *total += s->nominal[i].rate;
-        }
+        n = s->n_nominal;
     } else if (s->estimate == ROUTE__CR_RATE_WINDOW) {
         const uint32_t N = s->window, slot = (uint32_t)(s->n_ended % N);
         if (s->cap_win < s->n_ks) { /* room for keys seen since the last interval */
@@ -635,6 +635,13 @@ static size_t estimate_rates(cacheroute *s, double len, plan_key **keys_out, dou
     return n;
 }
 
+/* Free the keys of estimate_rates unless they are s->nominal. */
+static void free_keys(const cacheroute *s, plan_key *keys)
+{
+    if (keys != s->nominal)
+        free(keys);
+}
+
 static void cr_interval(void *state, double now_s)
 {
     cacheroute *s = state;
@@ -652,7 +659,7 @@ static void cr_interval(void *state, double now_s)
     s->cn = 0;
 
     if (s->have_plan && s->policy == ROUTE__CR_PLAN_HOLD && s->pl.n_admitted == 0) {
-        free(keys), free(work), free(tok); /* an empty held table stays empty */
+        free_keys(s, keys), free(work), free(tok); /* an empty held table stays empty */
         return;
     }
     const double t0 = sim_wall_s();
@@ -679,7 +686,7 @@ static void cr_interval(void *state, double now_s)
                             &cs);
     }
     const double build_wall_s = sim_wall_s() - t0;
-    free(keys);
+    free_keys(s, keys);
     free(work);
     free(tok);
     SIM_ALWAYS(rc == SIM_OK); /* parameters were validated at create */
