@@ -69,7 +69,6 @@ typedef struct cluster {
     snapshot *ring;
     uint32_t n_ring;
     uint64_t seq_vis, seq_new;
-    double *age;           /* n_dest entries: the view's age_s */
     const route_type *rt;
     wl_source src;
     wl_request pending;
@@ -337,21 +336,20 @@ static void on_scrape(cluster *c, double now)
     c->res->scrapes++;
 }
 
-/* The engine metrics a router sees at `now` (models/cluster.h). */
+/* The engine metrics a router sees at `now` (models/cluster.h); their
+ * age is now - ->t in a scraped view, 0 in the exact one.  O(1) per
+ * decision with scrapes (the snapshot is shared by every destination). */
 static const snapshot *visible(cluster *c, double now)
 {
     snapshot *s = &c->ring[0];
     if (c->exact) {
-        take_snapshot(c, s, now); /* age_s stays 0 */
+        take_snapshot(c, s, now); /* ->t = now: age 0 */
         return s;
     }
     const double delay = c->p->gateway.scrape_delay_s;
     while (c->seq_vis < c->seq_new && c->ring[(c->seq_vis + 1) % c->n_ring].t + delay <= now)
         c->seq_vis++;
-    s = &c->ring[c->seq_vis % c->n_ring];
-    for (uint32_t d = 0; d < c->p->n_dest; d++)
-        c->age[d] = now - s->t;
-    return s;
+    return &c->ring[c->seq_vis % c->n_ring];
 }
 
 /* ---- faults (models/cluster.h cluster_faults, docs/faults.md) ---- */
@@ -506,7 +504,7 @@ static void dispatch(cluster *c, creq *cr, double now)
     const snapshot *s = visible(c, now);
     route_view v = {.n_dest = c->p->n_dest, .outstanding = own, .queued_tokens = s->queued,
                     .now_s = now, .ops = &c->ops, .waiting = s->waiting,
-                    .running = s->running, .kv_util = s->kv_util, .age_s = c->age,
+                    .running = s->running, .kv_util = s->kv_util, .age_s = now - s->t,
                     .down = c->down_view};
     uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
     SIM_ALWAYS(d < c->p->n_dest);
@@ -1074,7 +1072,6 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         c.ring[k].running = sim_xcalloc(p->n_dest, sizeof *c.ring[k].running);
         c.ring[k].kv_util = sim_xcalloc(p->n_dest, sizeof *c.ring[k].kv_util);
     }
-    c.age = sim_xcalloc(p->n_dest, sizeof *c.age);
     c.rstate = sim_xcalloc(c.n_rep, sizeof *c.rstate);
     for (uint32_t i = 0; i < c.n_rep; i++)
         c.rstate[i] = sim_xcalloc(1, rt->state_size ? rt->state_size : 1);
@@ -1279,7 +1276,6 @@ done:
         free(c.ring[k].kv_util);
     }
     free(c.ring);
-    free(c.age);
     free(c.kv);
     free(c.kv_hash);
     free(c.dstate);
