@@ -69,7 +69,6 @@ typedef struct cluster {
     snapshot *ring;
     uint32_t n_ring;
     uint64_t seq_vis, seq_new;
-    double *age;           /* n_dest entries: the view's age_s */
     const route_type *rt;
     wl_source src;
     wl_request pending;
@@ -85,6 +84,7 @@ typedef struct cluster {
     uint64_t *kv_hash;
     size_t kv_hash_head, kv_hash_n, kv_hash_cap;
     sim_event *kv_ev;
+    uint64_t n_inline;     /* kernel events handled inline (deliver_kv) */
     uint64_t inflight;     /* requests in engines or waiting to be retried */
     /* Faults (models/cluster.h cluster_faults); all NULL/false without. */
     bool faults_on;
@@ -268,24 +268,38 @@ static void on_kv_change(void *ctx, uint32_t dest, int kind, uint64_t parent,
 }
 
 /* EV_KV at `now`: deliver every queued event that is due, in order, to
- * every replica; re-arm for the next one. */
+ * every replica; re-arm for the next one.  When the next delivery is due
+ * strictly before every other scheduled event, the original kernel event
+ * would be popped next with nothing in between, so it is delivered here
+ * at once (its now_s as then; counted in cluster_result.events as the
+ * event it stands for).  Not at the run's end (arrivals over, nothing in
+ * flight), where the loop stops after this event. */
 static void deliver_kv(cluster *c, double now)
 {
-    while (c->kv_head < c->kv_n && c->kv[c->kv_head].due <= now) {
-        const kv_rec *k = &c->kv[c->kv_head];
-        const route_kv_event ev = {.dest = k->dest, .kind = k->kind, .parent = k->parent,
-                                   .hashes = c->kv_hash + k->off, .n = k->n, .t_s = k->t,
-                                   .now_s = now};
-        for (uint32_t i = 0; i < c->n_rep; i++)
-            c->rt->on_kv_event(c->rstate[i], &ev);
-        c->kv_hash_head = k->off + k->n;
-        c->kv_head++;
-    }
-    if (c->kv_head == c->kv_n) { /* empty: start the buffers over */
-        c->kv_head = c->kv_n = 0;
-        c->kv_hash_head = c->kv_hash_n = 0;
-    } else {
-        sim_evq_schedule(c->q, c->kv_ev, c->kv[c->kv_head].due);
+    for (;;) {
+        while (c->kv_head < c->kv_n && c->kv[c->kv_head].due <= now) {
+            const kv_rec *k = &c->kv[c->kv_head];
+            const route_kv_event ev = {.dest = k->dest, .kind = k->kind, .parent = k->parent,
+                                       .hashes = c->kv_hash + k->off, .n = k->n, .t_s = k->t,
+                                       .now_s = now};
+            for (uint32_t i = 0; i < c->n_rep; i++)
+                c->rt->on_kv_event(c->rstate[i], &ev);
+            c->kv_hash_head = k->off + k->n;
+            c->kv_head++;
+        }
+        if (c->kv_head == c->kv_n) { /* empty: start the buffers over */
+            c->kv_head = c->kv_n = 0;
+            c->kv_hash_head = c->kv_hash_n = 0;
+            return;
+        }
+        const double next = c->kv[c->kv_head].due;
+        const sim_event *m = sim_evq_peek(c->q);
+        if (!m || !(next < m->time) || (c->arrivals_done && c->inflight == 0)) {
+            sim_evq_schedule(c->q, c->kv_ev, next);
+            return;
+        }
+        now = next;
+        c->n_inline++;
     }
 }
 
@@ -337,21 +351,20 @@ static void on_scrape(cluster *c, double now)
     c->res->scrapes++;
 }
 
-/* The engine metrics a router sees at `now` (models/cluster.h). */
+/* The engine metrics a router sees at `now` (models/cluster.h); their
+ * age is now - ->t in a scraped view, 0 in the exact one.  O(1) per
+ * decision with scrapes (the snapshot is shared by every destination). */
 static const snapshot *visible(cluster *c, double now)
 {
     snapshot *s = &c->ring[0];
     if (c->exact) {
-        take_snapshot(c, s, now); /* age_s stays 0 */
+        take_snapshot(c, s, now); /* ->t = now: age 0 */
         return s;
     }
     const double delay = c->p->gateway.scrape_delay_s;
     while (c->seq_vis < c->seq_new && c->ring[(c->seq_vis + 1) % c->n_ring].t + delay <= now)
         c->seq_vis++;
-    s = &c->ring[c->seq_vis % c->n_ring];
-    for (uint32_t d = 0; d < c->p->n_dest; d++)
-        c->age[d] = now - s->t;
-    return s;
+    return &c->ring[c->seq_vis % c->n_ring];
 }
 
 /* ---- faults (models/cluster.h cluster_faults, docs/faults.md) ---- */
@@ -506,7 +519,7 @@ static void dispatch(cluster *c, creq *cr, double now)
     const snapshot *s = visible(c, now);
     route_view v = {.n_dest = c->p->n_dest, .outstanding = own, .queued_tokens = s->queued,
                     .now_s = now, .ops = &c->ops, .waiting = s->waiting,
-                    .running = s->running, .kv_util = s->kv_util, .age_s = c->age,
+                    .running = s->running, .kv_util = s->kv_util, .age_s = now - s->t,
                     .down = c->down_view};
     uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
     SIM_ALWAYS(d < c->p->n_dest);
@@ -1074,7 +1087,6 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         c.ring[k].running = sim_xcalloc(p->n_dest, sizeof *c.ring[k].running);
         c.ring[k].kv_util = sim_xcalloc(p->n_dest, sizeof *c.ring[k].kv_util);
     }
-    c.age = sim_xcalloc(p->n_dest, sizeof *c.age);
     c.rstate = sim_xcalloc(c.n_rep, sizeof *c.rstate);
     for (uint32_t i = 0; i < c.n_rep; i++)
         c.rstate[i] = sim_xcalloc(1, rt->state_size ? rt->state_size : 1);
@@ -1234,7 +1246,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         }
     }
     c.loop_done = true;
-    out->events = nev;
+    out->events = nev + c.n_inline;
     out->sim_end_s = sim_evq_now(c.q);
     for (uint32_t d = 0; d < p->n_dest; d++) {
         engine_foreach(c.eng[d], count_unfinished, &c);
@@ -1279,7 +1291,6 @@ done:
         free(c.ring[k].kv_util);
     }
     free(c.ring);
-    free(c.age);
     free(c.kv);
     free(c.kv_hash);
     free(c.dstate);

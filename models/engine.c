@@ -39,15 +39,20 @@
 #include "sim/core/error.h"
 
 struct engine {
+    /* What a scrape reads (engine_queued_tokens, engine_n_waiting,
+     * engine_n_running, and through `cache` engine_kv_used_blocks), first:
+     * one cache line of the engine per scrape, which at R = 1000
+     * destinations is cold (docs/performance.md "Scaling curve"). */
+    uint64_t queued;  /* Σ queued_part() over requests inside */
+    uint32_t n_wait;
+    uint32_t n_run;
+    pcache *cache;
     uint32_t dest;
     engine_params p;
     cost_model cost;
     engine_hooks hooks;
-    pcache *cache;
     engine_req *wait_head, *wait_tail;
-    uint32_t n_wait;
     engine_req *run_head, *run_tail; /* running requests, admission order */
-    uint32_t n_run;
     /* Running requests that are not steady decoders, in admission order. */
     engine_req **act;
     uint32_t n_act, cap_act;
@@ -68,7 +73,6 @@ struct engine {
     bool busy;
     double step_start;
     double win_t0;
-    uint64_t queued;  /* Σ queued_part() over requests inside */
     /* Memo of the last prefix match of a waiting request (normally the
      * queue head, which is re-examined every step while memory is short):
      * the request, the number of hashes matched against, the cache version

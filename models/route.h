@@ -74,10 +74,12 @@ typedef struct route_view {
                                       running requests / pool blocks, in
                                       [0, 1] (vLLM kv_cache_usage), as
                                       scraped */
-    const double *age_s;           /* per destination: now_s minus the time
-                                      of the scrape the values above come
-                                      from, s (>= 0; 0 in the exact view), for
-                                      a staleness limit (llm-d: 2 s) */
+    double age_s;                  /* now_s minus the time of the scrape
+                                      the values above come from, s (>= 0;
+                                      0 in the exact view), for a staleness
+                                      limit (llm-d: 2 s).  One number: every
+                                      destination is scraped at the same
+                                      instants, so the ages are equal */
     const uint8_t *down;           /* per destination: 1 if the gateway's
                                       health checks mark it down (crashed or
                                       draining, as of the last check,

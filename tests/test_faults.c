@@ -238,6 +238,7 @@ static void test_engine_crash(void)
         CHECK_INT_EQ(engine_inflight(e), 0);
         CHECK_INT_EQ(engine_queued_tokens(e), 0);
         CHECK_INT_EQ(pcache_pinned(engine_cache(e)), 0);
+        CHECK_INT_EQ(engine_kv_used_blocks(e), 0);
         if (cold)
             CHECK_INT_EQ(pcache_cached(engine_cache(e)), 0);
         else

@@ -133,7 +133,7 @@ static uint32_t rec_route(void *state, const wl_request *r, const route_view *v)
     for (uint32_t d = 0; d < v->n_dest; d++)
         sum += v->outstanding[d];
     CHECK(r->id < REC_MAX);
-    rec_log[r->id] = (seen){.t = v->now_s, .age = v->age_s[0], .kv = v->kv_util[0],
+    rec_log[r->id] = (seen){.t = v->now_s, .age = v->age_s, .kv = v->kv_util[0],
                             .waiting = v->waiting[0], .running = v->running[0],
                             .own_sum = sum, .replica = s->id, .queued = v->queued_tokens[0]};
     CHECK_INT_EQ(sum, s->dispatched - s->completed); /* only its own requests */

@@ -119,9 +119,12 @@ static void test_engine_mirror(void)
             if (d <= 0)
                 break;
             t += d;
+            CHECK_INT_EQ(engine_kv_used_blocks(e), pcache_pinned(engine_cache(e)));
             engine_step_done(e, t);
             const pcache *c = engine_cache(e);
             CHECK_U64_EQ(m.n, pcache_cached(c));
+            /* The scraped KV usage is the pool's pinned count (kept by the engine). */
+            CHECK_INT_EQ(engine_kv_used_blocks(e), pcache_pinned(c));
             for (uint64_t i = 0; i <= j; i++) { /* same longest match */
                 uint32_t len = 0;
                 while (len < r[i].n_blocks &&

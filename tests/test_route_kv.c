@@ -81,7 +81,7 @@ static route_view view(double t, const uint32_t *waiting, const double *kv)
 {
     return (route_view){.n_dest = R, .outstanding = zero_u32, .queued_tokens = zero_u64,
                         .now_s = t, .waiting = waiting ? waiting : zero_u32,
-                        .running = zero_u32, .kv_util = kv ? kv : zero_d, .age_s = zero_d};
+                        .running = zero_u32, .kv_util = kv ? kv : zero_d, .age_s = 0};
 }
 
 static void done(inst *x, const req *q, uint32_t d)

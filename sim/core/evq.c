@@ -6,6 +6,24 @@
  * holds one pending arrival, at most one step completion per destination
  * and a few control events, so it has tens of entries, and a calendar queue
  * or ladder queue would not pay for its complexity.
+ *
+ * Lazy pop (round 4, docs/performance.md): most popped events are
+ * scheduled again at once by their handler (an engine's next step, the
+ * next arrival, the next scrape).  So sim_evq_pop() leaves the event it
+ * returns at the root, logically removed (`top_out`); scheduling that same
+ * event again replaces the root and sifts it down once, instead of a
+ * removal (last leaf to the root, sift down) plus an insertion (sift up).
+ * Any other operation first takes the stale root out.  While it stays,
+ * the heap is still valid: every event scheduled after a pop has a time
+ * >= the popped time and a larger sequence number, so nothing sifts above
+ * the root.  The order of events is a property of the (time, seq) keys
+ * alone, which are unique, so the heap's shape never changes which event
+ * fires next: results are bit-identical to the eager queue.
+ *
+ * Sifting down uses Floyd's variant (the hole goes down the path of
+ * smaller children to a leaf, then the event climbs back up): one
+ * comparison per level instead of two, and the events sifted down here
+ * (a new step end, the next arrival) mostly belong near the bottom.
  */
 #include "sim/core/evq.h"
 
@@ -27,6 +45,8 @@ struct sim_evq {
     uint64_t next_seq;
     uint64_t popped;
     double now;
+    /* heap[0] is the last popped event, logically removed (n counts it). */
+    int top_out;
     slab *slabs;
     /* Free events are chained through their `data` field. */
     sim_event *free_list;
@@ -77,9 +97,13 @@ sim_event *sim_evq_alloc(sim_evq *q)
     return e;
 }
 
+static void drop_top(sim_evq *q);
+
 void sim_evq_release(sim_evq *q, sim_event *e)
 {
     SIM_ALWAYS(e->heap_idx == SIM_EVQ_IDLE);
+    if (q->top_out && q->heap[0] == e)
+        drop_top(q); /* the popped event, still at the root */
     e->data = q->free_list;
     e->kind = UINT32_MAX; /* poison: a released event must not be used */
     q->free_list = e;
@@ -109,21 +133,42 @@ static void sift_up(sim_evq *q, uint32_t i)
     place(q, i, e);
 }
 
+/* Sift heap[i] down (Floyd): move the hole at i down the path of smaller
+ * children to a leaf, then let the event climb back up while it is before
+ * its parent.  The final position is the one the textbook sift down
+ * finds (the keys on the path are increasing). */
 static void sift_down(sim_evq *q, uint32_t i)
 {
     sim_event *e = q->heap[i];
+    const uint32_t top = i, n = q->n;
     for (;;) {
         uint32_t c = 2 * i + 1;
-        if (c >= q->n)
+        if (c >= n)
             break;
-        if (c + 1 < q->n && before(q->heap[c + 1], q->heap[c]))
+        if (c + 1 < n && before(q->heap[c + 1], q->heap[c]))
             c++;
-        if (!before(q->heap[c], e))
-            break;
         place(q, i, q->heap[c]);
         i = c;
     }
+    while (i > top) {
+        uint32_t parent = (i - 1) / 2;
+        if (!before(e, q->heap[parent]))
+            break;
+        place(q, i, q->heap[parent]);
+        i = parent;
+    }
     place(q, i, e);
+}
+
+/* Take the stale root (the last popped event, not scheduled again) out. */
+static void drop_top(sim_evq *q)
+{
+    q->top_out = 0;
+    q->n--;
+    if (q->n > 0) {
+        place(q, 0, q->heap[q->n]);
+        sift_down(q, 0);
+    }
 }
 
 void sim_evq_schedule(sim_evq *q, sim_event *e, double time)
@@ -131,12 +176,19 @@ void sim_evq_schedule(sim_evq *q, sim_event *e, double time)
     SIM_ALWAYS(e->heap_idx == SIM_EVQ_IDLE);
     SIM_ALWAYS(isfinite(time));
     SIM_ALWAYS(time >= q->now); /* scheduling into the past */
+    e->time = time;
+    e->seq = q->next_seq++;
+    if (q->top_out && q->heap[0] == e) { /* the popped event again */
+        q->top_out = 0;
+        e->heap_idx = 0;
+        sift_down(q, 0);
+        return;
+    }
+    /* With a stale root kept: the new key is after it, so it stays. */
     if (q->n == q->cap) {
         q->cap *= 2;
         q->heap = sim_xrealloc(q->heap, q->cap * sizeof *q->heap);
     }
-    e->time = time;
-    e->seq = q->next_seq++;
     place(q, q->n, e);
     q->n++;
     sift_up(q, q->n - 1);
@@ -147,13 +199,14 @@ void sim_evq_cancel(sim_evq *q, sim_event *e)
     uint32_t i = e->heap_idx;
     if (i == SIM_EVQ_IDLE)
         return;
-    SIM_ALWAYS(i < q->n && q->heap[i] == e);
+    SIM_ALWAYS(i < q->n && q->heap[i] == e && !(q->top_out && i == 0));
     q->n--;
     e->heap_idx = SIM_EVQ_IDLE;
     if (i == q->n)
         return;
     place(q, i, q->heap[q->n]);
-    /* The moved event may belong above or below position i. */
+    /* The moved event may belong above or below position i (never above
+     * a stale root: its key is after the root's). */
     if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
         sift_up(q, i);
     else
@@ -162,14 +215,12 @@ void sim_evq_cancel(sim_evq *q, sim_event *e)
 
 sim_event *sim_evq_pop(sim_evq *q)
 {
+    if (q->top_out)
+        drop_top(q);
     if (q->n == 0)
         return NULL;
     sim_event *top = q->heap[0];
-    q->n--;
-    if (q->n > 0) {
-        place(q, 0, q->heap[q->n]);
-        sift_down(q, 0);
-    }
+    q->top_out = 1; /* left at the root until the next operation */
     top->heap_idx = SIM_EVQ_IDLE;
     SIM_ALWAYS(top->time >= q->now); /* time is monotone */
     q->now = top->time;
@@ -179,11 +230,18 @@ sim_event *sim_evq_pop(sim_evq *q)
 
 const sim_event *sim_evq_peek(const sim_evq *q)
 {
-    return q->n ? q->heap[0] : NULL;
+    if (!q->top_out)
+        return q->n ? q->heap[0] : NULL;
+    /* The stale root's successor is the smaller of its children. */
+    if (q->n < 2)
+        return NULL;
+    if (q->n > 2 && before(q->heap[2], q->heap[1]))
+        return q->heap[2];
+    return q->heap[1];
 }
 
 double sim_evq_now(const sim_evq *q) { return q->now; }
 
-size_t sim_evq_size(const sim_evq *q) { return q->n; }
+size_t sim_evq_size(const sim_evq *q) { return q->n - (q->top_out ? 1u : 0u); }
 
 uint64_t sim_evq_popped(const sim_evq *q) { return q->popped; }
