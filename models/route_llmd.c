@@ -45,6 +45,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "models/route_int.h"
 #include "sim/core/error.h"
@@ -192,8 +193,11 @@ static uint32_t hash_list(llmd *s, const wl_request *r)
         s->hl = sim_xrealloc(s->hl, s->cap_hl * sizeof *s->hl);
     }
     s->hl[0] = LLMD_MODEL_HASH;
-    for (uint32_t k = 0; k < nh; k++)
-        s->hl[k + 1] = r->blocks[(k + 1) * s->per_hash - 1];
+    if (s->per_hash == 1) /* the default: hash block = engine block */
+        memcpy(s->hl + 1, r->blocks, (size_t)nh * sizeof *s->hl);
+    else
+        for (uint32_t k = 0; k < nh; k++)
+            s->hl[k + 1] = r->blocks[(k + 1) * s->per_hash - 1];
     return (uint32_t)nh + 1;
 }
 
