@@ -103,6 +103,8 @@ struct route__kvidx {
     uint32_t cap_memo, pass;
 };
 
+static void t_free(struct kx_slot *tab, size_t n);
+
 static inline uint64_t pkey(uint64_t hash, uint32_t d) { return sim_hash_pair(hash, d); }
 static inline uint64_t *ent(const route__kvidx *x, uint32_t e)
 {
@@ -149,7 +151,8 @@ void route__kvidx_destroy(route__kvidx *x)
     sim_u64map_fini(&x->pmap);
     free(x->memo);
     free(x->stamp);
-    free(x->tab);
+    if (x->direct)
+        t_free(x->tab, x->tmask + 1);
     free(x);
 }
 
@@ -181,27 +184,48 @@ static inline void t_prefetch(const route__kvidx *x, uint64_t hash)
     SIM_PREFETCH(&x->tab[t_home(x, hash)]);
 }
 
-/* A zeroed table of n slots (free with free()).  From 2 MiB on, the
- * table is 2-MiB aligned and advised for transparent huge pages (Linux
- * madvise(MADV_HUGEPAGE), honoured when THP is "always" or "madvise"): a
- * random probe of a 32-MiB table then hits the TLB (16 huge pages) instead
- * of walking the page tables for one of 8,192 small pages.  Contents and
- * results do not depend on it; without the advice it is an ordinary
- * zeroed allocation. */
+/* A zeroed table of n slots, freed by t_free with the same n.  From 2 MiB
+ * on (Linux), an anonymous mapping (zero-filled by the kernel, no memset)
+ * trimmed to a 2-MiB-aligned start and advised for transparent huge pages
+ * (madvise(MADV_HUGEPAGE), honoured when THP is "always" or "madvise"): a
+ * random probe of the flagship's 32-MiB table then hits the TLB (16 huge
+ * pages) instead of walking the page tables for one of 8,192 small pages.
+ * Contents and results do not depend on it; otherwise (or if the mapping
+ * fails) an ordinary zeroed allocation. */
+static bool t_huge(size_t n) { return n * sizeof(kx_slot) >= KX_HUGE; }
+
 static kx_slot *t_alloc(size_t n)
 {
-    const size_t bytes = n * sizeof(kx_slot);
-#if defined(MADV_HUGEPAGE)
-    if (bytes >= KX_HUGE) {
-        void *p = NULL;
-        if (posix_memalign(&p, KX_HUGE, bytes) == 0) {
-            (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: failure is harmless */
-            memset(p, 0, bytes);
-            return p;
+#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (t_huge(n)) {
+        const size_t bytes = n * sizeof(kx_slot); /* a multiple of KX_HUGE: n is a power of 2 */
+        char *p = mmap(NULL, bytes + KX_HUGE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            const size_t lead = (KX_HUGE - (uintptr_t)p % KX_HUGE) % KX_HUGE;
+            if (lead)
+                munmap(p, lead);
+            if (KX_HUGE - lead)
+                munmap(p + lead + bytes, KX_HUGE - lead);
+            (void)madvise(p + lead, bytes, MADV_HUGEPAGE); /* advice only */
+            return (kx_slot *)(void *)(p + lead);
         }
+        sim_panic(__FILE__, __LINE__, "out of memory growing a block index");
     }
 #endif
     return sim_xcalloc(n, sizeof(kx_slot));
+}
+
+static void t_free(kx_slot *tab, size_t n)
+{
+#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (tab && t_huge(n)) {
+        munmap(tab, n * sizeof(kx_slot));
+        return;
+    }
+#endif
+    (void)n;
+    free(tab);
 }
 
 static void t_grow(route__kvidx *x)
@@ -214,7 +238,7 @@ static void t_grow(route__kvidx *x)
     for (size_t i = 0; i < n; i++)
         if (old[i].bits)
             x->tab[t_find(x, old[i].hash)] = old[i];
-    free(old);
+    t_free(old, n);
 }
 
 static inline void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
@@ -281,7 +305,7 @@ void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
     for (size_t i = 0; i < n_old; i++)
         if (old[i].bits)
             x->tab[t_find(x, old[i].hash)] = old[i];
-    free(old);
+    t_free(old, n_old);
 }
 
 /* The entry of `hash`, created empty if absent. */
