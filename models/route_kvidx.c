@@ -22,7 +22,8 @@
  * approximate and precise on the flagship's 30 engines): the table's slot is the
  * entry itself, {hash, destination bits} in 16 bytes, open addressing by
  * sim_hash_mix64 with linear probing, backward-shift deletion and growth
- * at half load (as sim/core/u64map.c), an empty slot having no bits.  A
+ * at half load (as sim/core/u64map.c), an empty slot having no bits; a
+ * table of 2 MiB or more is a huge-page mapping (t_alloc).  A
  * block change then costs one cache miss instead of two (map slot, then
  * entry record), and a walk step reads the bits from the slot it probed.
  * The index is a set of (hash, destination) pairs either way, so results

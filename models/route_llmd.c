@@ -37,7 +37,8 @@
  * (one probe of the unordered set per hash walked) and the add into the
  * chosen destination's LRU as a queue of block runs (route__kvlru: one
  * probe per run passed or hash absent, plus the set changes); precise --
- * O(k log n) bisection probes for the k holders of the first block, and
+ * O(log n) bisection probes per distinct answer among the holders of the
+ * first block (one bisection shared while they agree), and
  * per KV event O(blocks) set changes.  Until round 4 the approximate LRU
  * was one queue entry and pair-map probe per hash (tests/route_llmd_ref.c
  * with tests/route_kvidx_ref.c; tests/router_equiv.sh checks they agree).
