@@ -23,9 +23,10 @@
  * worker is drawn with probability proportional to
  * exp(-(logit - min) / ((max - min) * T)) (all equal: uniform).
  *
- * Cost per request: O(k log n) index probes for the k workers holding the
- * request's first block (the index is closed under prefixes, so each
- * worker's overlap is found by bisection), O(workers) for the logits, and
+ * Cost per request: O(log n) index probes per distinct overlap among the
+ * k workers holding the request's first block (the index is closed under
+ * prefixes, so each worker's overlap is found by bisection, shared by the
+ * workers that agree so far), O(workers) for the logits, and
  * per KV event O(blocks) index updates.  Without events, the decision-fed
  * index is route__kvlru (per-worker queues of block runs; round 4), equal
  * to the per-block index of tests/route_dynamo_kv_ref.c and

@@ -202,8 +202,11 @@ uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32
  * len[d], found by bisection: exact when each destination's set is
  * closed under prefixes (an engine's cache as its KV events describe it;
  * a decision-fed index whose blocks are touched root to leaf at once and
- * expire by age), where it equals route__kvidx_walk's count.  O(k log n)
- * probes for the k destinations holding hashes[0]. */
+ * expire by age), where it equals route__kvidx_walk's count.  Each
+ * destination's result is that of its own bisection; in direct mode the
+ * destinations that agree so far share it, so O(log n) probes per
+ * distinct answer among the k destinations holding hashes[0] (each block
+ * probed at most once), else O(k log n). */
 void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len);
 
 /*

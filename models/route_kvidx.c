@@ -22,7 +22,8 @@
  * approximate and precise on the flagship's 30 engines): the table's slot is the
  * entry itself, {hash, destination bits} in 16 bytes, open addressing by
  * sim_hash_mix64 with linear probing, backward-shift deletion and growth
- * at half load (as sim/core/u64map.c), an empty slot having no bits.  A
+ * at half load (as sim/core/u64map.c), an empty slot having no bits; a
+ * table of 2 MiB or more is a huge-page mapping (t_alloc).  A
  * block change then costs one cache miss instead of two (map slot, then
  * entry record), and a walk step reads the bits from the slot it probed.
  * The index is a set of (hash, destination) pairs either way, so results
@@ -44,8 +45,12 @@
  * index stays for hash sets that are not chained lists, and is what
  * tests/test_route_kv.c checks route__kvlru against.
  */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE (glibc <sys/mman.h>) */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "models/route_int.h"
 #include "sim/core/error.h"
@@ -59,6 +64,7 @@
 #define KX_PF 16 /* blocks ahead the loops prefetch */
 #define KX_PF_VICTIM 8 /* LRU victims ahead an eviction prefetches the map slots of */
 #define KX_RESERVE_MAX (1u << 22) /* route__kvidx_reserve: at most 2^23 slots (128 MiB) */
+#define KX_HUGE (2u << 20) /* tables of at least this many bytes: 2-MiB aligned, huge pages */
 
 typedef struct kx_pair {
     double last;   /* last touch, s */
@@ -95,9 +101,10 @@ struct route__kvidx {
     uint32_t n_pair, cap_pair;
     /* route__kvidx_prefix scratch: the entry probed per block index */
     uint32_t *memo, *stamp;
-    uint64_t *mbits; /* direct mode: the bits probed per block index */
     uint32_t cap_memo, pass;
 };
+
+static void t_free(struct kx_slot *tab, size_t n);
 
 static inline uint64_t pkey(uint64_t hash, uint32_t d) { return sim_hash_pair(hash, d); }
 static inline uint64_t *ent(const route__kvidx *x, uint32_t e)
@@ -145,8 +152,8 @@ void route__kvidx_destroy(route__kvidx *x)
     sim_u64map_fini(&x->pmap);
     free(x->memo);
     free(x->stamp);
-    free(x->tab);
-    free(x->mbits);
+    if (x->direct)
+        t_free(x->tab, x->tmask + 1);
     free(x);
 }
 
@@ -178,17 +185,61 @@ static inline void t_prefetch(const route__kvidx *x, uint64_t hash)
     SIM_PREFETCH(&x->tab[t_home(x, hash)]);
 }
 
+/* A zeroed table of n slots, freed by t_free with the same n.  From 2 MiB
+ * on (Linux), an anonymous mapping (zero-filled by the kernel, no memset)
+ * trimmed to a 2-MiB-aligned start and advised for transparent huge pages
+ * (madvise(MADV_HUGEPAGE), honoured when THP is "always" or "madvise"): a
+ * random probe of the flagship's 32-MiB table then hits the TLB (16 huge
+ * pages) instead of walking the page tables for one of 8,192 small pages.
+ * Contents and results do not depend on it; otherwise (or if the mapping
+ * fails) an ordinary zeroed allocation. */
+static bool t_huge(size_t n) { return n * sizeof(kx_slot) >= KX_HUGE; }
+
+static kx_slot *t_alloc(size_t n)
+{
+#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (t_huge(n)) {
+        const size_t bytes = n * sizeof(kx_slot); /* a multiple of KX_HUGE: n is a power of 2 */
+        char *p = mmap(NULL, bytes + KX_HUGE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            const size_t lead = (KX_HUGE - (uintptr_t)p % KX_HUGE) % KX_HUGE;
+            if (lead)
+                munmap(p, lead);
+            if (KX_HUGE - lead)
+                munmap(p + lead + bytes, KX_HUGE - lead);
+            (void)madvise(p + lead, bytes, MADV_HUGEPAGE); /* advice only */
+            return (kx_slot *)(void *)(p + lead);
+        }
+        sim_panic(__FILE__, __LINE__, "out of memory growing a block index");
+    }
+#endif
+    return sim_xcalloc(n, sizeof(kx_slot));
+}
+
+static void t_free(kx_slot *tab, size_t n)
+{
+#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (tab && t_huge(n)) {
+        munmap(tab, n * sizeof(kx_slot));
+        return;
+    }
+#endif
+    (void)n;
+    free(tab);
+}
+
 static void t_grow(route__kvidx *x)
 {
     kx_slot *old = x->tab;
     const size_t n = x->tmask + 1;
     x->tmask = 2 * n - 1;
     x->tshift--;
-    x->tab = sim_xcalloc(2 * n, sizeof *x->tab);
+    x->tab = t_alloc(2 * n);
     for (size_t i = 0; i < n; i++)
         if (old[i].bits)
             x->tab[t_find(x, old[i].hash)] = old[i];
-    free(old);
+    t_free(old, n);
 }
 
 static inline void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
@@ -249,13 +300,13 @@ void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
         return;
     kx_slot *old = x->tab;
     const size_t n_old = x->tmask + 1;
-    x->tab = sim_xcalloc(n, sizeof *x->tab);
+    x->tab = t_alloc(n);
     x->tmask = n - 1;
     x->tshift = 64 - (unsigned)__builtin_ctzll((unsigned long long)n);
     for (size_t i = 0; i < n_old; i++)
         if (old[i].bits)
             x->tab[t_find(x, old[i].hash)] = old[i];
-    free(old);
+    t_free(old, n_old);
 }
 
 /* The entry of `hash`, created empty if absent. */
@@ -393,6 +444,16 @@ static inline void pipeline(const route__kvidx *x, const uint64_t *hashes, uint3
 void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n,
                       double now_s)
 {
+    if (x->direct && !x->ordered) { /* the event-fed indexes: STORED */
+        for (uint32_t j = 0; j < KX_PF && j < n; j++) /* events are short: fetch them all */
+            t_prefetch(x, hashes[j]);
+        for (uint32_t j = 0; j < n; j++) {
+            if (j + KX_PF < n)
+                t_prefetch(x, hashes[j + KX_PF]);
+            t_add(x, d, hashes[j]);
+        }
+        return;
+    }
     if (x->direct) {
         for (uint32_t j = 0; j < n; j++) {
             if (j + KX_PF < n) {
@@ -418,7 +479,9 @@ void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint3
 uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n)
 {
     uint32_t held = 0;
-    if (x->direct && !x->ordered) {
+    if (x->direct && !x->ordered) { /* REMOVED */
+        for (uint32_t j = 0; j < KX_PF && j < n; j++)
+            t_prefetch(x, hashes[j]);
         for (uint32_t j = 0; j < n; j++) {
             if (j + KX_PF < n)
                 t_prefetch(x, hashes[j + KX_PF]);
@@ -480,15 +543,26 @@ uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32
     if (x->direct) {
         for (uint32_t j = 0; j < KX_PF && j < n; j++)
             t_prefetch(x, hashes[j]);
+        /* Consecutive hashes mostly have the same holders (~2 changes
+         * of set a request on the flagship): count stretches of one set
+         * and credit each stretch once. */
+        uint64_t run_m = 0;
+        uint32_t run_from = 0;
         for (; i < n; i++) {
             if (i + KX_PF < n)
                 t_prefetch(x, hashes[i + KX_PF]);
-            uint64_t m = t_bits(x, hashes[i]);
+            const uint64_t m = t_bits(x, hashes[i]);
             if (!m)
                 break;
-            for (; m; m &= m - 1)
-                count[__builtin_ctzll(m)]++;
+            if (m != run_m) {
+                for (uint64_t b = run_m; b; b &= b - 1)
+                    count[__builtin_ctzll(b)] += i - run_from;
+                run_m = m;
+                run_from = i;
+            }
         }
+        for (uint64_t b = run_m; b; b &= b - 1)
+            count[__builtin_ctzll(b)] += i - run_from;
         return i;
     }
     for (uint32_t j = 0; j < KX_PF && j < n; j++)
@@ -517,14 +591,30 @@ static inline uint32_t probe(route__kvidx *x, const uint64_t *hashes, uint32_t i
     return x->memo[i];
 }
 
-/* Direct mode: bits of hashes[i], memoised likewise. */
-static inline uint64_t probe_bits(route__kvidx *x, const uint64_t *hashes, uint32_t i)
+/* Direct mode: the bisection of route__kvidx_prefix for every destination
+ * of `mask` at once.  Each destination's own bisection probes block mid-1
+ * of its interval [lo, hi] and moves to [mid, hi] or [lo, mid-1]; the
+ * destinations sharing an interval share that probe, so they travel as
+ * one set and split on the probed bits -- the same steps, each block
+ * probed at most once (the two halves' probe ranges [mid, hi-1] and
+ * [lo, mid-2] are disjoint and exclude mid-1), ~log2 n probes per
+ * distinct answer instead of per destination. */
+static void bisect_set(const route__kvidx *x, const uint64_t *hashes, uint32_t lo, uint32_t hi,
+                       uint64_t mask, uint32_t *len)
 {
-    if (x->stamp[i] != x->pass) {
-        x->stamp[i] = x->pass;
-        x->mbits[i] = t_bits(x, hashes[i]);
+    while (mask) {
+        if (lo >= hi) {
+            for (; mask; mask &= mask - 1)
+                len[__builtin_ctzll(mask)] = lo;
+            return;
+        }
+        const uint32_t mid = lo + (hi - lo + 1) / 2; /* test block mid-1 */
+        const uint64_t b = t_bits(x, hashes[mid - 1]);
+        if (mask & ~b)
+            bisect_set(x, hashes, lo, mid - 1, mask & ~b, len); /* depth <= log2 n */
+        mask &= b;
+        lo = mid;
     }
-    return x->mbits[i];
 }
 
 void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len)
@@ -532,35 +622,21 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
     memset(len, 0, x->n_dest * sizeof *len);
     if (n == 0)
         return;
+    if (x->direct) {
+        bisect_set(x, hashes, 1, n, t_bits(x, hashes[0]), len);
+        return;
+    }
     if (n > x->cap_memo) {
         free(x->memo);
         free(x->stamp);
-        free(x->mbits);
         x->cap_memo = n;
         x->memo = sim_xmalloc(n * sizeof *x->memo);
-        x->mbits = sim_xmalloc(n * sizeof *x->mbits);
         x->stamp = sim_xcalloc(n, sizeof *x->stamp);
         x->pass = 0;
     }
     if (++x->pass == 0) { /* stamps wrapped: start them over */
         memset(x->stamp, 0, x->cap_memo * sizeof *x->stamp);
         x->pass = 1;
-    }
-    if (x->direct) { /* the same bisection on the slot bits */
-        const uint64_t b0 = probe_bits(x, hashes, 0);
-        for (uint64_t m = b0; m; m &= m - 1) {
-            const uint32_t d = (uint32_t)__builtin_ctzll(m);
-            uint32_t lo = 1, hi = n;
-            while (lo < hi) {
-                const uint32_t mid = lo + (hi - lo + 1) / 2;
-                if (probe_bits(x, hashes, mid - 1) >> d & 1)
-                    lo = mid;
-                else
-                    hi = mid - 1;
-            }
-            len[d] = lo;
-        }
-        return;
     }
     const uint32_t e0 = probe(x, hashes, 0);
     if (e0 == KX_NONE)

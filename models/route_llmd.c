@@ -37,7 +37,8 @@
  * (one probe of the unordered set per hash walked) and the add into the
  * chosen destination's LRU as a queue of block runs (route__kvlru: one
  * probe per run passed or hash absent, plus the set changes); precise --
- * O(k log n) bisection probes for the k holders of the first block, and
+ * O(log n) bisection probes per distinct answer among the holders of the
+ * first block (one bisection shared while they agree), and
  * per KV event O(blocks) set changes.  Until round 4 the approximate LRU
  * was one queue entry and pair-map probe per hash (tests/route_llmd_ref.c
  * with tests/route_kvidx_ref.c; tests/router_equiv.sh checks they agree).
@@ -45,6 +46,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "models/route_int.h"
 #include "sim/core/error.h"
@@ -192,8 +194,11 @@ static uint32_t hash_list(llmd *s, const wl_request *r)
         s->hl = sim_xrealloc(s->hl, s->cap_hl * sizeof *s->hl);
     }
     s->hl[0] = LLMD_MODEL_HASH;
-    for (uint32_t k = 0; k < nh; k++)
-        s->hl[k + 1] = r->blocks[(k + 1) * s->per_hash - 1];
+    if (s->per_hash == 1) /* the default: hash block = engine block */
+        memcpy(s->hl + 1, r->blocks, (size_t)nh * sizeof *s->hl);
+    else
+        for (uint32_t k = 0; k < nh; k++)
+            s->hl[k + 1] = r->blocks[(k + 1) * s->per_hash - 1];
     return (uint32_t)nh + 1;
 }
 

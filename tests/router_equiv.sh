@@ -78,4 +78,12 @@ check experiment "$cfg" 100 dynamo_kv 2 $short --set gateway.kv_event_delay_s=0.
 check experiment "$cfg" 100 dynamo_kv 3 $short --set router.dynamo_kv.use_kv_events=false
 check experiment "$cfg" 100 dynamo_kv 4 $short --set router.dynamo_kv.use_kv_events=false --set router.dynamo_kv.ttl_s=2
 check experiment "$cfg" 100 dynamo_kv 5 $short --set router.dynamo_kv.use_kv_events=false --set router.dynamo_kv.ttl_s=10 --set router.dynamo_kv.router_temperature=0.5 --set cluster.destinations=70
+# Round 4, second pass (route_kvidx: one shared bisection for all holders,
+# stretches of one holder set in the walk, tables on huge pages; pfxidx:
+# common prefixes by bisection): the direct index at its limit of 64
+# destinations (bit 63, many distinct bisection answers) for llmd precise,
+# dynamo_kv and llmd approximate, and a long walk with a small table.
+check experiment "$cfg" 100 llmd 7 $short --set router.llmd.mode=precise --set cluster.destinations=64
+check experiment "$cfg" 100 dynamo_kv 6 $short --set cluster.destinations=64
+check experiment "$cfg" 120 llmd 8 $short --set cluster.destinations=64 --set router.llmd.lru_capacity=2000
 exit $fail

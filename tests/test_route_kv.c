@@ -494,6 +494,61 @@ static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t see
     route__kvidx_destroy(b);
 }
 
+/* Direct mode at its limits (round 4, second pass): 64 destinations
+ * (bit 63), the one shared bisection of route__kvidx_prefix splitting
+ * into many answers (known lengths, ties, a hole that a bisection may or
+ * may not see, as the per-destination bisection), and a table grown
+ * without a reserve from its first 16 KiB past the 2-MiB size from which
+ * it is a huge-page mapping (grown, read, emptied and freed there). */
+static void test_kvidx_direct_limits(void)
+{
+    enum { NH = 300, BIG = 150000 };
+    static uint64_t h[NH], g[BIG];
+    for (int i = 0; i < NH; i++)
+        h[i] = wl_block_hash(i ? h[i - 1] : 0, (uint64_t)i + 11);
+    route__kvidx *x = route__kvidx_create(64, false, 0);
+    uint32_t len[64], cnt[64];
+    for (uint32_t d = 0; d < 64; d++) /* lengths 1..300, pairs of equal ones */
+        route__kvidx_add(x, d, h, d == 63 ? NH : 1 + (d / 2) * 9, 0);
+    route__kvidx_prefix(x, h, NH, len);
+    int bad = 0;
+    for (uint32_t d = 0; d < 64; d++)
+        bad += len[d] != (d == 63 ? NH : 1 + (d / 2) * 9);
+    CHECK_INT_EQ(bad, 0);
+    CHECK_INT_EQ(route__kvidx_walk(x, h, NH, cnt), NH);
+    CHECK(cnt[63] == NH && cnt[0] == 1 && cnt[62] == 1 + 31 * 9);
+    /* A hole: 63 loses block 150 (the first probe of [1, 300]), so its
+     * bisection ends below it, at 150; 0 keeps its one block. */
+    route__kvidx_remove(x, 63, h + 150, 1);
+    route__kvidx_prefix(x, h, NH, len);
+    CHECK(len[63] == 150 && len[0] == 1 && len[62] == 280);
+    CHECK_INT_EQ(route__kvidx_walk(x, h, NH, cnt), NH); /* 62 holds 150 */
+    CHECK_INT_EQ(cnt[63], NH - 1);
+    /* A hole at block 200 instead is not seen: 63's probes are blocks
+     * 150, 225, 263, 282, 291, 296, 298, 299 (as its own bisection). */
+    route__kvidx_add(x, 63, h + 150, 1, 0);
+    route__kvidx_remove(x, 63, h + 200, 1);
+    route__kvidx_prefix(x, h, NH, len);
+    CHECK(len[63] == NH && len[61] == 271);
+    route__kvidx_destroy(x);
+
+    for (int i = 0; i < BIG; i++)
+        g[i] = wl_block_hash(i ? g[i - 1] : 7, (uint64_t)i + 3);
+    x = route__kvidx_create(64, false, 0);
+    route__kvidx_add(x, 5, g, BIG, 0);
+    route__kvidx_add(x, 63, g, BIG / 2, 0);
+    CHECK(route__kvidx_size(x, 5) == BIG && route__kvidx_size(x, 63) == BIG / 2);
+    CHECK(route__kvidx_has(x, 5, g[BIG - 1]) && !route__kvidx_has(x, 63, g[BIG / 2]));
+    CHECK_INT_EQ(route__kvidx_walk(x, g, BIG, cnt), BIG);
+    CHECK(cnt[5] == BIG && cnt[63] == BIG / 2 && cnt[0] == 0);
+    route__kvidx_prefix(x, g, BIG, len);
+    CHECK(len[5] == BIG && len[63] == BIG / 2 && len[6] == 0);
+    CHECK_INT_EQ(route__kvidx_remove(x, 5, g, BIG), BIG);
+    CHECK_INT_EQ(route__kvidx_walk(x, g, BIG, cnt), BIG / 2);
+    CHECK(cnt[5] == 0 && cnt[63] == BIG / 2);
+    route__kvidx_destroy(x);
+}
+
 int main(void)
 {
     test_kvlru_equiv(5, 20, 0, 1);
@@ -505,6 +560,7 @@ int main(void)
     test_kvidx();
     test_kvidx_direct_equiv();
     test_kvidx_direct_equiv_ordered();
+    test_kvidx_direct_limits();
     test_dynamo_argmin();
     test_dynamo_softmax();
     test_dynamo_ttl();

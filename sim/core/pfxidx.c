@@ -338,14 +338,29 @@ void sim_pfxidx_expire_idle(sim_pfxidx *x, double now, double ttl)
     }
 }
 
-/* Length of the common prefix of a[0..na) and b[0..nb). */
+/* Length of the common prefix of a[0..na) and b[0..nb), where a and b are
+ * stretches of chained lists (every caller's a[0] == b[0]; in any case
+ * chaining makes "a[k] == b[k]" true for k below the common length and
+ * false from it on: equal hashes are the same block with the same
+ * prefix).  So the last position is tested first (a prompt usually
+ * passes a run whole, or ends inside it), then a bisection -- two or
+ * ~log2 n compares instead of a scan of the whole stretch. */
 static uint32_t common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
 {
     const uint32_t n = na < nb ? na : nb;
-    uint32_t k = 0;
-    while (k < n && a[k] == b[k])
-        k++;
-    return k;
+    if (n == 0 || a[0] != b[0])
+        return 0;
+    if (a[n - 1] == b[n - 1])
+        return n;
+    uint32_t lo = 1, hi = n - 1; /* a[lo-1] == b[lo-1]; a[hi] != b[hi] */
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == b[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d)
