@@ -156,6 +156,22 @@ if "$CRSIM" regime "$BASE" --targets "$TMP/t2.yaml" --fast $TSMALL >"$TMP/out" 2
 else
     fail "--targets t2 failed: $(cat "$TMP/err")"
 fi
+# --targets on the Mooncake trace (fast mode): the user runs sticky
+# (the baseline, taken from the targets); two gateway alternatives both
+# consistent; both verdicts little-recoverable, so the range is robust.
+MOON="$SRC/data/mooncake/conversation_trace.jsonl.xz"
+printf 'seeds: [1]\nloads: [0.5, 1]\ntargets:\n  sticky:\n    hit: {loads: [1], values: [0.3], tol: 0.5}\nalternatives:\n  - one_gateway gateway.replicas=1\n  - four_gateways gateway.replicas=4\n' >"$TMP/tm.yaml"
+if "$CRSIM" regime "$BASE" --trace "$MOON" --targets "$TMP/tm.yaml" --set workload.max_requests=300 \
+    --set cluster.destinations=4 --seeds 1 --slo 30 --fast --jobs 2 >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^fit: 2 structural alternatives, 2 consistent" "$TMP/out" &&
+        grep -q "^== one_gateway" "$TMP/out" && grep -q "^== four_gateways" "$TMP/out" &&
+        grep -q "^verdict range over the identified set: win under 0 of 2 consistent workloads, lose under 0, tie under 2$" "$TMP/out" &&
+        grep -q "^robust: the same verdict under every consistent workload$" "$TMP/out" &&
+        grep -q "^  one_gateway: little recoverable prefix work" "$TMP/out" &&
+        echo "ok: --targets on the Mooncake trace" || fail "--targets mooncake: $(cat "$TMP/out")"
+else
+    fail "--targets mooncake failed: $(cat "$TMP/err")"
+fi
 # Bad targets: exit 2 naming FILE:LINE, before any run.
 printf 'targets:\n  flat_lb:\n    hit: {loads: [2], values: [0.3], tol: 0}\n' >"$TMP/bad.yaml"
 expect2 "bad.yaml:3: key 'targets.flat_lb.hit.tol' is 0" "$CRSIM" regime "$BASE" --targets "$TMP/bad.yaml" $TSMALL

@@ -1258,7 +1258,7 @@ static int report(fit *f, FILE *out)
                     b = i;
             }
         char path[1300] = "";
-        if (b != SIZE_MAX && f->n_alt > 1) {
+        if (b != SIZE_MAX && f->top.n_alts > 0) {
             size_t l = strlen(f->out_path);
             int cut = l > 5 && strcmp(f->out_path + l - 5, ".yaml") == 0 ? 5 : 0;
             snprintf(path, sizeof path, "%.*s-%s.yaml", (int)(l - (size_t)cut), f->out_path,
