@@ -11,7 +11,11 @@
 # (b) common random numbers: the true point itself (discrete one-value
 #     parameters) reproduces the targets' exact values: objective 0;
 # (c) bad targets files exit 2 naming FILE:LINE before any run;
-# (d) crsim fit --help.
+# (d) crsim fit --help;
+# (e) free parameters of one structural alternative (KEY=RANGE tokens):
+#     the right alternative is identified, the other is not, each
+#     candidate carries only its alternative's keys, per-alternative
+#     fitted configs and overrides files; a key free twice exits 2.
 # usage: fit.sh CRSIM SOURCE_ROOT
 set -u
 case $1 in /*) CRSIM=$1 ;; *) CRSIM=$PWD/$1 ;; esac
@@ -129,6 +133,41 @@ printf 'targets:\n  flat_lb:\n    capacity: {slos: [2], values: [10], tol: 1}\n'
 bad cap_grid "capacity targets need a load grid of 2 or more"
 printf 'targets:\n  flat_lb:\n    hit: {loads: [4, 8], values: [0.5], tol: 0.01}\n' >lengths.yaml
 bad lengths "lengths.yaml:3: key 'targets.flat_lb.hit.values' has 1 values for 2 loads"
+
+# ---- (e) per-alternative free parameters ----
+# Two alternatives, each freeing its own key (KEY=RANGE tokens): 'pfx'
+# frees the prefix at the true input (256), 'inp' the input at a wrong
+# prefix (512).  Only 'pfx' can reach the targets; each alternative's
+# candidates carry only its own key; each gets its fitted config and its
+# overrides file.
+cat >alts.yaml <<EOT
+$(sed -n '/^seeds:/,/^free:/p' targets.yaml | sed '$d')
+alternatives:
+  - pfx workload.input.mean=256 workload.prefix.mean=log[512, 8192]
+  - inp workload.prefix.mean=512
+    workload.input.mean=log[64, 1024]
+budget: 8
+refine: 12
+EOT
+"$CRSIM" fit "$CFG" --targets alts.yaml --db alts.db --out alts.yaml.out.yaml --jobs 2 \
+    --quiet >alts.txt 2>err || fail "per-alternative fit exited $?: $(cat err)"
+grep -q '^best: pfx ' alts.txt || fail "best alternative is not pfx: $(grep '^best' alts.txt)"
+awk '$1 == "pfx" && $3 >= 1 { p = 1 } $1 == "inp" && $3 == 0 { q = 1 } END { exit !(p && q) }' alts.txt ||
+    fail "identified counts (pfx >= 1, inp 0): $(head -5 alts.txt)"
+! grep -q '^fit:.* pfx {.*input.mean=[0-9.]*;' alts.txt && ! grep '^  #[0-9]* .*' alts.txt | grep -q 'input.mean' ||
+    fail "pfx's candidates carry inp's parameter: $(cat alts.txt)"
+[ -f alts.yaml.out-pfx.yaml ] && [ -f alts.yaml.out-inp.yaml ] || fail "per-alternative fitted configs missing: $(ls)"
+grep -q '^workload.input.mean=256$' alts.yaml.out-pfx.set && grep -q '^workload.prefix.mean=' alts.yaml.out-pfx.set &&
+    ! grep -q 'duration\|experiment\.' alts.yaml.out-pfx.set || fail "pfx overrides: $(cat alts.yaml.out-pfx.set)"
+grep -q 'within tolerance)$' alts.yaml.out-pfx.yaml 2>/dev/null || head -1 alts.yaml.out-pfx.yaml | grep -q '(within tolerance)' ||
+    fail "pfx fitted header: $(head -1 alts.yaml.out-pfx.yaml)"
+head -1 alts.yaml.out-inp.yaml | grep -q 'NOT within tolerance' || fail "inp fitted header: $(head -1 alts.yaml.out-inp.yaml)"
+"$CRSIM" run alts.yaml.out-pfx.yaml --dry-run --quiet >/dev/null 2>err || fail "pfx fitted config: $(cat err)"
+echo "ok: per-alternative free parameters ($(grep '^best:' alts.txt))"
+printf '%s\nfree:\n  - workload.input.mean=[100, 300]\nalternatives:\n  - a workload.input.mean=log[10, 20]\n' "$base" >twice.yaml
+bad twice "twice.yaml:7: free parameter 'workload.input.mean' given twice (in .free. and in an alternative)"
+printf '%s\nalternatives:\n  - a workload.input.mean=log[0, 20]\n' "$base" >alt_range.yaml
+bad alt_range "alt_range.yaml:5: free parameter 'workload.input.mean': log range needs LO > 0"
 
 # ---- (d) help ----
 "$CRSIM" fit --help >help.txt 2>&1 || fail "fit --help exited $?"

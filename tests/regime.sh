@@ -3,7 +3,8 @@
 # run), --baseline (sticky instead of flat_lb; unknown or cacheroute
 # rejected), bad inputs (one destination, rates summing to zero, missing base
 # config) and a trace with no reuse, which must say "nothing to recover"
-# instead of failing.
+# instead of failing; --targets: the verdict range over a hand-made
+# identified set, with --baseline, and bad targets (exit 2).
 # usage: regime.sh CRSIM SOURCE_DIR
 set -u
 CRSIM=$1
@@ -106,6 +107,78 @@ else
     fail "regime left-censoring: exit $rc, $(cat "$TMP/err")"
 fi
 expect2 "regime: --grid '2,1'; expected ascending comma-separated loads" "$CRSIM" regime "$BASE" --grid 2,1 --fast
+
+# --targets (issue 13 §3): fit first, then the verdict per consistent
+# alternative.  A hand-made identified set: the targets are a loose
+# Flat-LB hit (0.3 +- 0.45), met by 'reuse' (2,048-token per-key prefix)
+# and 'noreuse' (no shared prefix) and missed by 'hot_global' (an
+# 8,000-token platform prompt: hit ~0.99).  With --baseline sticky the
+# verdict is lose under reuse (sticky concentrates the hot keys less
+# badly than cacheroute here: 65 vs 26 requests/s) and tie/lose (nothing
+# to recover) under noreuse, so the range is not robust and names the
+# deciding alternative; flat_lb (the targets' router) is simulated too and
+# sticky is reported as the best router overall.
+cat >"$TMP/t1.yaml" <<'EOT'
+seeds: [1]
+loads: [2, 4]
+targets:
+  flat_lb:
+    hit: {loads: [2], values: [0.3], tol: 0.45}
+alternatives:
+  - reuse workload.input.dist=const workload.input.mean=128 workload.input.max=128
+  - noreuse workload.prefix.mean=1 workload.prefix.max=1 workload.input.dist=const
+    workload.input.mean=2048 workload.input.max=2048
+  - hot_global workload.prefix.global_tokens=8000 workload.prefix.mean=1 workload.prefix.max=1
+    workload.input.dist=const workload.input.mean=16 workload.input.max=16
+EOT
+TSMALL="--set cluster.destinations=4 --set workload.duration_s=120 --set experiment.warmup_s=20 --set workload.output.dist=const --set workload.output.mean=32 --set workload.output.max=32 --seeds 1 --jobs 2"
+if TMPDIR="$TMP" "$CRSIM" regime "$BASE" --targets "$TMP/t1.yaml" --baseline sticky $TSMALL >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^fit: 3 structural alternatives, 2 consistent" "$TMP/out" &&
+        grep -q "^  hot_global  *rejected" "$TMP/out" && grep -q "^== reuse" "$TMP/out" &&
+        grep -q "^== noreuse" "$TMP/out" && ! grep -q "^== hot_global" "$TMP/out" &&
+        grep -q "capacity ratio cacheroute/sticky" "$TMP/out" &&
+        grep -q "every simulated router.* sticky .* cacheroute .* flat_lb " "$TMP/out" &&
+        grep -q "^verdict range over the identified set: win under 0 of 2 consistent workloads, lose under 1, tie under 1$" "$TMP/out" &&
+        grep -q "^decided by the unidentified structural alternative: reuse -> lose; noreuse -> tie/lose$" "$TMP/out" &&
+        grep -q "^best router overall under reuse: sticky (not cacheroute)$" "$TMP/out" &&
+        ! ls "$TMP"/crsim-regime-* >/dev/null 2>&1 &&
+        echo "ok: --targets with --baseline sticky: the verdict range over a hand-made identified set" ||
+        fail "--targets output: $(cat "$TMP/out")"
+else
+    fail "--targets failed: $(cat "$TMP/err")"
+fi
+# Without --baseline the targets' router (flat_lb) is the baseline.
+printf 'seeds: [1]\nloads: [2, 4]\ntargets:\n  flat_lb:\n    hit: {loads: [2], values: [0.3], tol: 0.45}\nalternatives:\n  - noreuse workload.prefix.mean=1 workload.prefix.max=1\n' >"$TMP/t2.yaml"
+if "$CRSIM" regime "$BASE" --targets "$TMP/t2.yaml" --fast $TSMALL >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^verdict range over the identified set: win under 0 of 1 consistent workload," "$TMP/out" &&
+        grep -q "^robust: the same verdict" "$TMP/out" &&
+        echo "ok: --targets, baseline from the targets, robust range" || fail "--targets t2: $(cat "$TMP/out")"
+else
+    fail "--targets t2 failed: $(cat "$TMP/err")"
+fi
+# --targets on the Mooncake trace (fast mode): the user runs sticky
+# (the baseline, taken from the targets); two gateway alternatives both
+# consistent; both verdicts little-recoverable, so the range is robust.
+MOON="$SRC/data/mooncake/conversation_trace.jsonl.xz"
+printf 'seeds: [1]\nloads: [0.5, 1]\ntargets:\n  sticky:\n    hit: {loads: [1], values: [0.3], tol: 0.5}\nalternatives:\n  - one_gateway gateway.replicas=1\n  - four_gateways gateway.replicas=4\n' >"$TMP/tm.yaml"
+if "$CRSIM" regime "$BASE" --trace "$MOON" --targets "$TMP/tm.yaml" --set workload.max_requests=300 \
+    --set cluster.destinations=4 --seeds 1 --slo 30 --fast --jobs 2 >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "^fit: 2 structural alternatives, 2 consistent" "$TMP/out" &&
+        grep -q "^== one_gateway" "$TMP/out" && grep -q "^== four_gateways" "$TMP/out" &&
+        grep -q "^verdict range over the identified set: win under 0 of 2 consistent workloads, lose under 0, tie under 2$" "$TMP/out" &&
+        grep -q "^robust: the same verdict under every consistent workload$" "$TMP/out" &&
+        grep -q "^  one_gateway: little recoverable prefix work" "$TMP/out" &&
+        echo "ok: --targets on the Mooncake trace" || fail "--targets mooncake: $(cat "$TMP/out")"
+else
+    fail "--targets mooncake failed: $(cat "$TMP/err")"
+fi
+# Bad targets: exit 2 naming FILE:LINE, before any run.
+printf 'targets:\n  flat_lb:\n    hit: {loads: [2], values: [0.3], tol: 0}\n' >"$TMP/bad.yaml"
+expect2 "bad.yaml:3: key 'targets.flat_lb.hit.tol' is 0" "$CRSIM" regime "$BASE" --targets "$TMP/bad.yaml" $TSMALL
+printf 'targets:\n  flat_lb:\n    hit: {loads: [2], values: [0.3], tol: 0.1}\nbudgte: 3\n' >"$TMP/bad2.yaml"
+expect2 "bad2.yaml:4: unknown key 'budgte'" "$CRSIM" regime "$BASE" --targets "$TMP/bad2.yaml" $TSMALL
+expect2 "--targets '$TMP/t2.yaml' with --map" "$CRSIM" regime "$BASE" --targets "$TMP/t2.yaml" --map "workload.prefix.mean=[1,2]" "workload.input.mean=[1,2]"
+expect2 "nothere.yaml" "$CRSIM" regime "$BASE" --targets "$TMP/nothere.yaml"
 
 if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "regime: ok"

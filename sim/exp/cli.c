@@ -329,6 +329,10 @@ static const exp_cli_opt regime_opts[] = {
      .help = "ascending load grid of the q_cap calibration, requests/s, as crsim calibrate "
              "--grid (default 0.25,0.5,1,...,512; extended down when the SLO fails at the "
              "lowest)"},
+    {.name = "targets", .kind = EXP_CLI_STR, .metavar = "TARGETS.yaml",
+     .help = "observed metrics of the router run today (crsim fit's targets file): fit "
+             "first, then the verdict per consistent alternative and its range; the baseline "
+             "defaults to the targets' first router"},
     {0},
 };
 
@@ -440,13 +444,15 @@ static const exp_cli_cmd commands[] = {
                 "into a new experiment of OUT.db equal to the unsharded run; the shards must\n"
                 "share the experiment config hash.  See docs/harness.md.\n",
      .opts = no_opts, .main = cmd_merge},
-    {.name = "regime", .summary = "will cacheroute win, tie or lose against flat_lb here?",
+    {.name = "regime", .summary = "will cacheroute win, tie or lose against today's router here?",
      .args = "CONFIG", .min_pos = 1, .max_pos = 1,
      .needs = "a base config (e.g. experiments/regime.yaml)",
      .details = "Calibrate q_cap and W, compute the fast hit-rate diagnostic, run paired\n"
                 "simulations of cacheroute and flat_lb over a load grid and several seeds, and\n"
                 "print a verdict with the capacity ratio.  --rates, --servegen and --trace\n"
-                "choose the traffic.  See docs/regime.md.\n",
+                "choose the traffic; --baseline the router compared with; --targets fits the\n"
+                "workload to observed telemetry first and gives the verdict's range over every\n"
+                "consistent alternative.  See docs/regime.md.\n",
      .opts = regime_opts, .main = cmd_regime},
     {.name = "calibrate", .summary = "measure CacheRoute's q_cap and W for a config's workload",
      .args = "CONFIG", .min_pos = 1, .max_pos = 1, .needs = "an experiment config",

@@ -170,6 +170,7 @@ typedef struct fit_param {
     bool integer;   /* an integer key: values are rounded */
     char **vals;    /* discrete */
     size_t n_vals;
+    size_t owner;   /* the alternative it belongs to, or SIZE_MAX: every one */
     char loc[256];
 } fit_param;
 
@@ -177,6 +178,8 @@ typedef struct fit_alt {
     char *name;
     char **sets;
     size_t n_sets;
+    char **free;    /* its own free parameters, "KEY=RANGE" (parsed into fit.par) */
+    size_t n_free;
     char loc[256];
 } fit_alt;
 
@@ -227,6 +230,8 @@ typedef struct fit {
     size_t nm_alt;
     const size_t *nm_disc;
     size_t nm_evals;
+    size_t nm_map[64];     /* Nelder-Mead coordinate -> continuous parameter */
+    size_t nm_d;
 } fit;
 
 static void loc_of(const fit *f, const char *path, const char *item, char *buf, size_t n)
@@ -397,10 +402,14 @@ static void fmt_value(const fit_param *p, double v, char *buf, size_t n)
         snprintf(buf, n, "%.6g", v);
 }
 
-static int parse_param(fit *f, const char *spec, fit_param *p)
+static int parse_param(fit *f, const char *spec, size_t owner, const char *loc, fit_param *p)
 {
     memset(p, 0, sizeof *p);
-    loc_of(f, "free", spec, p->loc, sizeof p->loc);
+    p->owner = owner;
+    if (loc)
+        snprintf(p->loc, sizeof p->loc, "%s", loc);
+    else
+        loc_of(f, "free", spec, p->loc, sizeof p->loc);
     const char *eq = strchr(spec, '=');
     if (!eq || eq == spec)
         return SIM_ERROR(SIM_EINVAL,
@@ -471,20 +480,43 @@ static int parse_alt(fit *f, const char *spec, fit_alt *a)
 {
     memset(a, 0, sizeof *a);
     loc_of(f, "alternatives", spec, a->loc, sizeof a->loc);
-    char *buf = sim_xstrdup(spec), *save = NULL;
-    for (char *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+    /* Tokens are separated by blanks outside brackets, so a range
+     * "KEY=log[LO, HI]" is one token. */
+    char *buf = sim_xstrdup(spec);
+    for (char *c = buf; *c;) {
+        while (*c == ' ' || *c == '\t')
+            c++;
+        if (!*c)
+            break;
+        char *tok = c;
+        int depth = 0;
+        for (; *c && (depth > 0 || (*c != ' ' && *c != '\t')); c++)
+            depth += *c == '[' ? 1 : *c == ']' ? -1 : 0;
+        if (*c)
+            *c++ = 0;
         if (!a->name) {
             a->name = sim_xstrdup(tok);
             continue;
         }
-        if (!strchr(tok, '=') || tok[0] == '=') {
+        const char *eq = strchr(tok, '=');
+        if (!eq || tok[0] == '=') {
+            char t[256];
+            snprintf(t, sizeof t, "%s", tok);
             free(buf);
             return SIM_ERROR(SIM_EINVAL,
-                             "%s: alternative '%s': '%s' is not KEY=VALUE; expected \"NAME "
-                             "KEY=VALUE KEY=VALUE ...\"", a->loc, a->name, tok);
+                             "%s: alternative '%s': '%s' is not KEY=VALUE or KEY=RANGE; expected "
+                             "\"NAME KEY=VALUE KEY=[LO, HI] ...\"", a->loc, a->name, t);
         }
-        a->sets = sim_xrealloc(a->sets, (a->n_sets + 1) * sizeof *a->sets);
-        a->sets[a->n_sets++] = sim_xstrdup(tok);
+        /* A range value makes the key a free parameter of this alternative. */
+        const char *v = eq + 1;
+        bool range = v[0] == '[' || strncmp(v, "log[", 4) == 0 || strncmp(v, "in[", 3) == 0;
+        if (range) {
+            a->free = sim_xrealloc(a->free, (a->n_free + 1) * sizeof *a->free);
+            a->free[a->n_free++] = sim_xstrdup(tok);
+        } else {
+            a->sets = sim_xrealloc(a->sets, (a->n_sets + 1) * sizeof *a->sets);
+            a->sets[a->n_sets++] = sim_xstrdup(tok);
+        }
     }
     free(buf);
     if (!a->name)
@@ -542,6 +574,7 @@ static void fit_fini(fit *f)
     for (size_t i = 0; i < f->n_alt; i++) {
         free(f->alt[i].name);
         strs_free(f->alt[i].sets, f->alt[i].n_sets);
+        strs_free(f->alt[i].free, f->alt[i].n_free);
     }
     free(f->alt);
     strs_free(f->fixed, f->n_fixed);
@@ -637,36 +670,6 @@ static int load_targets(fit *f)
     make_fixed(f);
     if ((rc = check_derive(f, NULL, 0, o->targets_path, "the fit's base config")))
         return rc;
-    /* Free parameters: continuous first (Nelder-Mead coordinates), then
-     * discrete, each checked against the config. */
-    f->par = sim_xcalloc(f->top.n_free + 1, sizeof *f->par);
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < f->top.n_free; i++) {
-            fit_param p;
-            if ((rc = parse_param(f, f->top.free[i], &p))) {
-                free(p.key);
-                strs_free(p.vals, p.n_vals);
-                return rc;
-            }
-            if ((p.kind == PAR_DISC) == (pass == 1)) {
-                for (size_t j = 0; j < f->n_par; j++)
-                    if (strcmp(f->par[j].key, p.key) == 0) {
-                        rc = SIM_ERROR(SIM_EINVAL, "%s: free parameter '%s' given twice",
-                                       p.loc, p.key);
-                        free(p.key);
-                        strs_free(p.vals, p.n_vals);
-                        return rc;
-                    }
-                f->par[f->n_par++] = p;
-                if (pass == 0)
-                    f->n_cont++;
-            } else {
-                free(p.key);
-                strs_free(p.vals, p.n_vals);
-            }
-            if (pass == 1 && rc)
-                return rc;
-        }
     /* Structural alternatives (none: the base config itself). */
     f->alt = sim_xcalloc(f->top.n_alts + 1, sizeof *f->alt);
     if (f->top.n_alts == 0) {
@@ -684,6 +687,61 @@ static int load_targets(fit *f)
                 return SIM_ERROR(SIM_EINVAL, "%s: alternative '%s' given twice", a->loc,
                                  a->name);
     }
+    /* Free parameters: the global ones (`free`) and each alternative's own
+     * (its KEY=RANGE tokens), continuous first (Nelder-Mead coordinates),
+     * then discrete, each checked against the config. */
+    size_t n_spec = f->top.n_free;
+    for (size_t a = 0; a < f->n_alt; a++)
+        n_spec += f->alt[a].n_free;
+    f->par = sim_xcalloc(n_spec + 1, sizeof *f->par);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n_spec; i++) {
+            size_t owner = SIZE_MAX, k = i;
+            const char *spec, *loc = NULL;
+            if (k < f->top.n_free)
+                spec = f->top.free[k];
+            else {
+                k -= f->top.n_free;
+                owner = 0;
+                while (k >= f->alt[owner].n_free)
+                    k -= f->alt[owner++].n_free;
+                spec = f->alt[owner].free[k];
+                loc = f->alt[owner].loc;
+            }
+            fit_param p;
+            if ((rc = parse_param(f, spec, owner, loc, &p))) {
+                free(p.key);
+                strs_free(p.vals, p.n_vals);
+                return rc;
+            }
+            if ((p.kind == PAR_DISC) == (pass == 1)) {
+                for (size_t j = 0; j < f->n_par; j++)
+                    if (strcmp(f->par[j].key, p.key) == 0 &&
+                        (f->par[j].owner == SIZE_MAX || owner == SIZE_MAX ||
+                         f->par[j].owner == owner)) {
+                        rc = SIM_ERROR(SIM_EINVAL, "%s: free parameter '%s' given twice%s",
+                                       p.loc, p.key,
+                                       owner == f->par[j].owner ? ""
+                                                                : " (in `free` and in an "
+                                                                  "alternative)");
+                        free(p.key);
+                        strs_free(p.vals, p.n_vals);
+                        return rc;
+                    }
+                if (f->n_par >= 64) {
+                    rc = SIM_ERROR(SIM_EINVAL, "%s: more than 64 free parameters", p.loc);
+                    free(p.key);
+                    strs_free(p.vals, p.n_vals);
+                    return rc;
+                }
+                f->par[f->n_par++] = p;
+                if (pass == 0)
+                    f->n_cont++;
+            } else {
+                free(p.key);
+                strs_free(p.vals, p.n_vals);
+            }
+        }
     return SIM_OK;
 }
 
@@ -785,8 +843,15 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
     return SIM_OK;
 }
 
+/* Is free parameter i searched under alternative `alt`? */
+static bool active(const fit *f, size_t i, size_t alt)
+{
+    return f->par[i].owner == SIZE_MAX || f->par[i].owner == alt;
+}
+
 /* The overrides of a candidate: the alternative's, then one per free
- * parameter (x: continuous values; disc: indices of discrete values). */
+ * parameter active under it (x: continuous values, by parameter index;
+ * disc: indices of discrete values, by discrete index i - n_cont). */
 static void cand_sets(const fit *f, size_t alt, const size_t *disc, const double *x,
                       fit_cand *c)
 {
@@ -799,6 +864,8 @@ static void cand_sets(const fit *f, size_t alt, const size_t *disc, const double
     size_t u = 0;
     for (size_t i = 0; i < f->n_par; i++) {
         const fit_param *p = &f->par[i];
+        if (!active(f, i, alt))
+            continue;
         char val[64], as[1024];
         if (p->kind == PAR_DISC)
             snprintf(val, sizeof val, "%s", p->vals[disc[i - f->n_cont]]);
@@ -807,7 +874,7 @@ static void cand_sets(const fit *f, size_t alt, const size_t *disc, const double
         snprintf(as, sizeof as, "%s=%s", p->key, val);
         c->sets[c->n_sets++] = sim_xstrdup(as);
         if (u < sizeof pt)
-            u += (size_t)snprintf(pt + u, sizeof pt - u, "%s%s", i ? "; " : "", as);
+            u += (size_t)snprintf(pt + u, sizeof pt - u, "%s%s", u ? "; " : "", as);
     }
     c->point = sim_xstrdup(pt);
 }
@@ -822,7 +889,7 @@ static void progress(fit *f, const fit_cand *c)
     for (size_t i = 0; i < f->n_cand; i++)
         best = f->cand[i].obj < best ? f->cand[i].obj : best;
     double eta = done < f->planned ? el / (double)done * (double)(f->planned - done) : 0;
-    fprintf(stderr, "fit: [%zu/%zu] %s %s {%s} objective %.4g (best %.4g)%s  %.0f s, ETA %.0f s\n",
+    fprintf(f->o->progress ? f->o->progress : stderr, "fit: [%zu/%zu] %s %s {%s} objective %.4g (best %.4g)%s  %.0f s, ETA %.0f s\n",
             done, f->planned, c->stage, f->alt[c->alt].name, c->point, c->obj, best,
             c->identified ? " within tolerance" : "", el, eta);
 }
@@ -895,9 +962,9 @@ static double nm_f(const gsl_vector *u, void *ctx)
     fit *f = ctx;
     if (f->err)
         return 1e300;
-    double x[64];
-    for (size_t i = 0; i < f->n_cont; i++)
-        x[i] = to_value(&f->par[i], logistic(gsl_vector_get(u, i)));
+    double x[64] = {0};
+    for (size_t j = 0; j < f->nm_d; j++)
+        x[f->nm_map[j]] = to_value(&f->par[f->nm_map[j]], logistic(gsl_vector_get(u, j)));
     double obj = 0;
     f->nm_evals++;
     int rc = evaluate(f, f->nm_alt, f->nm_disc, x, "refine", &obj);
@@ -910,25 +977,56 @@ static double nm_f(const gsl_vector *u, void *ctx)
 
 /* The value of continuous parameter i of candidate c, parsed back from its
  * override (what was run). */
+static const char *cand_text(const fit *f, const fit_cand *c, size_t i)
+{
+    size_t kl = strlen(f->par[i].key);
+    for (size_t j = c->n_sets; j-- > f->alt[c->alt].n_sets;)
+        if (strncmp(c->sets[j], f->par[i].key, kl) == 0 && c->sets[j][kl] == '=')
+            return c->sets[j] + kl + 1;
+    return "";
+}
+
 static double cand_value(const fit *f, const fit_cand *c, size_t i)
 {
-    const char *as = c->sets[f->alt[c->alt].n_sets + i];
-    return strtod(strchr(as, '=') + 1, NULL);
+    return strtod(cand_text(f, c, i), NULL);
 }
 
 static size_t cand_disc(const fit *f, const fit_cand *c, size_t k)
 {
     const fit_param *p = &f->par[f->n_cont + k];
-    const char *v = strchr(c->sets[f->alt[c->alt].n_sets + f->n_cont + k], '=') + 1;
+    const char *v = cand_text(f, c, f->n_cont + k);
     for (size_t j = 0; j < p->n_vals; j++)
         if (strcmp(p->vals[j], v) == 0)
             return j;
     return 0;
 }
 
+/* Number of continuous parameters active under `alt` (its Nelder-Mead
+ * dimension); map[j] receives the parameter index of coordinate j. */
+static size_t alt_dims(const fit *f, size_t alt, size_t *map)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < f->n_cont; i++)
+        if (active(f, i, alt))
+            map[d++] = i;
+    return d;
+}
+
+/* Number of discrete cells of `alt`: the product of its active discrete
+ * parameters' value counts. */
+static size_t alt_cells(const fit *f, size_t alt)
+{
+    size_t n = 1;
+    for (size_t i = f->n_cont; i < f->n_par; i++)
+        if (active(f, i, alt))
+            n *= f->par[i].n_vals;
+    return n;
+}
+
 static int refine(fit *f, size_t alt)
 {
-    if (f->n_cont == 0 || f->top.refine == 0)
+    f->nm_d = alt_dims(f, alt, f->nm_map);
+    if (f->nm_d == 0 || f->top.refine == 0)
         return SIM_OK;
     /* Start: the alternative's best candidate so far. */
     size_t best = SIZE_MAX;
@@ -940,11 +1038,11 @@ static int refine(fit *f, size_t alt)
     size_t disc[64] = {0};
     for (size_t k = 0; k + f->n_cont < f->n_par; k++)
         disc[k] = cand_disc(f, &f->cand[best], k);
-    const size_t d = f->n_cont;
+    const size_t d = f->nm_d;
     gsl_vector *u = gsl_vector_alloc(d), *step = gsl_vector_alloc(d);
     for (size_t i = 0; i < d; i++) {
-        const fit_param *p = &f->par[i];
-        double v = cand_value(f, &f->cand[best], i);
+        const fit_param *p = &f->par[f->nm_map[i]];
+        double v = cand_value(f, &f->cand[best], f->nm_map[i]);
         double t = p->kind == PAR_LOG ? (log(v) - log(p->lo)) / (log(p->hi) - log(p->lo))
                                       : (v - p->lo) / (p->hi - p->lo);
         t = t < 0.02 ? 0.02 : t > 0.98 ? 0.98 : t;
@@ -973,24 +1071,28 @@ static int refine(fit *f, size_t alt)
 
 static int search(fit *f)
 {
-    /* Discrete cells: the alternatives x every discrete parameter's values. */
-    size_t n_cells = f->n_alt, n_disc = f->n_par - f->n_cont;
-    for (size_t k = 0; k < n_disc; k++)
-        n_cells *= f->par[f->n_cont + k].n_vals;
+    /* Discrete cells: per alternative, its active discrete parameters'
+     * values. */
+    size_t n_cells = 0, n_disc = f->n_par - f->n_cont, dims[64];
+    for (size_t a = 0; a < f->n_alt; a++)
+        n_cells += alt_cells(f, a);
     size_t per_cell = 1;
     if (f->n_cont) {
-        per_cell = (size_t)f->top.budget / n_cells;
-        per_cell = per_cell ? per_cell : 1;
+        size_t b = f->o->budget > 0 ? (size_t)f->o->budget : (size_t)f->top.budget;
+        per_cell = b / n_cells ? b / n_cells : 1;
     }
-    if (f->o->budget > 0 && f->n_cont)
-        per_cell = (size_t)f->o->budget / n_cells ? (size_t)f->o->budget / n_cells : 1;
     /* A refinement takes at most `refine` evaluations plus the simplex's
      * d + 1 initial points. */
-    f->planned = n_cells * per_cell +
-                 (f->n_cont && f->top.refine ? f->n_alt * ((size_t)f->top.refine + f->n_cont + 1)
-                                             : 0);
-    /* Latin hypercube in [0, 1)^d, the same for every cell (fixed seed 1,
-     * MT19937): stratum perm[i] of dimension j, uniform within it. */
+    f->planned = 0;
+    for (size_t a = 0; a < f->n_alt; a++) {
+        size_t d = alt_dims(f, a, dims);
+        f->planned += alt_cells(f, a) * (d ? per_cell : 1) +
+                      (d && f->top.refine ? (size_t)f->top.refine + d + 1 : 0);
+    }
+    /* Latin hypercube in [0, 1)^n_cont, the same for every cell (fixed
+     * seed 1, MT19937): stratum perm[i] of dimension j, uniform within it;
+     * a cell uses the dimensions of its active parameters (each still a
+     * Latin-hypercube projection). */
     const size_t d = f->n_cont;
     double *t = sim_xcalloc(per_cell * (d ? d : 1), sizeof *t);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -1007,19 +1109,24 @@ static int search(fit *f)
     free(perm);
     int rc = SIM_OK;
     size_t disc[64] = {0};
-    for (size_t cell = 0; rc == SIM_OK && cell < n_cells; cell++) {
-        size_t q = cell, alt = q % f->n_alt;
-        q /= f->n_alt;
-        for (size_t k = 0; k < n_disc; k++) {
-            size_t nv = f->par[f->n_cont + k].n_vals;
-            disc[k] = q % nv;
-            q /= nv;
-        }
-        for (size_t i = 0; rc == SIM_OK && i < per_cell; i++) {
-            double x[64], obj;
-            for (size_t j = 0; j < d; j++)
-                x[j] = to_value(&f->par[j], t[i * d + j]);
-            rc = evaluate(f, alt, disc, x, "coarse", &obj);
+    for (size_t alt = 0; rc == SIM_OK && alt < f->n_alt; alt++) {
+        const size_t n_pts = alt_dims(f, alt, dims) ? per_cell : 1;
+        for (size_t cell = 0; rc == SIM_OK && cell < alt_cells(f, alt); cell++) {
+            size_t q = cell;
+            for (size_t k = 0; k < n_disc; k++) {
+                disc[k] = 0;
+                if (!active(f, f->n_cont + k, alt))
+                    continue;
+                size_t nv = f->par[f->n_cont + k].n_vals;
+                disc[k] = q % nv;
+                q /= nv;
+            }
+            for (size_t i = 0; rc == SIM_OK && i < n_pts; i++) {
+                double x[64], obj;
+                for (size_t j = 0; j < d; j++)
+                    x[j] = to_value(&f->par[j], t[i * d + j]);
+                rc = evaluate(f, alt, disc, x, "coarse", &obj);
+            }
         }
     }
     free(t);
@@ -1042,7 +1149,7 @@ static void print_residuals(const fit_cand *c, FILE *out)
     }
 }
 
-static int write_fitted(const fit *f, const fit_cand *c)
+static int write_fitted(const fit *f, const fit_cand *c, const char *path)
 {
     size_t n = f->top.n_set + c->n_sets;
     const char **s = sim_xcalloc(n + 1, sizeof *s);
@@ -1059,18 +1166,20 @@ static int write_fitted(const fit *f, const fit_cand *c)
         return rc;
     char *text = exp_config_dump(&cfg);
     exp_config_fini(&cfg);
-    FILE *fp = fopen(f->out_path, "w");
+    FILE *fp = fopen(path, "w");
     if (!fp) {
-        rc = SIM_ERROR(SIM_EIO, "%s: cannot write the fitted config: %s", f->out_path,
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot write the fitted config: %s", path,
                        strerror(errno));
         free(text);
         return rc;
     }
-    fprintf(fp, "# crsim fit: %s with targets %s, alternative %s, objective %.6g\n# %s\n%s",
-            f->o->config_path, f->o->targets_path, f->alt[c->alt].name, c->obj, c->point, text);
+    fprintf(fp, "# crsim fit: %s with targets %s, alternative %s, objective %.6g, max "
+            "|residual| %.3g (%s)\n# %s\n%s",
+            f->o->config_path, f->o->targets_path, f->alt[c->alt].name, c->obj, c->maxabs,
+            c->identified ? "within tolerance" : "NOT within tolerance", c->point, text);
     free(text);
     if (fclose(fp))
-        return SIM_ERROR(SIM_EIO, "%s: cannot write the fitted config", f->out_path);
+        return SIM_ERROR(SIM_EIO, "%s: cannot write the fitted config", path);
     return SIM_OK;
 }
 
@@ -1129,9 +1238,109 @@ static int report(fit *f, FILE *out)
     exp_store_close(st);
     if (rc)
         return rc;
-    if ((rc = write_fitted(f, &f->cand[best])))
+    if ((rc = write_fitted(f, &f->cand[best], f->out_path)))
         return rc;
     fprintf(out, "fitted config: %s (crsim run %s)\n", f->out_path, f->out_path);
+    /* With several alternatives, each one's best point as its own fitted
+     * config: OUT without ".yaml", "-", the alternative's name, ".yaml". */
+    exp_fit_result *res = f->o->result;
+    if (res) {
+        res->alt = sim_xcalloc(f->n_alt, sizeof *res->alt);
+        res->n_alt = f->n_alt;
+    }
+    for (size_t a = 0; a < f->n_alt; a++) {
+        size_t b = SIZE_MAX, n = 0, id = 0;
+        for (size_t i = 0; i < f->n_cand; i++)
+            if (f->cand[i].alt == a) {
+                n++;
+                id += f->cand[i].identified;
+                if (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj)
+                    b = i;
+            }
+        char path[1300] = "";
+        if (b != SIZE_MAX && f->top.n_alts > 0) {
+            size_t l = strlen(f->out_path);
+            int cut = l > 5 && strcmp(f->out_path + l - 5, ".yaml") == 0 ? 5 : 0;
+            snprintf(path, sizeof path, "%.*s-%s.yaml", (int)(l - (size_t)cut), f->out_path,
+                     f->alt[a].name);
+            if ((rc = write_fitted(f, &f->cand[b], path)))
+                return rc;
+            fprintf(out, "fitted config of %s: %s (%s)\n", f->alt[a].name, path,
+                    f->cand[b].identified ? "within tolerance" : "NOT within tolerance");
+            /* ... and its overrides alone (the alternative's and the free
+             * parameters', not the targets' `set`), one KEY=VALUE a line,
+             * to apply to other experiments with --set. */
+            char sp[1300];
+            snprintf(sp, sizeof sp, "%.*s.set", (int)(strlen(path) - 5), path);
+            FILE *fs = fopen(sp, "w");
+            if (!fs)
+                return SIM_ERROR(SIM_EIO, "%s: cannot write the overrides: %s", sp,
+                                 strerror(errno));
+            for (size_t i = 0; i < f->cand[b].n_sets; i++)
+                fprintf(fs, "%s\n", f->cand[b].sets[i]);
+            if (fclose(fs))
+                return SIM_ERROR(SIM_EIO, "%s: cannot write the overrides", sp);
+        }
+        if (!res)
+            continue;
+        exp_fit_alt_result *r = &res->alt[a];
+        r->name = sim_xstrdup(f->alt[a].name);
+        r->n_cand = n;
+        r->n_identified = id;
+        r->fitted_path = sim_xstrdup(path[0] ? path : f->out_path);
+        if (b == SIZE_MAX)
+            continue;
+        if (b == best)
+            res->best = a;
+        const fit_cand *c = &f->cand[b];
+        r->best_obj = c->obj;
+        r->best_maxabs = c->maxabs;
+        r->identified = c->identified;
+        r->point = sim_xstrdup(c->point);
+        r->sets = sim_xcalloc(f->top.n_set + c->n_sets + 1, sizeof *r->sets);
+        for (size_t i = 0; i < f->top.n_set; i++)
+            r->sets[r->n_sets++] = sim_xstrdup(f->top.set[i]);
+        for (size_t i = 0; i < c->n_sets; i++)
+            r->sets[r->n_sets++] = sim_xstrdup(c->sets[i]);
+        r->n_res = c->n_res;
+        r->res = sim_xcalloc(c->n_res + 1, sizeof *r->res);
+        for (size_t i = 0; i < c->n_res; i++) {
+            r->res[i] = c->res[i]; /* policy and metric names are static text */
+        }
+    }
+    return SIM_OK;
+}
+
+void exp_fit_result_fini(exp_fit_result *r)
+{
+    if (!r)
+        return;
+    for (size_t a = 0; a < r->n_alt; a++) {
+        free(r->alt[a].name);
+        free(r->alt[a].point);
+        free(r->alt[a].fitted_path);
+        strs_free(r->alt[a].sets, r->alt[a].n_sets);
+        free(r->alt[a].res);
+    }
+    free(r->alt);
+    memset(r, 0, sizeof *r);
+}
+
+int exp_fit_target_policies(const char *targets_path, const char **pol, size_t max,
+                            size_t *n)
+{
+    *n = 0;
+    sim_cfgdoc *doc = NULL;
+    int rc = sim_cfgdoc_load(targets_path, &doc);
+    if (rc)
+        return rc;
+    for (size_t i = 0; route_names[i] && *n < max; i++) {
+        char path[160], loc[300];
+        snprintf(path, sizeof path, "targets.%s", route_names[i]);
+        if (sim_cfgdoc_locate(doc, path, NULL, loc, sizeof loc))
+            pol[(*n)++] = route_names[i];
+    }
+    sim_cfgdoc_destroy(doc);
     return SIM_OK;
 }
 
@@ -1155,7 +1364,7 @@ int exp_fit_run(const exp_fit_opts *o, FILE *out)
         }
     }
     if (rc == SIM_OK && !o->quiet)
-        fprintf(stderr, "fit: %zu policies, %zu loads, %zu seeds, %zu free parameters, %zu "
+        fprintf(o->progress ? o->progress : stderr, "fit: %zu policies, %zu loads, %zu seeds, %zu free parameters, %zu "
                 "alternatives; database %s\n", f.n_pol, f.n_grid, f.top.n_seeds, f.n_par,
                 f.n_alt, f.db);
     if (rc == SIM_OK)

@@ -27,6 +27,33 @@
  * and the objective stays finite for Nelder-Mead. */
 #define EXP_FIT_RESIDUAL_NONFINITE 1000.0
 
+/* The outcome of a fit per structural alternative (exp_fit_opts.result). */
+typedef struct exp_fit_alt_result {
+    char *name;            /* the alternative ("base" without alternatives) */
+    size_t n_cand;         /* candidates evaluated under it */
+    size_t n_identified;   /* of which every |residual| <= 1 */
+    bool identified;       /* its best point is within tolerance */
+    double best_obj;       /* its best point's objective (sum of squared residuals) */
+    double best_maxabs;    /* ... and largest |residual| */
+    char *point;           /* the best point's free-parameter overrides, "; "-joined */
+    char **sets;           /* the overrides that make the best point's config from the
+                              base config (after the fit's --set): the targets' `set`,
+                              the alternative's, the free parameters', in order */
+    size_t n_sets;
+    char *fitted_path;     /* the fitted config written for it */
+    struct exp_store_fit_residual *res; /* best point's residuals (names static) */
+    size_t n_res;
+} exp_fit_alt_result;
+
+typedef struct exp_fit_result {
+    exp_fit_alt_result *alt;
+    size_t n_alt;
+    size_t best;           /* the alternative of the overall best point */
+} exp_fit_result;
+
+/* Free what exp_fit_run put into *r (r may be NULL).  Cannot fail. */
+void exp_fit_result_fini(exp_fit_result *r);
+
 /* Options of `crsim fit`. */
 typedef struct exp_fit_opts {
     const char *config_path;   /* base config (as given) */
@@ -40,6 +67,9 @@ typedef struct exp_fit_opts {
                                   ".db" replaced by "-fitted.yaml" */
     bool quiet;                /* no progress on stderr */
     const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM, or NULL */
+    FILE *progress;            /* progress lines, or NULL: stderr */
+    exp_fit_result *result;    /* NULL, or receives the outcome per alternative (caller
+                                  frees with exp_fit_result_fini) */
 } exp_fit_opts;
 
 /*
@@ -70,6 +100,16 @@ double exp_fit_capacity_smooth(const double *loads, const double *metric, size_t
  * SIM_OK; SIM_EINVAL/SIM_EIO for bad input; SIM_EDB; SIM_EINTR.
  */
 int exp_fit_run(const exp_fit_opts *o, FILE *out);
+
+/*
+ * The policies a targets file has a `targets.POLICY` section for, in
+ * registry order, as the registry's static names (at most `max` into
+ * pol[], their count in *n).  Only reads the file: a bad file fails here
+ * with its parse error (SIM_EINVAL/SIM_EIO naming it) and every other
+ * check is exp_fit_run's.
+ */
+int exp_fit_target_policies(const char *targets_path, const char **pol, size_t max,
+                            size_t *n);
 
 /* `crsim fit`: the CLI glue (sim/exp/cli.c's table entry).  Returns the
  * status code of exp_fit_run. */

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "sim/exp/capacity.h"
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
+#include "sim/exp/fit.h"
 #include "sim/exp/plot.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
@@ -89,6 +91,10 @@ typedef struct regime_opts {
     const char *baseline; /* router cacheroute is compared against (--baseline) */
     double *grid;         /* --grid: the calibration's load grid (owned), or NULL */
     size_t n_grid;
+    const char *targets;  /* --targets: fit, then a verdict per identified alternative */
+    const char **others;  /* further routers simulated beside the pair (--targets: the
+                             targets' policies), for the best router overall */
+    size_t n_others;
 } regime_opts;
 
 /* Everything one evaluation measured. */
@@ -115,6 +121,11 @@ typedef struct regime_eval {
     double calib_wall_s, diag_wall_s, sim_wall_s;
     size_t n_ext;            /* calibration probes below its grid (all seeds) */
     double ext_low;          /* the lowest of them, requests/s (NAN: none) */
+    /* Every simulated router's mean capacity over seeds (censored values
+     * at their bound), requests/s, and hit at the mid load. */
+    char pol[16][64];
+    double pol_cap[16], pol_hit[16];
+    size_t n_pol;
 } regime_eval;
 
 double exp_regime_round_load(double x)
@@ -188,8 +199,13 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
                                  i + 1);
     snprintf(seeds + used, sizeof seeds - used, "]");
     snprintf(name, sizeof name, "experiment.name=regime");
-    char pols[160];
-    snprintf(pols, sizeof pols, "experiment.policies=[%s, cacheroute]", o->baseline);
+    char pols[1024];
+    size_t pu = (size_t)snprintf(pols, sizeof pols, "experiment.policies=[%s, cacheroute",
+                                 o->baseline);
+    for (size_t i = 0; i < o->n_others && pu + 80 < sizeof pols; i++)
+        if (strcmp(o->others[i], o->baseline) && strcmp(o->others[i], "cacheroute"))
+            pu += (size_t)snprintf(pols + pu, sizeof pols - pu, ", %s", o->others[i]);
+    snprintf(pols + pu, sizeof pols - pu, "]");
     const char *more[] = {pols, rates, qcap, slots,
                           dbset, slos, seeds, name, "experiment.sweep=[]"};
     const size_t nm = sizeof more / sizeof *more;
@@ -228,8 +244,19 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
                                   : (exp_cap_interval){c->capacity_rps, c->capacity_rps};
         if (strcmp(rows[i].policy, "cacheroute") == 0)
             ev->cap_cr[si] = iv;
-        else
+        else if (strcmp(rows[i].policy, o->baseline) == 0)
             ev->cap_fl[si] = iv;
+        size_t k = 0;
+        while (k < ev->n_pol && strcmp(ev->pol[k], rows[i].policy))
+            k++;
+        if (k == ev->n_pol && k < 16) {
+            snprintf(ev->pol[k], sizeof ev->pol[k], "%s", rows[i].policy);
+            ev->pol_cap[k] = 0;
+            ev->pol_hit[k] = NAN;
+            ev->n_pol++;
+        }
+        if (k < 16)
+            ev->pol_cap[k] += point_value(&iv) / (double)ns;
     }
     exp_capacity_rows_free(rows, nr);
     /* Hit rates at the middle load, mean over seeds. */
@@ -240,8 +267,11 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     for (size_t i = 0; i < nh; i++) {
         if (strcmp(hm[i].policy, "cacheroute") == 0)
             ev->hit_cr = hm[i].mean;
-        else
+        else if (strcmp(hm[i].policy, o->baseline) == 0)
             ev->hit_fl = hm[i].mean;
+        for (size_t k = 0; k < ev->n_pol; k++)
+            if (strcmp(ev->pol[k], hm[i].policy) == 0)
+                ev->pol_hit[k] = hm[i].mean;
     }
     exp_store_policy_means_free(hm, nh);
     exp_store_close(store);
@@ -407,6 +437,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         for (int i = 0; i < 7; i++) {
             ev->loads[i] = exp_regime_round_load(fr[i] * scale * ev->n_dest * ev->q_cap);
         }
+        ev->n_pol = 0;
         if ((rc = simulate(o, all, n_all, db, log, ev)))
             goto out_setup;
         const size_t ns = ev->n_seeds;
@@ -479,6 +510,23 @@ static void fmt_cap(char *b, size_t n, const exp_cap_interval *c)
         snprintf(b, n, "%.3g", c->lo);
 }
 
+/* The simulated router with the highest mean capacity when it beats
+ * cacheroute's by more than the tie band (ties: the first in simulation
+ * order); n_pol when none does or nothing was simulated. */
+static size_t best_router(const regime_eval *ev, double tie)
+{
+    size_t b = ev->n_pol, cr = ev->n_pol;
+    for (size_t k = 0; k < ev->n_pol; k++) {
+        if (strcmp(ev->pol[k], "cacheroute") == 0)
+            cr = k;
+        if (b == ev->n_pol || ev->pol_cap[k] > ev->pol_cap[b])
+            b = k;
+    }
+    if (b < ev->n_pol && cr < ev->n_pol && !(ev->pol_cap[b] > (1 + tie) * ev->pol_cap[cr]))
+        return ev->n_pol;
+    return b;
+}
+
 static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
 {
     fprintf(out, "cluster: %u destinations, KV pool %llu tokens each; SLO %s p99 <= %g s\n",
@@ -531,6 +579,17 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
         }
         fprintf(out, "  capacity ratio cacheroute/%s %.2f (per-seed range %.2f .. %.2f); "
                 "tie band +-%.0f %%\n", o->baseline, ev->ratio, ev->ratio_lo, ev->ratio_hi, 100 * o->tie);
+        size_t b = best_router(ev, o->tie);
+        if (ev->n_pol > 2) {
+            fprintf(out, "  every simulated router, mean capacity (censored at its bound):");
+            for (size_t k = 0; k < ev->n_pol; k++)
+                fprintf(out, " %s %.3g", ev->pol[k], ev->pol_cap[k]);
+            fputc('\n', out);
+        }
+        if (b < ev->n_pol && strcmp(ev->pol[b], "cacheroute"))
+            fprintf(out, "  best router overall: %s (%.3g requests/s, beyond the tie band), not "
+                    "cacheroute\n",
+                    ev->pol[b], ev->pol_cap[b]);
     }
     fprintf(out, "\nverdict: %s%s\nreason: %s\n",
             ev->simulated ? exp_verdict_name(ev->verdict) : "tie/lose",
@@ -643,6 +702,104 @@ done:
     return rc;
 }
 
+/* ---- the verdict over an identified set (--targets) ---- */
+
+/*
+ * Fit the base config to the targets (sim/exp/fit.h), then evaluate the
+ * verdict for the best point of every structural alternative within
+ * tolerance (the identified set; when none is, for the overall best point,
+ * labelled as not consistent), and print the verdict's range.  The fit's
+ * database and fitted configs go beside `db` (DB without .db + "-fit.db").
+ */
+static int run_targets(const regime_opts *o, const char *db, FILE *out)
+{
+    char fitdb[1200], fitout[1200];
+    size_t l = strlen(db);
+    int cut = l > 3 && strcmp(db + l - 3, ".db") == 0 ? 3 : 0;
+    snprintf(fitdb, sizeof fitdb, "%.*s-fit.db", (int)(l - (size_t)cut), db);
+    snprintf(fitout, sizeof fitout, "%.*s-fitted.yaml", (int)(l - (size_t)cut), db);
+    exp_fit_result fr = {0};
+    exp_fit_opts fo = {.config_path = o->config, .sets = o->sets, .n_set = o->n_set,
+                       .targets_path = o->targets, .jobs = o->jobs, .db = fitdb,
+                       .out_path = fitout, .quiet = false, .result = &fr};
+    FILE *devnull = fopen("/dev/null", "w");
+    fprintf(out, "fitting %s to %s (crsim fit; progress on stderr)...\n", o->config, o->targets);
+    int rc = exp_fit_run(&fo, devnull ? devnull : out);
+    if (rc) {
+        if (devnull)
+            fclose(devnull);
+        exp_fit_result_fini(&fr);
+        return rc;
+    }
+    size_t n_id = 0;
+    for (size_t a = 0; a < fr.n_alt; a++)
+        n_id += fr.alt[a].identified && fr.alt[a].n_sets;
+    fprintf(out, "fit: %zu structural alternatives, %zu consistent with the targets (best point "
+            "within tolerance); fit database %s\n", fr.n_alt, n_id, fitdb);
+    for (size_t a = 0; a < fr.n_alt; a++)
+        fprintf(out, "  %-28s %-12s max |residual| %6.2f  {%s}\n", fr.alt[a].name,
+                fr.alt[a].identified ? "consistent" : "rejected", fr.alt[a].best_maxabs,
+                fr.alt[a].point ? fr.alt[a].point : "");
+    enum exp_verdict v[64];
+    const char *reason[64], *vname[64];
+    size_t which[64], n_ev = 0, best_ov[64];
+    char best_name[64][64];
+    bool none = n_id == 0;
+    if (none)
+        fprintf(out, "no alternative is consistent with the targets: the verdict below is for "
+                "the best point (%s), which is NOT within tolerance\n", fr.alt[fr.best].name);
+    for (size_t a = 0; rc == SIM_OK && a < fr.n_alt && n_ev < 64; a++) {
+        if (none ? a != fr.best : !(fr.alt[a].identified && fr.alt[a].n_sets))
+            continue;
+        fprintf(out, "\n== %s {%s}\n", fr.alt[a].name, fr.alt[a].point);
+        regime_eval ev;
+        rc = evaluate(o, (const char *const *)fr.alt[a].sets, fr.alt[a].n_sets, NULL, db,
+                      devnull, &ev);
+        if (rc == SIM_OK) {
+            print_eval(o, &ev, out);
+            which[n_ev] = a;
+            v[n_ev] = ev.simulated ? ev.verdict : EXP_TIE;
+            reason[n_ev] = ev.reason;
+            vname[n_ev] = ev.simulated ? exp_verdict_name(ev.verdict) : "tie/lose";
+            best_ov[n_ev] = best_router(&ev, o->tie);
+            snprintf(best_name[n_ev], sizeof best_name[n_ev], "%s",
+                     best_ov[n_ev] < ev.n_pol ? ev.pol[best_ov[n_ev]] : "");
+            n_ev++;
+        }
+        eval_fini(&ev);
+    }
+    if (rc == SIM_OK && n_ev) {
+        size_t n_win = 0, n_lose = 0;
+        for (size_t i = 0; i < n_ev; i++) {
+            n_win += v[i] == EXP_WIN;
+            n_lose += v[i] == EXP_LOSE;
+        }
+        fprintf(out, "\nverdict range over the identified set: win under %zu of %zu consistent "
+                "workload%s, lose under %zu, tie under %zu%s\n", n_win, n_ev,
+                n_ev == 1 ? "" : "s", n_lose, n_ev - n_win - n_lose,
+                none ? " (no consistent workload: best point only)" : "");
+        bool same = n_win == n_ev || n_lose == n_ev || n_win + n_lose == 0;
+        if (same)
+            fprintf(out, "robust: the same verdict under every consistent workload\n");
+        else {
+            fprintf(out, "decided by the unidentified structural alternative:");
+            for (size_t i = 0; i < n_ev; i++)
+                fprintf(out, "%s %s -> %s", i ? ";" : "", fr.alt[which[i]].name, vname[i]);
+            fprintf(out, "\n");
+        }
+        for (size_t i = 0; i < n_ev; i++)
+            fprintf(out, "  %s: %s\n", fr.alt[which[i]].name, reason[i]);
+        for (size_t i = 0; i < n_ev; i++)
+            if (best_name[i][0] && strcmp(best_name[i], "cacheroute"))
+                fprintf(out, "best router overall under %s: %s (not cacheroute)\n",
+                        fr.alt[which[i]].name, best_name[i]);
+    }
+    if (devnull)
+        fclose(devnull);
+    exp_fit_result_fini(&fr);
+    return rc;
+}
+
 /* ---- command line ---- */
 
 int exp_regime_main(const exp_cli_args *a, FILE *out)
@@ -685,6 +842,28 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
     if (map->count) {
         o.map[0] = map->str;
         o.map[1] = map->str2;
+    }
+    o.targets = exp_cli_str(a, "targets", NULL);
+    if (o.targets && o.map[0])
+        return SIM_ERROR(SIM_EINVAL, "--targets '%s' with --map: a map varies the workload the "
+                         "fit identifies; expected one of them", o.targets);
+    /* The routers the targets observe are simulated too (--targets), so
+     * the best router overall can be named; the baseline defaults to the
+     * first of them (the router the user runs today) unless --baseline. */
+    const char *tpols[16];
+    size_t n_tpols = 0;
+    if (o.targets) {
+        int trc = exp_fit_target_policies(o.targets, tpols, 16, &n_tpols);
+        if (trc)
+            return trc;
+        if (!exp_cli_has(a, "baseline"))
+            for (size_t i = 0; i < n_tpols; i++)
+                if (strcmp(tpols[i], "cacheroute")) {
+                    o.baseline = tpols[i];
+                    break;
+                }
+        o.others = tpols;
+        o.n_others = n_tpols;
     }
     /* --set and the workload shorthands become --set lines, in command-line
      * order (a later one overrides an earlier one). */
@@ -745,6 +924,10 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
     }
     if (rc == SIM_OK && o.map[0]) {
         rc = run_map(&o, db, out);
+    } else if (rc == SIM_OK && o.targets) {
+        rc = run_targets(&o, db, out);
+        if (rc == SIM_OK && o.db)
+            fprintf(out, "runs stored in %s\n", o.db);
     } else if (rc == SIM_OK) {
         regime_eval ev;
         FILE *devnull = fopen("/dev/null", "w");
@@ -757,9 +940,18 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
         if (rc == SIM_OK && o.db)
             fprintf(out, "runs stored in %s\n", o.db);
     }
-    if (dbtmp[0]) { /* remove the temporary database and its folder */
-        unlink(dbtmp);
+    if (dbtmp[0]) { /* remove the temporary folder: run and fit databases, fitted configs */
         *strrchr(dbtmp, '/') = '\0';
+        DIR *dir = opendir(dbtmp);
+        for (struct dirent *e = dir ? readdir(dir) : NULL; e; e = readdir(dir)) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char fp[600];
+            snprintf(fp, sizeof fp, "%s/%s", dbtmp, e->d_name);
+            unlink(fp);
+        }
+        if (dir)
+            closedir(dir);
         rmdir(dbtmp);
     }
     for (size_t i = 0; i < n_owned; i++)
