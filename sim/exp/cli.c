@@ -430,12 +430,13 @@ static const exp_cli_cmd commands[] = {
                 "JSON Lines for pandas, duckdb or a spreadsheet; --run N keeps one run's rows.\n"
                 "See docs/results-schema.md.\n",
      .opts = export_opts, .main = cmd_export},
-    {.name = "plot", .summary = "capacity, p99-vs-load and hit-rate figures (gnuplot)",
+    {.name = "plot", .summary = "capacity, p99-vs-load, hit-rate and timeline figures (gnuplot)",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Figures of one experiment (default: the latest): SLO capacity per policy and\n"
-                "threshold, the SLO metric against load, KV hit rate at the report rate R;\n"
-                "data (.tsv) and figures (.png, .svg) go to DIR.  Needs gnuplot.  See\n"
-                "docs/report.md.\n",
+                "threshold, the SLO metric against load, KV hit rate at the report rate R, and,\n"
+                "when the runs stored a timeline (experiment.timeline_s), hit rate and p99 TTFT\n"
+                "per window with the scheduled faults marked (timeline.*); data (.tsv) and\n"
+                "figures (.png, .svg) go to DIR.  Needs gnuplot.  See docs/report.md.\n",
      .opts = plot_opts, .main = cmd_plot},
     {.name = "merge", .summary = "combine the shard databases of one sweep into one",
      .args = "OUT.db SHARD.db...", .min_pos = 2, .max_pos = SIZE_MAX,
