@@ -17,18 +17,10 @@
 static int find_table(exp_store *s, const char *table, bool *found, bool *has_run)
 {
     sqlite3_stmt *st = NULL;
-    *found = *has_run = false;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-                           "AND name = ?1 AND name NOT LIKE 'sqlite_%'", -1, &st,
-                           NULL) != SQLITE_OK)
-        return exp__store_dberr(s, "cannot list the tables");
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        return exp__store_dberr(s, "cannot list the tables");
-    }
-    *found = sqlite3_column_int64(st, 0) > 0;
-    sqlite3_finalize(st);
+    *has_run = false;
+    int rc = exp__store_has_table(s, table, found);
+    if (rc != SIM_OK)
+        return rc;
     if (!*found)
         return SIM_OK;
     if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = "

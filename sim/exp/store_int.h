@@ -8,6 +8,7 @@
 #define CRSIM_SIM_EXP_STORE_INT_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 
 #include "sim/exp/store.h"
 
@@ -29,6 +30,13 @@ int exp__store_fail(const exp_store *s, int code, const char *file, const char *
 /* exp__store_fail with SIM_EDB on the store's own file: a database that
  * cannot be read or written. */
 #define exp__store_dberr(s, what) exp__store_fail((s), SIM_EDB, NULL, (what))
+
+/* Whether the database has a table called `table` (sqlite_master; names
+ * starting with "sqlite_" never count).  Sets *found; returns SIM_OK, or
+ * the store's error (exp__store_dberr) when the catalogue cannot be read.
+ * A database made by hand or by an older tool may lack optional tables
+ * (timeline, group_metrics): their readers then return no rows. */
+int exp__store_has_table(exp_store *s, const char *table, bool *found);
 
 /* Column i of the current row as a double, NAN for NULL. */
 double exp__store_col_real(sqlite3_stmt *st, int i);

@@ -456,6 +456,24 @@ static char *faults_events_of(const char *text)
     return sim_xstrdup("");
 }
 
+int exp__store_has_table(exp_store *s, const char *table, bool *found)
+{
+    sqlite3_stmt *st = NULL;
+    *found = false;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                           "AND name = ?1 AND name NOT LIKE 'sqlite_%'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot list the tables");
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return exp__store_dberr(s, "cannot list the tables");
+    }
+    *found = sqlite3_column_int64(st, 0) > 0;
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
 int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
                             exp_store_tl_row **out, size_t *n)
 {
@@ -463,14 +481,10 @@ int exp_store_read_timeline(exp_store *s, int64_t exp_id, double rate_rps,
     *n = 0;
     sqlite3_stmt *st = NULL;
     /* A database made by hand (or by tests) may lack the table: no rows. */
-    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name ="
-                           " 'timeline'", -1, &st, NULL) != SQLITE_OK)
-        return exp__store_dberr(s, "cannot read the timeline");
-    const int has_table = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    st = NULL;
-    if (!has_table)
-        return SIM_OK;
+    bool has_table;
+    const int rc_table = exp__store_has_table(s, "timeline", &has_table);
+    if (rc_table != SIM_OK || !has_table)
+        return rc_table;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT r.point, r.point_label, r.policy, r.seed, t.idx, t.t0_s,"
                            " t.arrivals, t.hit_rate, t.ttft_p99, r.config_text, r.id"
@@ -531,14 +545,10 @@ int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
     *n = 0;
     sqlite3_stmt *st = NULL;
     /* A database made by hand (or by tests) may lack the table: no rows. */
-    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name ="
-                           " 'group_metrics'", -1, &st, NULL) != SQLITE_OK)
-        return exp__store_dberr(s, "cannot read the group metrics");
-    const int has_table = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    st = NULL;
-    if (!has_table)
-        return SIM_OK;
+    bool has_table;
+    const int rc_table = exp__store_has_table(s, "group_metrics", &has_table);
+    if (rc_table != SIM_OK || !has_table)
+        return rc_table;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT r.point, r.policy, r.seed, g.grp, g.name, g.destinations,"
                            " g.requests, m.n_measured, g.hit_rate, g.ttft_p99, g.utilization"
