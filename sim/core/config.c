@@ -1720,6 +1720,20 @@ static void dump_value(struct sbuf *b, const sim_cfg_key *k, const void *base)
     sb_puts(b, "]");
 }
 
+/* Whether an entry before i under `prefix` has the same next path
+ * component as entry i (its first `end` characters, ending at a '.' or
+ * the end of the key): that component was dumped already. */
+static bool component_seen(const struct binder *bd, size_t i, const char *prefix, size_t end)
+{
+    const char *s = bd->ents[i].full;
+    for (size_t j = 0; j < i; j++) {
+        const char *t = bd->ents[j].full;
+        if (is_under(t, prefix) && strncmp(t, s, end) == 0 && (t[end] == '.' || t[end] == '\0'))
+            return true;
+    }
+    return false;
+}
+
 /* Emit the mapping at `prefix`: its names in the order of their first
  * schema key, leaves with values, mappings recursively.  O(n^2) in the
  * number of keys, which is a few dozen. */
@@ -1731,12 +1745,7 @@ static void dump_level(struct sbuf *b, const struct binder *bd, const char *pref
         if (!is_under(s, prefix))
             continue;
         size_t len = strcspn(s + plen, ".");
-        bool done = false;
-        for (size_t j = 0; j < i && !done; j++)
-            done = is_under(bd->ents[j].full, prefix) &&
-                   strncmp(bd->ents[j].full, s, plen + len) == 0 &&
-                   (bd->ents[j].full[plen + len] == '.' || bd->ents[j].full[plen + len] == '\0');
-        if (done)
+        if (component_seen(bd, i, prefix, plen + len))
             continue;
         char *comp = xstrndup(s + plen, len);
         sb_printf(b, "%*s", 2 * depth, "");
@@ -1766,12 +1775,7 @@ static void dump_flow(struct sbuf *b, const struct binder *bd, const char *prefi
         if (!is_under(s, prefix))
             continue;
         size_t len = strcspn(s + plen, ".");
-        bool done = false;
-        for (size_t j = 0; j < i && !done; j++)
-            done = is_under(bd->ents[j].full, prefix) &&
-                   strncmp(bd->ents[j].full, s, plen + len) == 0 &&
-                   (bd->ents[j].full[plen + len] == '.' || bd->ents[j].full[plen + len] == '\0');
-        if (done)
+        if (component_seen(bd, i, prefix, plen + len))
             continue;
         char *comp = xstrndup(s + plen, len);
         sb_puts(b, first ? "" : ", ");
