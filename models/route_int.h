@@ -180,6 +180,23 @@ void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint3
  * skipped).  Returns how many it held.  O(n) expected, prefetched. */
 uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n);
 
+/* A KV event's change, queued: destination d now holds (`stored`) or no
+ * longer holds hashes[0..n).  Queued changes are applied in order before
+ * the index is next read (size, has, walk, prefix, or route__kvidx_sync),
+ * so every read sees exactly the set route__kvidx_add / _remove at queue
+ * time would have given; applied together, the blocks of all the events
+ * since the last read share one prefetch pipeline (the events are short:
+ * applied one by one, most of their probes are cache misses).  hashes are
+ * copied.  Direct unordered mode queues; otherwise applied at once.
+ * Aborts if out of memory. */
+void route__kvidx_queue(route__kvidx *x, uint32_t d, bool stored, const uint64_t *hashes,
+                        uint32_t n);
+
+/* Apply the queued changes now.  The readers do it themselves: they take
+ * a const index, as they change no answer (the index is always created
+ * non-const, by route__kvidx_create). */
+void route__kvidx_sync(route__kvidx *x);
+
 /* Ordered index: drop every pair last touched before `before_s`, on every
  * destination (O(destinations + pairs dropped)).  Cannot fail. */
 void route__kvidx_expire(route__kvidx *x, double before_s);

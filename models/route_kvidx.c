@@ -99,6 +99,12 @@ struct route__kvidx {
     sim_u64map pmap; /* mix(hash, dest) -> pair */
     kx_pair *pair;
     uint32_t n_pair, cap_pair;
+    /* Direct unordered mode: KV-event changes queued by route__kvidx_queue
+     * and not yet applied, in order: hash lh[i] added to (lk[i] < 0x80) or
+     * removed from (lk[i] & 0x80) destination lk[i] & 0x3f. */
+    uint64_t *lh;
+    uint8_t *lk;
+    size_t n_log, cap_log;
     /* route__kvidx_prefix scratch: the entry probed per block index */
     uint32_t *memo, *stamp;
     uint32_t cap_memo, pass;
@@ -152,6 +158,8 @@ void route__kvidx_destroy(route__kvidx *x)
     sim_u64map_fini(&x->pmap);
     free(x->memo);
     free(x->stamp);
+    free(x->lh);
+    free(x->lk);
     if (x->direct)
         t_free(x->tab, x->tmask + 1);
     free(x);
@@ -509,6 +517,64 @@ uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes
     return held;
 }
 
+#define KX_LOG_DEL 0x80u /* lk[]: a removal */
+#define KX_PF_LOG 24      /* blocks ahead route__kvidx_sync prefetches */
+
+void route__kvidx_queue(route__kvidx *x, uint32_t d, bool stored, const uint64_t *hashes,
+                        uint32_t n)
+{
+    if (!x->direct || x->ordered) { /* no queue: apply now */
+        if (stored)
+            route__kvidx_add(x, d, hashes, n, 0);
+        else
+            (void)route__kvidx_remove(x, d, hashes, n);
+        return;
+    }
+    if (x->n_log + n > x->cap_log) {
+        while (x->n_log + n > x->cap_log)
+            x->cap_log = x->cap_log ? 2 * x->cap_log : 4096;
+        x->lh = sim_xrealloc(x->lh, x->cap_log * sizeof *x->lh);
+        x->lk = sim_xrealloc(x->lk, x->cap_log * sizeof *x->lk);
+    }
+    memcpy(x->lh + x->n_log, hashes, (size_t)n * sizeof *hashes);
+    memset(x->lk + x->n_log, (int)(d | (stored ? 0u : KX_LOG_DEL)), n);
+    x->n_log += n;
+}
+
+/* Apply the queued changes in order.  One loop over every queued block
+ * of every event since the last read, prefetching KX_PF_LOG blocks ahead
+ * across event boundaries: the events are short (~8 blocks a REMOVED, ~24
+ * a STORED on the flagship), so applied one by one most of their probes
+ * are cache misses nothing was fetched ahead for. */
+static void kx_sync_log(route__kvidx *x)
+{
+    const size_t n = x->n_log;
+    const uint64_t *h = x->lh;
+    const uint8_t *k = x->lk;
+    for (size_t j = 0; j < KX_PF_LOG && j < n; j++)
+        t_prefetch(x, h[j]);
+    for (size_t j = 0; j < n; j++) {
+        if (j + KX_PF_LOG < n)
+            t_prefetch(x, h[j + KX_PF_LOG]);
+        if (k[j] & KX_LOG_DEL)
+            (void)t_remove(x, k[j] & 0x3fu, h[j]);
+        else
+            t_add(x, k[j], h[j]);
+    }
+    x->n_log = 0;
+}
+
+/* Readers take a const index (they change no answer); it was created
+ * non-const (route__kvidx_create), so applying the queue through it is
+ * well defined. */
+static inline void kx_sync(const route__kvidx *x)
+{
+    if (x->n_log)
+        kx_sync_log((route__kvidx *)(uintptr_t)x);
+}
+
+void route__kvidx_sync(route__kvidx *x) { kx_sync(x); }
+
 void route__kvidx_expire(route__kvidx *x, double before_s)
 {
     if (!x->ordered)
@@ -525,10 +591,15 @@ void route__kvidx_expire(route__kvidx *x, double before_s)
     }
 }
 
-uint32_t route__kvidx_size(const route__kvidx *x, uint32_t d) { return x->dst[d].live; }
+uint32_t route__kvidx_size(const route__kvidx *x, uint32_t d)
+{
+    kx_sync(x);
+    return x->dst[d].live;
+}
 
 int route__kvidx_has(const route__kvidx *x, uint32_t d, uint64_t hash)
 {
+    kx_sync(x);
     if (x->direct)
         return (int)(t_bits(x, hash) >> d & 1);
     const uint32_t e = sim_u64map_get(&x->gmap, hash);
@@ -538,6 +609,7 @@ int route__kvidx_has(const route__kvidx *x, uint32_t d, uint64_t hash)
 uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32_t n,
                            uint32_t *count)
 {
+    kx_sync(x);
     memset(count, 0, x->n_dest * sizeof *count);
     uint32_t i = 0;
     if (x->direct) {
@@ -619,6 +691,7 @@ static void bisect_set(const route__kvidx *x, const uint64_t *hashes, uint32_t l
 
 void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len)
 {
+    kx_sync(x);
     memset(len, 0, x->n_dest * sizeof *len);
     if (n == 0)
         return;

@@ -263,10 +263,7 @@ static void llmd_kv_event(void *state, const route_kv_event *ev)
     llmd *s = state;
     if (s->p.mode != LLMD_PRECISE)
         return;
-    if (ev->kind == ROUTE_KV_STORED)
-        route__kvidx_add(s->idx, ev->dest, ev->hashes, ev->n, ev->now_s);
-    else
-        route__kvidx_remove(s->idx, ev->dest, ev->hashes, ev->n);
+    route__kvidx_queue(s->idx, ev->dest, ev->kind == ROUTE_KV_STORED, ev->hashes, ev->n);
 }
 
 const route_type route_llmd = {

@@ -383,6 +383,76 @@ static void test_kvidx_direct_equiv(void)
     route__kvidx_destroy(b);
 }
 
+/* KV-event changes queued (route__kvidx_queue, applied in order at the
+ * next read) against the same changes applied at once: bursts of 0-9
+ * events (adds and removes of overlapping chained runs, the same hash
+ * added and removed within one burst, several destinations) between
+ * reads, 40 destinations (direct mode, queued) and 65 (general layout,
+ * applied at once by route__kvidx_queue itself) against an immediate
+ * direct index; every kind of read after every burst agrees, and the
+ * first read of a burst sees all of it. */
+static void test_kvidx_queue_equiv(void)
+{
+    enum { NH = 2000, ND = 40 };
+    static uint64_t h[NH];
+    for (int i = 0; i < NH; i++)
+        h[i] = wl_block_hash(i % 40 ? h[i - 1] : (uint64_t)i, (uint64_t)i + 3);
+    route__kvidx *a = route__kvidx_create(ND, false, 0);  /* queued */
+    route__kvidx *g = route__kvidx_create(65, false, 0);  /* general: at once */
+    route__kvidx *b = route__kvidx_create(ND, false, 0);  /* immediate */
+    static uint32_t la[65], lb[65], ca[65], cb[65];
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, 77, 1);
+    int bad = 0, queued = 0;
+    for (int burst = 0; burst < 3000; burst++) {
+        const uint32_t ne = sim_pcg32_bounded(&rng, 10);
+        for (uint32_t e = 0; e < ne; e++) {
+            const uint32_t d = sim_pcg32_bounded(&rng, burst % 5 ? 4 : ND);
+            const uint32_t off = sim_pcg32_bounded(&rng, NH - 40);
+            const uint32_t n = 1 + sim_pcg32_bounded(&rng, 40);
+            const bool stored = sim_pcg32_bounded(&rng, 5) < 3;
+            route__kvidx_queue(a, d, stored, h + off, n);
+            route__kvidx_queue(g, d, stored, h + off, n);
+            if (stored)
+                route__kvidx_add(b, d, h + off, n, 0);
+            else
+                (void)route__kvidx_remove(b, d, h + off, n);
+            queued++;
+        }
+        const uint32_t q = sim_pcg32_bounded(&rng, NH - 64), d = sim_pcg32_bounded(&rng, ND);
+        switch (burst % 4) { /* which read comes first after the burst */
+        case 0:
+            bad += route__kvidx_size(a, d) != route__kvidx_size(b, d);
+            break;
+        case 1:
+            bad += route__kvidx_has(a, d, h[q]) != route__kvidx_has(b, d, h[q]);
+            break;
+        case 2:
+            bad += route__kvidx_walk(a, h + q, 64, ca) != route__kvidx_walk(b, h + q, 64, cb);
+            bad += memcmp(ca, cb, ND * sizeof *ca) != 0;
+            break;
+        default:
+            route__kvidx_prefix(a, h + q, 64, la);
+            route__kvidx_prefix(b, h + q, 64, lb);
+            bad += memcmp(la, lb, ND * sizeof *la) != 0;
+        }
+        for (uint32_t e = 0; e < ND; e++)
+            bad += route__kvidx_size(a, e) != route__kvidx_size(b, e) ||
+                   route__kvidx_size(g, e) != route__kvidx_size(b, e);
+        route__kvidx_prefix(g, h + q, 64, la);
+        route__kvidx_prefix(b, h + q, 64, lb);
+        bad += memcmp(la, lb, ND * sizeof *la) != 0;
+    }
+    uint64_t held = 0;
+    for (uint32_t e = 0; e < ND; e++)
+        held += route__kvidx_size(b, e);
+    CHECK_INT_EQ(bad, 0);
+    CHECK(queued > 10000 && held > 1000); /* real traffic, a populated index */
+    route__kvidx_destroy(a);
+    route__kvidx_destroy(g);
+    route__kvidx_destroy(b);
+}
+
 /* The same for ordered indexes (capacity 300 per destination, touch times,
  * TTL expiry): direct mode (40 destinations) and the general layout (65)
  * evict and expire the same pairs. */
@@ -559,6 +629,7 @@ int main(void)
     test_kvlru_equiv(5, 100, 0.15, 6);
     test_kvidx();
     test_kvidx_direct_equiv();
+    test_kvidx_queue_equiv();
     test_kvidx_direct_equiv_ordered();
     test_kvidx_direct_limits();
     test_dynamo_argmin();
