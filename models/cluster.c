@@ -66,6 +66,7 @@ typedef struct cluster {
      * scraped one keeps snapshots seq_vis .. seq_new in ring[seq % n_ring]
      * (seq_vis is the one routers see). */
     bool exact;
+    bool cruise;           /* engine_cruise on (CRSIM_CRUISE=0: off, for tests) */
     snapshot *ring;
     uint32_t n_ring;
     uint64_t seq_vis, seq_new;
@@ -166,6 +167,7 @@ static uint32_t ops_waiting(void *ctx, uint32_t dest, const wl_request **out, ui
 }
 
 static void start_step(cluster *c, uint32_t d, double now);
+static void cruise_stop(cluster *c, uint32_t d, double now);
 static void dispatch(cluster *c, creq *cr, double now);
 
 static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
@@ -187,6 +189,7 @@ static int ops_migrate(void *ctx, const wl_request *r, uint32_t to)
     own[to]++;
     c->res->dest[to].routed++;
     c->res->dest[to].routed_measured += measured;
+    cruise_stop(c, to, now);
     engine_submit(c->eng[to], &cr->er, now);
     start_step(c, to, now);
     return 1;
@@ -197,8 +200,28 @@ static void start_step(cluster *c, uint32_t d, double now)
     double dur = engine_try_start(c->eng[d], now);
     if (c->faults_on && dur > 0)
         dur *= c->slow[d]; /* a straggler (faults: slow) */
-    if (dur > 0)
-        sim_evq_schedule(c->q, c->step_ev[d], now + dur);
+    if (dur > 0) {
+        /* Pure steady-decode steps after this one run without kernel
+         * events (engine_cruise; each counted in cluster_result.events
+         * as the step event it stands for once it has run). */
+        double t_end = now + dur;
+        if (c->cruise)
+            (void)engine_cruise(c->eng[d], now, t_end, c->faults_on ? c->slow[d] : 1.0, &t_end);
+        sim_evq_schedule(c->q, c->step_ev[d], t_end);
+    }
+}
+
+/* Before anything changes engine d at `now` (a submission, a crash, a new
+ * step-time factor): end its cruise there, materialising the planned
+ * steps that ended by `now` (one ending exactly at `now` counts as ended),
+ * and move its step event to the end of the step in progress. */
+static void cruise_stop(cluster *c, uint32_t d, double now)
+{
+    double t_next;
+    if (engine_cruise_stop(c->eng[d], now, true, &t_next)) {
+        sim_evq_cancel(c->q, c->step_ev[d]);
+        sim_evq_schedule(c->q, c->step_ev[d], t_next);
+    }
 }
 
 /* ---- engine KV events (route_type.on_kv_event) ---- */
@@ -440,6 +463,7 @@ static void crash(cluster *c, uint32_t d, bool warm)
 {
     if (c->dstate[d] == DEST_DOWN)
         return;
+    cruise_stop(c, d, sim_evq_now(c->q));
     c->dstate[d] = DEST_DOWN;
     c->slow[d] = 1.0;
     c->res->n_crashes++;
@@ -465,8 +489,10 @@ static void on_fault(cluster *c, size_t k, double now)
         if (c->dstate[d] == DEST_UP)
             c->dstate[d] = DEST_DRAIN;
     } else if (f->kind == CLUSTER_FAULT_SLOW) {
-        if (c->dstate[d] != DEST_DOWN)
+        if (c->dstate[d] != DEST_DOWN) {
+            cruise_stop(c, d, now); /* planned with the old factor */
             c->slow[d] = f->factor; /* from the next step on */
+        }
     } else {
         recover(c, d, now);
     }
@@ -535,6 +561,7 @@ static void dispatch(cluster *c, creq *cr, double now)
     res->dest[d].routed++;
     res->dest[d].routed_measured += measured;
     own[d]++;
+    cruise_stop(c, d, now);
     engine_submit(c->eng[d], &cr->er, now);
     start_step(c, d, now);
 }
@@ -1058,6 +1085,10 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     c.n_rep = gw->replicas ? gw->replicas : 1;
     c.faults_on = cluster_faults_on(&p->faults);
     c.exact = !(gw->scrape_interval_s > 0);
+    {
+        const char *cz = getenv("CRSIM_CRUISE");
+        c.cruise = !(cz && !strcmp(cz, "0"));
+    }
     /* Unpublished snapshots are those of the last `delay` seconds: at most
      * floor(delay / interval) + 1, plus the visible one; one more slot
      * absorbs rounding of k * interval. */
@@ -1246,9 +1277,15 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
         }
     }
     c.loop_done = true;
-    out->events = nev + c.n_inline;
     out->sim_end_s = sim_evq_now(c.q);
+    out->events = nev + c.n_inline;
     for (uint32_t d = 0; d < p->n_dest; d++) {
+        /* Planned steps that ended before the last event: an event loop
+         * stepping one at a time would have run them. */
+        double t_next;
+        (void)engine_cruise_stop(c.eng[d], out->sim_end_s, false, &t_next);
+        out->events += engine_cruise_steps(c.eng[d]);
+        out->cruise_steps += engine_cruise_steps(c.eng[d]);
         engine_foreach(c.eng[d], count_unfinished, &c);
         out->dest[d].st = *engine_get_stats(c.eng[d]);
     }

@@ -278,6 +278,10 @@ typedef struct cluster_result {
                                    at or after it are measured */
     double throughput_rps;      /* measured completions / (end − warm-up) */
     uint64_t steps, events, preemptions;
+    uint64_t cruise_steps;      /* of `steps`, those run without a kernel
+                                   event of their own (engine_cruise; not
+                                   stored: a property of the simulator,
+                                   not of the system simulated) */
     uint32_t pool_blocks;       /* KV pool per destination, blocks (group
                                    0's in a mixed fleet: see dest[]) */
     uint64_t pool_tokens;       /* KV pool per destination, tokens (ditto) */

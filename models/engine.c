@@ -83,6 +83,13 @@ struct engine {
     uint64_t memo_version;
     engine_stats st;
     cost_batch batch; /* composition of the step in progress */
+    /* Cruise (engine_cruise): steps 1 .. cr_k - 1 of a plan formed at the
+     * start of step 0 are pure steady decode; step j ends at cr_t[j + 1]
+     * (cr_t[0] = step 0's start).  cr_m of them are materialised (the
+     * engine is in step cr_m).  cr_k = 0: no plan. */
+    uint32_t cr_k, cr_m;
+    uint64_t cr_steps; /* planned steps materialised, over the run */
+    double cr_t[ENGINE_CRUISE_MAX + 1];
 };
 
 static inline uint32_t seq_len(const engine_req *er)
@@ -425,6 +432,99 @@ static void steady_flush(engine *e)
         ptr_push(&e->act, &e->n_act, &e->cap_act, er);
 }
 
+/* ---- cruise: pure steady-decode steps without kernel events ---- */
+
+/* The batch of a pure steady step (every running request a steady
+ * decoder without an event in it, nothing waiting): what the fast path of
+ * engine_try_start forms then. */
+static inline void pure_batch(const engine *e, cost_batch *b)
+{
+    memset(b, 0, sizeof *b);
+    b->decode_tokens = e->n_steady;
+    b->decode_ctx = e->s_ctx + e->n_steady;
+    b->sampled = e->n_steady;
+}
+
+/* Step bookkeeping of engine_step_done at `now` for a step without
+ * prefill, with nothing finishing and nobody to visit (a pure step). */
+static void pure_done(engine *e, double now)
+{
+    e->tick++;
+    e->s_ctx += e->n_steady;
+    const double dur = now - e->step_start;
+    e->st.steps++;
+    e->st.prefill_tokens += e->batch.prefill_tokens;
+    e->st.decode_tokens += e->batch.decode_tokens;
+    e->st.ctx_read_tokens += e->batch.prefill_ctx + e->batch.decode_ctx;
+    e->st.busy_s += dur;
+    if (now >= e->win_t0) {
+        e->st.win_prefill_tokens += e->batch.prefill_tokens;
+        e->st.win_decode_tokens += e->batch.decode_tokens;
+        e->st.win_busy_s += dur;
+    }
+}
+
+/* Materialise the planned steps that end at or before `now` (strictly
+ * before when !incl): each step's end and the next pure step's start,
+ * exactly as engine_step_done and engine_try_start would have done them
+ * at that time. */
+static void cruise_run(engine *e, double now, bool incl)
+{
+    while (e->cr_m + 1 < e->cr_k) {
+        const double t = e->cr_t[e->cr_m + 1];
+        if (incl ? !(t <= now) : !(t < now))
+            break;
+        pure_done(e, t);
+        SIM_ALWAYS(e->wheel[e->tick & e->wmask] == NULL);
+        pure_batch(e, &e->batch);
+        e->step_start = t;
+        e->cr_m++;
+        e->cr_steps++;
+    }
+}
+
+uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t_end)
+{
+    *t_end = t1;
+    e->cr_k = e->cr_m = 0;
+    if (!e->busy || e->n_act || e->wait_head || e->n_due || e->n_steady == 0 ||
+        e->batch.prefill_tokens)
+        return 0;
+    /* Steps 1, 2, ... are pure while the wheel has nothing for their tick
+     * (a parked far event sits in a slot too: the plan ends there). */
+    uint32_t k = 1;
+    while (k < ENGINE_CRUISE_MAX && k <= e->wmask && !e->wheel[(e->tick + k) & e->wmask])
+        k++;
+    if (k == 1)
+        return 0;
+    e->cr_t[0] = t0;
+    e->cr_t[1] = t1;
+    cost_batch b;
+    memset(&b, 0, sizeof b);
+    b.decode_tokens = e->n_steady;
+    b.sampled = e->n_steady;
+    for (uint32_t j = 1; j < k; j++) {
+        b.decode_ctx = e->s_ctx + (uint64_t)(j + 1) * e->n_steady;
+        e->cr_t[j + 1] = e->cr_t[j] + cost_step_time(&e->cost, &b) * factor;
+    }
+    e->cr_k = k;
+    *t_end = e->cr_t[k];
+    return k - 1;
+}
+
+uint64_t engine_cruise_steps(const engine *e) { return e->cr_steps; }
+
+int engine_cruise_stop(engine *e, double now, bool incl, double *t_next)
+{
+    if (e->cr_k == 0)
+        return 0;
+    cruise_run(e, now, incl);
+    const int moved = e->cr_m + 1 < e->cr_k;
+    *t_next = e->cr_t[e->cr_m + 1];
+    e->cr_k = e->cr_m = 0;
+    return moved;
+}
+
 /* Blocks `er` must hold to compute its next `n` tokens. */
 static inline uint32_t blocks_needed(const engine_req *er, uint32_t n, uint32_t bs)
 {
@@ -585,6 +685,11 @@ static void finish_one(engine *e, engine_req *er, double now)
 void engine_step_done(engine *e, double now)
 {
     SIM_ALWAYS(e->busy);
+    if (e->cr_k) { /* the planned steps before this one, then this one */
+        cruise_run(e, now, false);
+        SIM_ALWAYS(e->cr_m + 1 == e->cr_k && e->cr_t[e->cr_k] == now);
+        e->cr_k = e->cr_m = 0;
+    }
     /* Every steady decoder computed one token. */
     e->tick++;
     e->s_ctx += e->n_steady;

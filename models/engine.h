@@ -132,6 +132,41 @@ double engine_try_start(engine *e, double now);
  * engine_try_start() again. */
 void engine_step_done(engine *e, double now);
 
+/* Longest cruise engine_cruise plans (steps; the wheel's span bounds it
+ * further: 2 x block_size rounded up to a power of two). */
+#define ENGINE_CRUISE_MAX 64u
+
+/*
+ * Cruise: steps of pure steady decode without a kernel event each
+ * (docs/performance.md, "Round 5: cruise").  Call right after
+ * engine_try_start returned a step of duration d at `t0` that the caller
+ * will end at t1 = t0 + d * factor (factor: the caller's step-time
+ * multiplier, 1 without one).  If that step and the next ones are pure
+ * (every running request a steady decoder with no KV-block need and no
+ * last token in them, nothing waiting), the engine plans them: step j + 1
+ * ends at t_{j+1} = t_j + cost_step_time(its batch) * factor, the same
+ * floating-point sums as one step at a time.  Returns the number of
+ * planned steps beyond the first (0: no plan) and sets *t_end to the end
+ * of the last one (t1 without a plan): the caller schedules its step
+ * event there instead of at t1.  Nothing a scrape reads changes in a pure
+ * step (queued tokens, waiting, running, KV blocks in use), nor the cache,
+ * and no hook fires, so the planned steps are materialised lazily: by
+ * engine_step_done at *t_end, or by engine_cruise_stop.
+ */
+uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t_end);
+
+/* End the plan at `now`, before anything changes the engine (a
+ * submission, a crash, a new step-time factor, the end of the run): the
+ * planned steps ending before `now` (at or before when `incl`) are
+ * materialised, and the step in progress becomes the last.  Returns 1 and
+ * its end time in *t_next if that is earlier than the plan's end (the
+ * caller moves its step event there), else 0.  No plan: returns 0. */
+int engine_cruise_stop(engine *e, double now, bool incl, double *t_next);
+
+/* Planned steps materialised so far (each a step end without a kernel
+ * event of its own). */
+uint64_t engine_cruise_steps(const engine *e);
+
 /* Count served work from steps ending at or after `t0` seconds into the
  * window counters of engine_stats. */
 void engine_mark_window(engine *e, double t0);
