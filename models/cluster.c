@@ -1235,6 +1235,13 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     while (rc == SIM_OK && (ev = sim_evq_pop(c.q))) {
         double now = ev->time;
         nev++;
+        {
+            /* The next event is usually the queue's head now: start
+             * loading its destination while this one is handled. */
+            const sim_event *nx = sim_evq_peek(c.q);
+            if (nx && nx->kind == EV_STEP)
+                engine_prefetch(c.eng[nx->target]);
+        }
         if (ev->kind == EV_ARRIVAL) {
             if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev)))
                 break;

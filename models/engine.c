@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "sim/core/prefetch.h"
 
 struct engine {
     /* What a scrape reads (engine_queued_tokens, engine_n_waiting,
@@ -513,6 +514,19 @@ uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t
 }
 
 uint64_t engine_cruise_steps(const engine *e) { return e->cr_steps; }
+
+void engine_prefetch(const engine *e)
+{
+    const char *p = (const char *)e;
+    SIM_PREFETCH(p);
+    SIM_PREFETCH(p + 64);
+    SIM_PREFETCH(p + 128);
+    SIM_PREFETCH(p + 192);
+    SIM_PREFETCH(&e->wheel[(e->tick + 1) & e->wmask]);
+    SIM_PREFETCH(e->act);
+    for (uint32_t i = 0; i < e->n_act && i < 4; i++)
+        SIM_PREFETCH(e->act[i]);
+}
 
 int engine_cruise_stop(engine *e, double now, bool incl, double *t_next)
 {

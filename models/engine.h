@@ -167,6 +167,14 @@ int engine_cruise_stop(engine *e, double now, bool incl, double *t_next);
  * event of its own). */
 uint64_t engine_cruise_steps(const engine *e);
 
+/* A hint, nothing else: start loading what the end of e's current step
+ * and the start of its next will read first (the engine's fields, its
+ * next wheel slot, its first running requests).  The caller knows which
+ * destination's event comes next (the event queue's head); with hundreds
+ * of destinations their states are cold (docs/performance.md, "Scaling
+ * curve"). */
+void engine_prefetch(const engine *e);
+
 /* Count served work from steps ending at or after `t0` seconds into the
  * window counters of engine_stats. */
 void engine_mark_window(engine *e, double t0);
