@@ -4,14 +4,10 @@
 #include "workloads/request.h"
 
 #include <stdlib.h>
-#include <xxhash.h>
 
-uint64_t wl_block_hash(uint64_t parent, uint64_t content)
-{
-    const uint64_t in[2] = {parent, content};
-    uint64_t h = XXH3_64bits(in, sizeof in);
-    return h ? h : 1;
-}
+#include "workloads/blockhash.h"
+
+uint64_t wl_block_hash(uint64_t parent, uint64_t content) { return wl__block_hash(parent, content); }
 
 void wl_request_fini(wl_request *r)
 {

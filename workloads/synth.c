@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include <gsl/gsl_randist.h>
-#include <xxhash.h>
+
+#include "workloads/blockhash.h"
 
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
@@ -449,7 +450,7 @@ int wl_synth_next(wl_synth *s, wl_request *out)
                 off = 0;
             }
         }
-        parent = h[b] = wl_block_hash(parent, c);
+        parent = h[b] = wl__block_hash(parent, c);
     }
     if (nb > sl->hcap) {
         sl->hcap = nb > 2 * sl->hcap ? nb : 2 * sl->hcap;
