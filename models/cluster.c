@@ -22,7 +22,7 @@
 #include "sim/core/evq.h"
 #include "sim/core/metrics.h"
 
-enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE, EV_KV, EV_FAULT, EV_RFAULT,
+enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE, EV_FAULT, EV_RFAULT,
        EV_HEALTH, EV_RETRY };
 
 /* A destination's service state under faults (docs/faults.md). */
@@ -78,14 +78,14 @@ typedef struct cluster {
     bool arrivals_done;
     bool loop_done;        /* the event loop has ended (drop KV events) */
     /* KV events in delivery order: kv[kv_head .. kv_n), their hashes in
-     * kv_hash[kv_hash_head .. kv_hash_n); kv_ev is scheduled at the head's
-     * due time whenever the FIFO is not empty. */
+     * kv_hash[kv_hash_head .. kv_hash_n).  Delivered lazily (kv_catch_up):
+     * before any router callback, every event due by then. */
     kv_rec *kv;
     size_t kv_head, kv_n, kv_cap;
     uint64_t *kv_hash;
     size_t kv_hash_head, kv_hash_n, kv_hash_cap;
-    sim_event *kv_ev;
-    uint64_t n_inline;     /* kernel events handled inline (deliver_kv) */
+    uint64_t kv_firings;   /* deliveries as the kernel events they stand for */
+    double kv_fire_due;    /* due time of the last of them */
     uint64_t inflight;     /* requests in engines or waiting to be retried */
     /* Faults (models/cluster.h cluster_faults); all NULL/false without. */
     bool faults_on;
@@ -104,6 +104,8 @@ typedef struct cluster {
     uint64_t cap_rec;
 } cluster;
 
+static void kv_catch_up(cluster *c, double now, bool incl);
+
 static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
 {
     cluster *c = ctx;
@@ -115,6 +117,7 @@ static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
     rec->queue_s = er->admit_s - er->r->arrival_s;
     if (c->rt->on_first_token) { /* er is the first member of creq */
         const creq *cr = (const creq *)er;
+        kv_catch_up(c, t, true);
         c->rt->on_first_token(c->rstate[cr->replica], &cr->r, dest, t);
     }
 }
@@ -146,6 +149,7 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
     own[dest]--;
     c->inflight--;
     if (c->rt->on_complete) {
+        kv_catch_up(c, t, true);
         route_done done = {.now_s = t, .ttft_s = er->rejected ? -1 : rec->ttft_s,
                            .e2e_s = er->rejected ? -1 : rec->e2e_s,
                            .output_tokens = er->rejected ? 0 : er->r->output_tokens};
@@ -286,43 +290,43 @@ static void on_kv_change(void *ctx, uint32_t dest, int kind, uint64_t parent,
                                 .kind = kind};
     c->kv_hash_n += n;
     c->res->kv_events++;
-    if (c->kv_ev->heap_idx == SIM_EVQ_IDLE)
-        sim_evq_schedule(c->q, c->kv_ev, c->kv[c->kv_head].due);
 }
 
-/* EV_KV at `now`: deliver every queued event that is due, in order, to
- * every replica; re-arm for the next one.  When the next delivery is due
- * strictly before every other scheduled event, the original kernel event
- * would be popped next with nothing in between, so it is delivered here
- * at once (its now_s as then; counted in cluster_result.events as the
- * event it stands for).  Not at the run's end (arrivals over, nothing in
- * flight), where the loop stops after this event. */
-static void deliver_kv(cluster *c, double now)
+/* Deliver every queued KV event due by `now` (at or before when `incl`),
+ * in order, to every replica, each with now_s = its due time.
+ *
+ * Lazily: called before every router callback (route, on_complete,
+ * on_first_token, on_interval) and at the end of the run, instead of a
+ * kernel event at each due time.  A router's KV-event state is only read
+ * in its callbacks, and every event due before a callback is delivered
+ * before it, in the same order, with the same now_s: the router sees
+ * exactly what a kernel event per due time would have shown it (an event
+ * due exactly at a callback's time is delivered first).  Each distinct
+ * due time is counted in cluster_result.events as the kernel event
+ * (EV_KV, one per due time: the events of one due time were delivered
+ * together) it stands for. */
+static void kv_catch_up(cluster *c, double now, bool incl)
 {
-    for (;;) {
-        while (c->kv_head < c->kv_n && c->kv[c->kv_head].due <= now) {
-            const kv_rec *k = &c->kv[c->kv_head];
-            const route_kv_event ev = {.dest = k->dest, .kind = k->kind, .parent = k->parent,
-                                       .hashes = c->kv_hash + k->off, .n = k->n, .t_s = k->t,
-                                       .now_s = now};
-            for (uint32_t i = 0; i < c->n_rep; i++)
-                c->rt->on_kv_event(c->rstate[i], &ev);
-            c->kv_hash_head = k->off + k->n;
-            c->kv_head++;
+    if (c->kv_head == c->kv_n)
+        return;
+    while (c->kv_head < c->kv_n &&
+           (incl ? c->kv[c->kv_head].due <= now : c->kv[c->kv_head].due < now)) {
+        const kv_rec *k = &c->kv[c->kv_head];
+        if (k->due != c->kv_fire_due) {
+            c->kv_firings++;
+            c->kv_fire_due = k->due;
         }
-        if (c->kv_head == c->kv_n) { /* empty: start the buffers over */
-            c->kv_head = c->kv_n = 0;
-            c->kv_hash_head = c->kv_hash_n = 0;
-            return;
-        }
-        const double next = c->kv[c->kv_head].due;
-        const sim_event *m = sim_evq_peek(c->q);
-        if (!m || !(next < m->time) || (c->arrivals_done && c->inflight == 0)) {
-            sim_evq_schedule(c->q, c->kv_ev, next);
-            return;
-        }
-        now = next;
-        c->n_inline++;
+        const route_kv_event ev = {.dest = k->dest, .kind = k->kind, .parent = k->parent,
+                                   .hashes = c->kv_hash + k->off, .n = k->n, .t_s = k->t,
+                                   .now_s = k->due};
+        for (uint32_t i = 0; i < c->n_rep; i++)
+            c->rt->on_kv_event(c->rstate[i], &ev);
+        c->kv_hash_head = k->off + k->n;
+        c->kv_head++;
+    }
+    if (c->kv_head == c->kv_n) { /* empty: start the buffers over */
+        c->kv_head = c->kv_n = 0;
+        c->kv_hash_head = c->kv_hash_n = 0;
     }
 }
 
@@ -397,6 +401,7 @@ static const snapshot *visible(cluster *c, double now)
 static void notify_failed(cluster *c, creq *cr, uint32_t dest, double now)
 {
     if (c->rt->on_complete) {
+        kv_catch_up(c, now, true);
         const route_done done = {.now_s = now, .ttft_s = -1, .e2e_s = -1, .output_tokens = 0};
         c->rt->on_complete(c->rstate[cr->replica], &cr->r, dest, &done);
     }
@@ -547,6 +552,7 @@ static void dispatch(cluster *c, creq *cr, double now)
                     .now_s = now, .ops = &c->ops, .waiting = s->waiting,
                     .running = s->running, .kv_util = s->kv_util, .age_s = now - s->t,
                     .down = c->down_view};
+    kv_catch_up(c, now, true);
     uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
     SIM_ALWAYS(d < c->p->n_dest);
     cluster_rec *rec = &res->rec[cr->r.id];
@@ -1129,8 +1135,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     engine_hooks hooks = {.ctx = &c, .first_token = on_first_token, .finish = on_finish,
                           .kv_change = kv_events ? on_kv_change : NULL};
     if (kv_events) {
-        c.kv_ev = sim_evq_alloc(c.q);
-        c.kv_ev->kind = EV_KV;
+        c.kv_fire_due = -INFINITY;
     }
     for (uint32_t d = 0; d < p->n_dest; d++) {
         const cluster_group *g = p->n_groups ? &p->groups[out->dest[d].group] : NULL;
@@ -1249,12 +1254,11 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
             engine_step_done(c.eng[ev->target], now);
             start_step(&c, ev->target, now);
         } else if (ev->kind == EV_INTERVAL) {
+            kv_catch_up(&c, now, true);
             for (uint32_t i = 0; i < n_tick; i++)
                 rt->on_interval(c.rstate[i], now);
             if (!c.arrivals_done)
                 sim_evq_schedule(c.q, ev, now + interval_s);
-        } else if (ev->kind == EV_KV) {
-            deliver_kv(&c, now);
         } else if (ev->kind == EV_FAULT) {
             on_fault(&c, ev->target, now);
         } else if (ev->kind == EV_RFAULT) {
@@ -1285,7 +1289,10 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     }
     c.loop_done = true;
     out->sim_end_s = sim_evq_now(c.q);
-    out->events = nev + c.n_inline;
+    /* KV events due before the end: a kernel event per due time would
+     * have delivered them (kv_catch_up). */
+    kv_catch_up(&c, out->sim_end_s, false);
+    out->events = nev + c.kv_firings;
     for (uint32_t d = 0; d < p->n_dest; d++) {
         /* Planned steps that ended before the last event: an event loop
          * stepping one at a time would have run them. */

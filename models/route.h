@@ -366,7 +366,13 @@ typedef struct route_type {
      * event stream), replicas 0 .. N-1 in order.  Only a router that sets
      * this hook and whose needs() has ROUTE_NEEDS_KV_EVENTS makes the
      * engines report events: for the others the caches are not observed
-     * and no event is queued.  Cannot fail. */
+     * and no event is queued.  Events arrive in delivery order, each with
+     * its now_s, and every event due at or before the time of another
+     * callback of the router (route, on_complete, on_first_token,
+     * on_interval) is delivered before that callback; the harness may
+     * call this later than now_s otherwise (models/cluster.c kv_catch_up:
+     * just before the next such callback), so a router reads the state
+     * it keeps from events in those callbacks only.  Cannot fail. */
     void (*on_kv_event)(void *state, const route_kv_event *ev);
     /* Optional: request `r`, sent to `dest`, emitted its first token at
      * `now_s` (the gateway sees the response stream start: e.g. Dynamo
