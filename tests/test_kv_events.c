@@ -7,8 +7,11 @@
  *    with every stored run's parent held and every removed block held;
  *  - cluster level: events reach a router exactly gateway.kv_event_delay_s
  *    after the change, in non-decreasing delivery order, every replica
- *    sees the same stream, per block stored before removed; a router that
- *    does not ask for events gets none and the run is unchanged.
+ *    sees the same stream, per block stored before removed; at every
+ *    other callback of the router (route, on_complete, on_first_token)
+ *    it has seen exactly the events due by then (delivery is lazy,
+ *    models/cluster.c kv_catch_up); a router that does not ask for
+ *    events gets none and the run is unchanged.
  * The routers' block index is tested in tests/test_route_kv.c.
  */
 #include <math.h>
@@ -162,10 +165,17 @@ typedef struct kvrec {
     uint32_t dest, n;
     int kind;
 } kvrec;
+/* A router callback: its time and how many events had arrived by then. */
+typedef struct cbrec {
+    double now;
+    uint32_t seen;
+} cbrec;
 typedef struct krouter {
     uint32_t id;
     kvrec *log;
     uint32_t n_log;
+    cbrec *cb;
+    uint32_t n_cb;
     mirror m;
     double last_now;
     uint32_t disorder;
@@ -179,6 +189,7 @@ static int kr_create(void *state, const route_env *env, const void *const *param
     (void)env, (void)params;
     s->id = kr_next_id++;
     s->log = calloc(EV_MAX, sizeof *s->log);
+    s->cb = calloc(EV_MAX, sizeof *s->cb);
     CHECK_INT_EQ(sim_u64map_init(&s->m.held, 1024), SIM_OK);
     return SIM_OK;
 }
@@ -186,12 +197,28 @@ static void kr_destroy(void *state)
 {
     krouter *s = state;
     free(s->log);
+    free(s->cb);
     sim_u64map_fini(&s->m.held);
+}
+static void kr_callback(krouter *s, double now)
+{
+    if (s->n_cb < EV_MAX)
+        s->cb[s->n_cb++] = (cbrec){now, s->n_log};
 }
 static uint32_t kr_route(void *state, const wl_request *r, const route_view *v)
 {
-    (void)state;
+    kr_callback(state, v->now_s);
     return (uint32_t)(r->id % v->n_dest);
+}
+static void kr_complete(void *state, const wl_request *r, uint32_t dest, const route_done *d)
+{
+    (void)r, (void)dest;
+    kr_callback(state, d->now_s);
+}
+static void kr_first(void *state, const wl_request *r, uint32_t dest, double now_s)
+{
+    (void)r, (void)dest;
+    kr_callback(state, now_s);
 }
 static unsigned kr_needs(const void *const *params)
 {
@@ -212,7 +239,8 @@ static void kr_event(void *state, const route_kv_event *ev)
 static const route_type kr_type = {.name = "kv_recorder", .help = "test",
                                    .state_size = sizeof(krouter), .needs = kr_needs,
                                    .create = kr_create, .route = kr_route, .destroy = kr_destroy,
-                                   .on_kv_event = kr_event};
+                                   .on_kv_event = kr_event, .on_complete = kr_complete,
+                                   .on_first_token = kr_first};
 
 /* Saved at destroy so the test can read the replicas' logs. */
 typedef struct big {
@@ -284,6 +312,21 @@ static void test_cluster_delivery(void)
             CHECK(a->log[i].now >= a->log[i - 1].now);
     }
     CHECK_INT_EQ(exact, a->n_log);    /* delivered exactly `delay` later */
+    /* At every router callback (routing decision, completion, first
+     * token), the router has seen exactly the events due by then: every
+     * event due before the callback's time, none due after it. */
+    uint32_t late = 0, early = 0, j = 0;
+    CHECK(a->n_cb > 500 && a->n_cb < EV_MAX); /* its 200 requests, 3 callbacks each */
+    for (uint32_t i = 0; i < a->n_cb; i++) {
+        const double now = a->cb[i].now;
+        while (j < a->n_log && a->log[j].now < now)
+            j++;
+        late += a->cb[i].seen < j;                          /* one due before not seen */
+        early += a->cb[i].seen > j &&
+                 a->log[a->cb[i].seen - 1].now > now;       /* one due after seen */
+    }
+    CHECK_INT_EQ(late, 0);
+    CHECK_INT_EQ(early, 0);
     /* Every request's blocks were stored once on its destination (200
      * blocks, the shared first one once per destination), except that the
      * run ends with the last request's completion, in the step that
