@@ -9,6 +9,9 @@
 
 #include <errno.h>
 #include <getopt.h>
+#if defined(__GLIBC__)
+#include <malloc.h> /* mallopt (exp_tune_malloc) */
+#endif
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -974,6 +977,14 @@ const char *const *exp_cli_list(const exp_cli_args *a, const char *name, size_t 
 static bool is_help(const char *s)
 {
     return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0;
+}
+
+void exp_tune_malloc(void)
+{
+#if defined(M_TRIM_THRESHOLD) && defined(M_MMAP_THRESHOLD)
+    (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
 }
 
 int exp_cli_main(int argc, char **argv)

@@ -102,6 +102,17 @@ struct exp_cli_args {
  */
 int exp_cli_main(int argc, char **argv);
 
+/* Keep freed memory in the process instead of returning it to the kernel
+ * at once (glibc mallopt: M_TRIM_THRESHOLD 256 MiB, M_MMAP_THRESHOLD at
+ * its 32-MiB maximum for 64-bit glibc, which also stops glibc's dynamic
+ * threshold).  A sweep allocates and frees the same large arrays (caches,
+ * records, hash lists) run after run; with glibc's defaults every run
+ * faulted its pages in again (Mooncake experiment: ~50,000 page faults,
+ * 0.10 s of kernel time in 0.75 s; docs/performance.md "Round 5").  Peak
+ * memory is unchanged; memory stays mapped until exit.  Call once, before
+ * the first allocation that matters; elsewhere than glibc, nothing. */
+void exp_tune_malloc(void);
+
 /*
  * Parse argv[0..argc) (the words after the subcommand's name) against
  * `cmd`'s table into *a, checking kinds, ranges, required options and the

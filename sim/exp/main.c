@@ -8,5 +8,6 @@
 
 int main(int argc, char **argv)
 {
+    exp_tune_malloc();
     return exp_cli_main(argc, argv);
 }

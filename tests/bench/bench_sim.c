@@ -41,6 +41,7 @@
 #include "models/cost_profile.h"
 #include "models/spec_load.h"
 #include "sim/core/error.h"
+#include "sim/exp/cli.h"
 #include "sim/exp/exp.h"
 #include "sim/core/metrics.h"
 #include "sim/exp/setup.h"
@@ -225,6 +226,7 @@ static int bench_experiment(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    exp_tune_malloc(); /* as crsim does (sim/exp/main.c) */
     if (argc >= 2 && !strcmp(argv[1], "experiment"))
         return bench_experiment(argc, argv);
     if (argc < 3 || (strcmp(argv[1], "flagship") && strcmp(argv[1], "mooncake"))) {
