@@ -67,6 +67,7 @@ typedef struct cluster {
      * (seq_vis is the one routers see). */
     bool exact;
     bool cruise;           /* engine_cruise on (CRSIM_CRUISE=0: off, for tests) */
+    uint8_t *planned;      /* n_dest: the engine has a cruise plan (engine_cruise) */
     snapshot *ring;
     uint32_t n_ring;
     uint64_t seq_vis, seq_new;
@@ -210,7 +211,8 @@ static void start_step(cluster *c, uint32_t d, double now)
          * as the step event it stands for once it has run). */
         double t_end = now + dur;
         if (c->cruise)
-            (void)engine_cruise(c->eng[d], now, t_end, c->faults_on ? c->slow[d] : 1.0, &t_end);
+            c->planned[d] = engine_cruise(c->eng[d], now, t_end,
+                                          c->faults_on ? c->slow[d] : 1.0, &t_end) > 0;
         sim_evq_schedule(c->q, c->step_ev[d], t_end);
     }
 }
@@ -222,6 +224,9 @@ static void start_step(cluster *c, uint32_t d, double now)
 static void cruise_stop(cluster *c, uint32_t d, double now)
 {
     double t_next;
+    if (!c->planned[d])
+        return;
+    c->planned[d] = 0;
     if (engine_cruise_stop(c->eng[d], now, true, &t_next)) {
         sim_evq_cancel(c->q, c->step_ev[d]);
         sim_evq_schedule(c->q, c->step_ev[d], t_next);
@@ -355,7 +360,9 @@ static void take_snapshot(cluster *c, snapshot *s, double t)
 {
     s->t = t;
     for (uint32_t d = 0; d < c->p->n_dest; d++) {
-        const engine *e = c->eng[d];
+        engine *e = c->eng[d];
+        if (c->planned[d])
+            engine_cruise_sync(e, t); /* its KV blocks in use as of t */
         s->queued[d] = engine_queued_tokens(e);
         s->waiting[d] = engine_n_waiting(e);
         s->running[d] = engine_n_running(e);
@@ -1116,6 +1123,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     c.q = sim_evq_create();
     c.eng = sim_xcalloc(p->n_dest, sizeof *c.eng);
     c.step_ev = sim_xcalloc(p->n_dest, sizeof *c.step_ev);
+    c.planned = sim_xcalloc(p->n_dest, sizeof *c.planned);
     c.outstanding = sim_xcalloc((size_t)c.n_rep * p->n_dest, sizeof *c.outstanding);
     c.ring = sim_xcalloc(c.n_ring, sizeof *c.ring);
     for (uint32_t k = 0; k < c.n_ring; k++) {
@@ -1251,6 +1259,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
             if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev)))
                 break;
         } else if (ev->kind == EV_STEP) {
+            c.planned[ev->target] = 0;
             engine_step_done(c.eng[ev->target], now);
             start_step(&c, ev->target, now);
         } else if (ev->kind == EV_INTERVAL) {
@@ -1334,6 +1343,7 @@ done:
     sim_evq_destroy(c.q);
     free(c.eng);
     free(c.step_ev);
+    free(c.planned);
     free(c.outstanding);
     for (uint32_t k = 0; k < c.n_ring; k++) {
         free(c.ring[k].queued);

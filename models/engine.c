@@ -90,6 +90,7 @@ struct engine {
      * engine is in step cr_m).  cr_k = 0: no plan. */
     uint32_t cr_k, cr_m;
     uint64_t cr_steps; /* planned steps materialised, over the run */
+    double cr_factor;  /* the plan's step-time multiplier */
     double cr_t[ENGINE_CRUISE_MAX + 1];
 };
 
@@ -465,20 +466,31 @@ static void pure_done(engine *e, double now)
     }
 }
 
+static void step_done(engine *e, double now);
+
 /* Materialise the planned steps that end at or before `now` (strictly
- * before when !incl): each step's end and the next pure step's start,
- * exactly as engine_step_done and engine_try_start would have done them
- * at that time. */
+ * before when !incl): each step's end and the next step's start, at that
+ * time.  A step with nothing due in it (pure) by the two lines that
+ * engine_step_done and engine_try_start reduce to then; one whose steady
+ * decoders need KV blocks by those functions themselves (the plan
+ * guarantees that nobody finishes, nothing waits and every allocation
+ * takes a blank block: no hook, no eviction, no KV event). */
 static void cruise_run(engine *e, double now, bool incl)
 {
     while (e->cr_m + 1 < e->cr_k) {
         const double t = e->cr_t[e->cr_m + 1];
         if (incl ? !(t <= now) : !(t < now))
             break;
-        pure_done(e, t);
-        SIM_ALWAYS(e->wheel[e->tick & e->wmask] == NULL);
-        pure_batch(e, &e->batch);
-        e->step_start = t;
+        if (e->wheel[(e->tick + 1) & e->wmask] == NULL) {
+            pure_done(e, t);
+            pure_batch(e, &e->batch);
+            e->step_start = t;
+        } else {
+            step_done(e, t);
+            const double d = engine_try_start(e, t);
+            SIM_ALWAYS(e->busy && e->n_act == 0 && e->n_due == 0 &&
+                       t + d * e->cr_factor == e->cr_t[e->cr_m + 2]);
+        }
         e->cr_m++;
         e->cr_steps++;
     }
@@ -491,15 +503,40 @@ uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t
     if (!e->busy || e->n_act || e->wait_head || e->n_due || e->n_steady == 0 ||
         e->batch.prefill_tokens)
         return 0;
-    /* Steps 1, 2, ... are pure while the wheel has nothing for their tick
-     * (a parked far event sits in a slot too: the plan ends there). */
+    /* Step j (tick + j) joins the plan while nobody finishes in it and its
+     * steady decoders' new blocks can be had: blank ones, or, when nobody
+     * observes the cache (no KV-event consumer), any available one (an
+     * eviction is then seen only by this engine's own later admissions,
+     * which come after a submission, which ends the plan first).  A
+     * decoder that gets a block at tick t has its next event at
+     * min(t + block_size, its finish) (re-put in the wheel then): the plan
+     * ends before that. */
+    uint32_t blank = e->hooks.kv_change ? pcache_blank(e->cache) : pcache_available(e->cache);
+    uint64_t stop = e->tick + (ENGINE_CRUISE_MAX < e->wmask ? ENGINE_CRUISE_MAX : e->wmask);
     uint32_t k = 1;
-    while (k < ENGINE_CRUISE_MAX && k <= e->wmask && !e->wheel[(e->tick + k) & e->wmask])
-        k++;
+    for (; e->tick + k < stop; k++) {
+        const uint64_t t = e->tick + k;
+        bool ok = true;
+        for (const engine_req *er = e->wheel[t & e->wmask]; er && ok; er = er->wnext) {
+            if (er->ev != t)
+                continue; /* parked: only moved on in the wheel */
+            const uint64_t tf = tick_finish(er);
+            if (tf == t || blank == 0) {
+                ok = false;
+            } else {
+                blank--;
+                const uint64_t nx = t + e->p.block_size < tf ? t + e->p.block_size : tf;
+                stop = nx < stop ? nx : stop;
+            }
+        }
+        if (!ok)
+            break;
+    }
     if (k == 1)
         return 0;
     e->cr_t[0] = t0;
     e->cr_t[1] = t1;
+    e->cr_factor = factor;
     cost_batch b;
     memset(&b, 0, sizeof b);
     b.decode_tokens = e->n_steady;
@@ -511,6 +548,12 @@ uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t
     e->cr_k = k;
     *t_end = e->cr_t[k];
     return k - 1;
+}
+
+void engine_cruise_sync(engine *e, double now)
+{
+    if (e->cr_k)
+        cruise_run(e, now, true);
 }
 
 uint64_t engine_cruise_steps(const engine *e) { return e->cr_steps; }
@@ -704,6 +747,11 @@ void engine_step_done(engine *e, double now)
         SIM_ALWAYS(e->cr_m + 1 == e->cr_k && e->cr_t[e->cr_k] == now);
         e->cr_k = e->cr_m = 0;
     }
+    step_done(e, now);
+}
+
+static void step_done(engine *e, double now)
+{
     /* Every steady decoder computed one token. */
     e->tick++;
     e->s_ctx += e->n_steady;

@@ -137,21 +137,24 @@ void engine_step_done(engine *e, double now);
 #define ENGINE_CRUISE_MAX 64u
 
 /*
- * Cruise: steps of pure steady decode without a kernel event each
+ * Cruise: steps of steady decode without a kernel event each
  * (docs/performance.md, "Round 5: cruise").  Call right after
  * engine_try_start returned a step of duration d at `t0` that the caller
  * will end at t1 = t0 + d * factor (factor: the caller's step-time
- * multiplier, 1 without one).  If that step and the next ones are pure
- * (every running request a steady decoder with no KV-block need and no
- * last token in them, nothing waiting), the engine plans them: step j + 1
- * ends at t_{j+1} = t_j + cost_step_time(its batch) * factor, the same
+ * multiplier, 1 without one).  If that step and the next ones are steady
+ * decode only (every running request a steady decoder, nothing waiting)
+ * with nobody emitting its last token in them, and the KV blocks the
+ * decoders need in them are blank ones (no eviction, so no cache change
+ * and no KV event), the engine plans them: step j + 1 ends at
+ * t_{j+1} = t_j + cost_step_time(its batch) * factor, the same
  * floating-point sums as one step at a time.  Returns the number of
  * planned steps beyond the first (0: no plan) and sets *t_end to the end
  * of the last one (t1 without a plan): the caller schedules its step
- * event there instead of at t1.  Nothing a scrape reads changes in a pure
- * step (queued tokens, waiting, running, KV blocks in use), nor the cache,
- * and no hook fires, so the planned steps are materialised lazily: by
- * engine_step_done at *t_end, or by engine_cruise_stop.
+ * event there instead of at t1.  No hook fires in a planned step, and of
+ * what a scrape reads only the KV blocks in use change (the decoders'
+ * new blocks): the planned steps are materialised lazily, by
+ * engine_step_done at *t_end, by engine_cruise_sync (before a scrape
+ * reads the engine) or by engine_cruise_stop.
  */
 uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t_end);
 
@@ -162,6 +165,11 @@ uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t
  * its end time in *t_next if that is earlier than the plan's end (the
  * caller moves its step event there), else 0.  No plan: returns 0. */
 int engine_cruise_stop(engine *e, double now, bool incl, double *t_next);
+
+/* Materialise the planned steps whose ends are at or before `now`,
+ * keeping the plan (before reading engine_kv_used_blocks at `now`).  No
+ * plan: nothing. */
+void engine_cruise_sync(engine *e, double now);
 
 /* Planned steps materialised so far (each a step end without a kernel
  * event of its own). */

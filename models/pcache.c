@@ -94,6 +94,7 @@ void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx)
 
 uint32_t pcache_capacity(const pcache *c) { return c->n; }
 uint32_t pcache_available(const pcache *c) { return c->n_free + c->n_lru; }
+uint32_t pcache_blank(const pcache *c) { return c->n_free; }
 uint32_t pcache_pinned(const pcache *c) { return c->n_pinned; }
 uint32_t pcache_cached(const pcache *c) { return c->n_cached; }
 uint32_t pcache_nodes(const pcache *c) { return c->n_live; }

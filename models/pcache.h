@@ -84,6 +84,11 @@ uint32_t pcache_capacity(const pcache *c);
  * cached blocks (which allocation would evict). */
 uint32_t pcache_available(const pcache *c);
 
+/* Blank blocks: what an allocation takes before it evicts anything (an
+ * allocation of at most this many changes no cached block and reports no
+ * KV event). */
+uint32_t pcache_blank(const pcache *c);
+
 /* Blocks held by running sequences: private ones plus pinned registered
  * ones (a block pinned by several sequences counts once). */
 uint32_t pcache_pinned(const pcache *c);

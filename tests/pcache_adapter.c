@@ -54,6 +54,7 @@ void pcache_destroy(pcache *c)
 
 uint32_t pcache_capacity(const pcache *c) { return pcache_ref_capacity(c->r); }
 uint32_t pcache_available(const pcache *c) { return pcache_ref_available(c->r); }
+uint32_t pcache_blank(const pcache *c) { return pcache_ref_blank(c->r); }
 uint32_t pcache_pinned(const pcache *c) { return pcache_ref_pinned(c->r); }
 uint32_t pcache_cached(const pcache *c) { return pcache_ref_cached(c->r); }
 uint32_t pcache_nodes(const pcache *c) { return pcache_ref_cached(c->r); }

@@ -133,6 +133,7 @@ void pcache_ref_destroy(pcache_ref *c)
 
 uint32_t pcache_ref_capacity(const pcache_ref *c) { return c->n; }
 uint32_t pcache_ref_available(const pcache_ref *c) { return c->n_fresh + c->n_lru; }
+uint32_t pcache_ref_blank(const pcache_ref *c) { return c->n_fresh; }
 uint32_t pcache_ref_pinned(const pcache_ref *c) { return c->n_pinned; }
 uint32_t pcache_ref_cached(const pcache_ref *c) { return c->n_hashed; }
 

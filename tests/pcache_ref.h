@@ -56,6 +56,10 @@ uint32_t pcache_ref_capacity(const pcache_ref *c);
  * cached blocks (which allocation would evict). */
 uint32_t pcache_ref_available(const pcache_ref *c);
 
+/* Blank (never-used or released unregistered) blocks: what allocation
+ * takes before it evicts. */
+uint32_t pcache_ref_blank(const pcache_ref *c);
+
 /* Blocks that are pinned by at least one request. */
 uint32_t pcache_ref_pinned(const pcache_ref *c);
 

@@ -12,7 +12,11 @@
  * KV-event consumers (dynamo_kv, llmd precise), two gateway replicas,
  * a migrating router (dualmap), crashes, drains, stragglers and
  * recoveries, and the linear cost model.  The cruise must actually have
- * run (cruise_steps > 0 with it on, 0 with it off).
+ * run (cruise_steps > 0 with it on, 0 with it off).  A recording router
+ * checks that every scraped metric a router is shown is the same (the KV
+ * blocks in use change inside a cruise: a scrape materialises it first),
+ * and a migrating one that a request moved into a cruising engine ends
+ * its cruise.
  *
  * usage: test_cruise TRACE SPEC_DIR
  */
@@ -74,6 +78,26 @@ static int mig_create(void *state, const route_env *env, const void *const *para
 
 static void mig_destroy(void *state) { (void)state; }
 
+/* A test router that sums, bit pattern by bit pattern, every engine metric
+ * it is shown (scraped queued tokens, waiting, running, KV utilisation):
+ * the cruise must not change what a scrape reads. */
+static uint64_t view_sum;
+static uint32_t view_route(void *state, const wl_request *r, const route_view *v)
+{
+    (void)state;
+    for (uint32_t d = 0; d < v->n_dest; d++) {
+        uint64_t u;
+        memcpy(&u, &v->kv_util[d], sizeof u);
+        view_sum = view_sum * 1000003u + u + v->queued_tokens[d] * 31u + v->waiting[d] * 7u +
+                   v->running[d];
+    }
+    return (uint32_t)(r->id % v->n_dest);
+}
+
+static const route_type view_router = {.name = "test_view", .state_size = 8,
+                                       .create = mig_create, .route = view_route,
+                                       .destroy = mig_destroy};
+
 static const route_type mig_router = {.name = "test_migrate", .state_size = 8,
                                       .create = mig_create, .route = to_zero,
                                       .destroy = mig_destroy};
@@ -91,7 +115,9 @@ static void run(const cluster_params *p, const char *policy, const char *rcfg, d
                            .cost = &p->cost};
     route_config *rc = NULL;
     CHECK_INT_EQ(route_config_parse(rcfg ? rcfg : "router: {}\n", "test_cruise", &rc), SIM_OK);
-    const route_type *rt = strcmp(policy, "test_migrate") ? route_find(policy) : &mig_router;
+    const route_type *rt = !strcmp(policy, "test_migrate") ? &mig_router
+                           : !strcmp(policy, "test_view")  ? &view_router
+                                                            : route_find(policy);
     CHECK(rt != NULL);
     const int crc = cluster_run(p, rt, &env, rc, (wl_source){rp, next_req}, res);
     if (crc)
@@ -165,6 +191,19 @@ static void test_routers(void)
     CHECK(cruise_equal(&p, "llmd", NULL, 3, 600) > 1000);
     CHECK(cruise_equal(&p, "dualmap", NULL, 3, 600) > 100);
     CHECK(cruise_equal(&p, "test_migrate", NULL, 3, 600) > 1000); /* into cruising engines */
+    /* What every scrape shows, at low and high load: */
+    for (double rate = 1; rate <= 4; rate *= 2) {
+        uint64_t sum[2];
+        for (int on = 0; on < 2; on++) {
+            cluster_result r;
+            view_sum = 0;
+            run(&p, "test_view", NULL, rate, 600, on, &r);
+            sum[on] = view_sum;
+            CHECK(on == 0 || r.cruise_steps > 1000);
+            cluster_result_fini(&r);
+        }
+        CHECK(sum[0] == sum[1]);
+    }
     CHECK(cruise_equal(&p, "preble", NULL, 3, 600) > 100);
     CHECK(cruise_equal(&p, "cacheroute",
                        "router:\n  cacheroute: {q_cap: 0.6, slots: 4, interval_s: 30}\n", 3,
