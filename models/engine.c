@@ -702,6 +702,7 @@ double engine_try_start(engine *e, double now)
             break; /* FCFS: the head waits for memory */
         wait_pop_front(e);
         e->queued -= queued_part(er);
+        er->kv.hint = r->n_blocks; /* sizes the run it starts (no regrowth) */
         pcache_seq_pin(e->cache, &er->kv, r->blocks, m);
         er->nblk = m;
         er->n_reg = m;

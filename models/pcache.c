@@ -365,7 +365,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
         if (at == NONE) {
             /* A new run under x, pinned by s alone. */
             const uint32_t k = full - pos;
-            const uint32_t y = node_new(c, k);
+            const uint32_t y = node_new(c, s->hint > full ? s->hint - pos : k);
             node *yn = &c->nd[y];
             memcpy(yn->h, hashes + pos, (size_t)k * sizeof *yn->h);
             yn->len = k;

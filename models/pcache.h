@@ -67,6 +67,12 @@ typedef struct pcache_seq {
     uint32_t n_tree; /* leading blocks that are registered and pinned */
     uint32_t n_priv; /* following blocks that are private (unregistered) */
     bool stuck;      /* a collision stopped its registrations */
+    uint32_t hint;   /* optional, set by the owner before pcache_seq_pin:
+                        the blocks it will commit hashes for in all (its
+                        request's hash list); a run the sequence starts is
+                        then sized for the rest of them at once instead of
+                        grown by doubling as commits extend it.  0 = unknown.
+                        Never changes what the cache holds. */
 } pcache_seq;
 
 /* Create a pool of `n_blocks` blocks (>= 1).  Returns NULL if out of
