@@ -434,7 +434,7 @@ static void steady_flush(engine *e)
         ptr_push(&e->act, &e->n_act, &e->cap_act, er);
 }
 
-/* ---- cruise: pure steady-decode steps without kernel events ---- */
+/* ---- cruise: steady-decode steps without kernel events ---- */
 
 /* The batch of a pure steady step (every running request a steady
  * decoder without an event in it, nothing waiting): what the fast path of
@@ -474,7 +474,8 @@ static void step_done(engine *e, double now);
  * engine_step_done and engine_try_start reduce to then; one whose steady
  * decoders need KV blocks by those functions themselves (the plan
  * guarantees that nobody finishes, nothing waits and every allocation
- * takes a blank block: no hook, no eviction, no KV event). */
+ * succeeds, from blank blocks when the cache is observed: no hook, no KV
+ * event). */
 static void cruise_run(engine *e, double now, bool incl)
 {
     while (e->cr_m + 1 < e->cr_k) {
