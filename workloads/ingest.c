@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "sim/core/u64map.h"
 #include "workloads/arrivals.h"
 #include "workloads/internal.h"
 
@@ -415,11 +416,45 @@ static int build_table(const wl_trace *t, uint32_t bs, table *tab)
         free(tab->h);
         return 1;
     }
+    /* A request's leading blocks are those of the last earlier request
+     * with the same first hash id, as far as their ids agree (a block's
+     * hash is a function of the ids up to its own): copied, not hashed
+     * again (conversation traces repeat their prefixes). */
+    sim_u64map last;
+    if (sim_u64map_init(&last, 1024)) {
+        free(tab->off);
+        free(tab->h);
+        return 1;
+    }
+    const uint32_t per = t->block_tokens / bs;
     uint64_t k = 0;
     for (size_t i = 0; i < t->n; i++) {
         tab->off[i] = k;
-        k += wl__trace_req_hashes(t, i, bs, tab->h + k);
+        const wl_trace_req *r = &t->reqs[i];
+        uint32_t from = 0;
+        if (r->n_ids > 0) {
+            const uint64_t *ids = t->ids + r->ids_off;
+            const uint32_t p = sim_u64map_get(&last, ids[0]);
+            if (p != SIM_U64MAP_NONE) {
+                const wl_trace_req *q = &t->reqs[p];
+                const uint64_t *qids = t->ids + q->ids_off;
+                const uint32_t lim = r->n_ids < q->n_ids ? r->n_ids : q->n_ids;
+                uint32_t c = 0;
+                while (c < lim && ids[c] == qids[c])
+                    c++;
+                const uint64_t nq = tab->off[p + 1] - tab->off[p];
+                uint64_t m = (uint64_t)c * per;
+                m = m < nq ? m : nq;
+                const uint32_t nb = wl__trace_req_blocks(t, i, bs);
+                from = (uint32_t)(m < nb ? m : nb);
+                memcpy(tab->h + k, tab->h + tab->off[p], (size_t)from * sizeof *tab->h);
+            }
+            sim_u64map_put(&last, ids[0], (uint32_t)i);
+        }
+        k += wl__trace_req_hashes_from(t, i, bs, tab->h + k, from);
+        tab->off[i + 1] = k; /* read above by later requests */
     }
+    sim_u64map_fini(&last);
     tab->off[t->n] = k;
     tab->pub = (wl_trace_hashes){.block_size = bs, .h = tab->h, .off = tab->off};
     return 0;

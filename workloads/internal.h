@@ -46,4 +46,8 @@ int wl__digits(const char **p, int n, int64_t *v);
  * (replay.c; also ingest.c) */
 uint32_t wl__trace_req_blocks(const struct wl_trace *t, size_t i, uint32_t bs);
 uint32_t wl__trace_req_hashes(const struct wl_trace *t, size_t i, uint32_t bs, uint64_t *h);
+/* As wl__trace_req_hashes with h[0..from) already holding the first
+ * `from` hashes (from <= the count): only the rest are computed. */
+uint32_t wl__trace_req_hashes_from(const struct wl_trace *t, size_t i, uint32_t bs, uint64_t *h,
+                                   uint32_t from);
 #endif

@@ -10,6 +10,7 @@
 
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
+#include "workloads/blockhash.h"
 #include "workloads/ingest.h"
 #include "workloads/internal.h"
 
@@ -165,14 +166,21 @@ uint32_t wl__trace_req_blocks(const wl_trace *t, size_t i, uint32_t bs)
 
 uint32_t wl__trace_req_hashes(const wl_trace *t, size_t i, uint32_t bs, uint64_t *h)
 {
+    return wl__trace_req_hashes_from(t, i, bs, h, 0);
+}
+
+uint32_t wl__trace_req_hashes_from(const wl_trace *t, size_t i, uint32_t bs, uint64_t *h,
+                                   uint32_t from)
+{
     const wl_trace_req *tr = &t->reqs[i];
     const uint64_t *ids = t->ids + tr->ids_off;
     const uint32_t per = t->block_tokens / bs;
     const uint32_t nb = wl__trace_req_blocks(t, i, bs);
-    uint64_t parent = 0;
-    for (uint32_t j = 0; j < nb; j++) {
+    SIM_ALWAYS(from <= nb);
+    uint64_t parent = from ? h[from - 1] : 0;
+    for (uint32_t j = from; j < nb; j++) {
         uint64_t content = (ids[j / per] << 16) | (uint64_t)(j % per);
-        parent = h[j] = wl_block_hash(parent, content);
+        parent = h[j] = wl__block_hash(parent, content);
     }
     return nb;
 }
