@@ -681,6 +681,12 @@ static void bisect_set(const route__kvidx *x, const uint64_t *hashes, uint32_t l
             return;
         }
         const uint32_t mid = lo + (hi - lo + 1) / 2; /* test block mid-1 */
+        /* Each probe depends on the one before: fetch both blocks the
+         * next step may test while this one is awaited. */
+        if (mid < hi)
+            t_prefetch(x, hashes[mid + (hi - mid + 1) / 2 - 1]);
+        if (lo + 1 < mid)
+            t_prefetch(x, hashes[lo + (mid - lo) / 2 - 1]);
         const uint64_t b = t_bits(x, hashes[mid - 1]);
         if (mask & ~b)
             bisect_set(x, hashes, lo, mid - 1, mask & ~b, len); /* depth <= log2 n */
