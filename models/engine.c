@@ -90,7 +90,6 @@ struct engine {
      * engine is in step cr_m).  cr_k = 0: no plan. */
     uint32_t cr_k, cr_m;
     uint64_t cr_steps; /* planned steps materialised, over the run */
-    double cr_factor;  /* the plan's step-time multiplier */
     double cr_t[ENGINE_CRUISE_MAX + 1];
 };
 
@@ -466,32 +465,52 @@ static void pure_done(engine *e, double now)
     }
 }
 
-static void step_done(engine *e, double now);
+/* The formation of a planned step whose wheel slot holds entries:
+ * engine_try_start's fast path with nothing in `act`, nothing waiting and
+ * nobody finishing (the plan's guarantees), in the same order: parked
+ * entries moved on, then each due decoder's new KV block and its next
+ * event.  The batch is the pure one (the caller sets it). */
+static void cruise_form(engine *e)
+{
+    engine_req **slot = &e->wheel[e->tick & e->wmask];
+    engine_req *list = *slot;
+    *slot = NULL;
+    SIM_ALWAYS(e->n_due == 0 && e->n_act == 0);
+    for (engine_req *er = list, *next; er; er = next) {
+        next = er->wnext;
+        if (er->ev == e->tick)
+            ptr_push(&e->due, &e->n_due, &e->cap_due, er);
+        else
+            wheel_put(e, er); /* parked: not due yet */
+    }
+    for (uint32_t i = 0; i < e->n_due; i++) {
+        engine_req *er = e->due[i];
+        SIM_ALWAYS(tick_block(e, er) == e->tick && tick_finish(er) != e->tick);
+        SIM_ALWAYS(ensure_blocks(e, er, er->nblk + 1));
+        er->ev = next_event(e, er);
+        wheel_put(e, er);
+    }
+    e->n_due = 0;
+}
 
 /* Materialise the planned steps that end at or before `now` (strictly
  * before when !incl): each step's end and the next step's start, at that
- * time.  A step with nothing due in it (pure) by the two lines that
- * engine_step_done and engine_try_start reduce to then; one whose steady
- * decoders need KV blocks by those functions themselves (the plan
- * guarantees that nobody finishes, nothing waits and every allocation
- * succeeds, from blank blocks when the cache is observed: no hook, no KV
- * event). */
+ * time: what engine_step_done and engine_try_start reduce to when the
+ * plan's guarantees hold (nobody finishes, nothing waits, every
+ * allocation succeeds, from blank blocks when the cache is observed: no
+ * hook, no KV event), plus cruise_form for a step whose decoders need KV
+ * blocks. */
 static void cruise_run(engine *e, double now, bool incl)
 {
     while (e->cr_m + 1 < e->cr_k) {
         const double t = e->cr_t[e->cr_m + 1];
         if (incl ? !(t <= now) : !(t < now))
             break;
-        if (e->wheel[(e->tick + 1) & e->wmask] == NULL) {
-            pure_done(e, t);
-            pure_batch(e, &e->batch);
-            e->step_start = t;
-        } else {
-            step_done(e, t);
-            const double d = engine_try_start(e, t);
-            SIM_ALWAYS(e->busy && e->n_act == 0 && e->n_due == 0 &&
-                       t + d * e->cr_factor == e->cr_t[e->cr_m + 2]);
-        }
+        pure_done(e, t);
+        if (e->wheel[e->tick & e->wmask])
+            cruise_form(e);
+        pure_batch(e, &e->batch);
+        e->step_start = t;
         e->cr_m++;
         e->cr_steps++;
     }
@@ -537,7 +556,6 @@ uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t
         return 0;
     e->cr_t[0] = t0;
     e->cr_t[1] = t1;
-    e->cr_factor = factor;
     cost_batch b;
     memset(&b, 0, sizeof b);
     b.decode_tokens = e->n_steady;
@@ -740,6 +758,8 @@ static void finish_one(engine *e, engine_req *er, double now)
     er->finish_s = now;
     e->hooks.finish(e->hooks.ctx, e->dest, er, now);
 }
+
+static void step_done(engine *e, double now);
 
 void engine_step_done(engine *e, double now)
 {
