@@ -2,8 +2,11 @@
  * Tests of workloads/keyrates.c: Gini and top shares on hand-computable
  * vectors, the share cap, active set and whales, the Brent fit, the paper
  * preset's statistics (the acceptance numbers of issue 4) and bad key-rate
- * files.  Usage: test_keyrates SPEC_DIR (workloads/specs).
+ * files, and the process-wide memo (a population built again is bit for
+ * bit the one built fresh, in one thread or two; every input is in the
+ * key).  Usage: test_keyrates SPEC_DIR (workloads/specs).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +147,104 @@ static void test_fit(void)
     wl_keyrates_fini(&a);
     wl_keyrates_fini(&b);
     wl_keyrates_fini(&c);
+}
+
+/* One fitted, capped lognormal population: theta and rates. */
+typedef struct built {
+    double theta;
+    wl_keyrates kr;
+} built;
+
+static void build(size_t n, double gini, double cap, uint64_t seed, built *b)
+{
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_LOGNORMAL, n, gini, cap, 0, seed, &b->theta),
+                 SIM_OK);
+    CHECK_INT_EQ(wl_keyrates_lognormal(n, b->theta, cap, seed, &b->kr), SIM_OK);
+}
+
+static int same_built(const built *a, const built *b)
+{
+    return memcmp(&a->theta, &b->theta, sizeof a->theta) == 0 && a->kr.n == b->kr.n &&
+           memcmp(a->kr.rate, b->kr.rate, a->kr.n * sizeof *a->kr.rate) == 0 &&
+           memcmp(a->kr.id, b->kr.id, a->kr.n * sizeof *a->kr.id) == 0;
+}
+
+static void free_built(built *b) { wl_keyrates_fini(&b->kr); }
+
+typedef struct memo_job {
+    const built *ref; /* [2]: seeds 5 and 6 */
+    int ok;
+} memo_job;
+
+static void *memo_thread(void *arg)
+{
+    memo_job *j = arg;
+    j->ok = 1;
+    for (int i = 0; i < 20; i++) {
+        built b;
+        build(4000, 0.75, 0.003, 5 + (uint64_t)(i & 1), &b);
+        j->ok &= same_built(&b, &j->ref[i & 1]);
+        free_built(&b);
+    }
+    return NULL;
+}
+
+static void test_memo(void)
+{
+    /* Fresh references, each computed with an empty memo. */
+    built ref[2], again, other;
+    wl_keyrates_memo_clear();
+    build(4000, 0.75, 0.003, 5, &ref[0]);
+    wl_keyrates_memo_stats st = wl_keyrates_memo_get_stats();
+    /* The fit drew z once (a miss, kept), the constructor found it. */
+    CHECK_U64_EQ(st.theta_misses, 1);
+    CHECK_U64_EQ(st.theta_hits, 0);
+    CHECK_U64_EQ(st.z_misses, 1);
+    CHECK_U64_EQ(st.z_hits, 1);
+    wl_keyrates_memo_clear();
+    build(4000, 0.75, 0.003, 6, &ref[1]);
+    CHECK(memcmp(ref[0].kr.rate, ref[1].kr.rate, 4000 * sizeof(double)) != 0);
+    /* Built again from the memo: bit for bit the fresh one. */
+    build(4000, 0.75, 0.003, 6, &again);
+    st = wl_keyrates_memo_get_stats();
+    CHECK_U64_EQ(st.theta_hits, 1);
+    CHECK_U64_EQ(st.z_hits, 2);
+    CHECK(same_built(&again, &ref[1]));
+    free_built(&again);
+    /* Every input is in the key: another seed, cap, Gini, n or family
+     * misses and gives its own answer. */
+    build(4000, 0.75, 0.003, 5, &other); /* seed 6 memoised, 5 is not */
+    CHECK(same_built(&other, &ref[0]));
+    free_built(&other);
+    double th_cap, th_gini, th_n, th_zipf, th_q;
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_LOGNORMAL, 4000, 0.75, 0.004, 0, 6, &th_cap), SIM_OK);
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_LOGNORMAL, 4000, 0.7, 0.003, 0, 6, &th_gini), SIM_OK);
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_LOGNORMAL, 4001, 0.75, 0.003, 0, 6, &th_n), SIM_OK);
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_ZIPF, 4000, 0.75, 0.003, 0, 6, &th_zipf), SIM_OK);
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_ZIPF, 4000, 0.75, 0.003, 2, 6, &th_q), SIM_OK);
+    CHECK(th_cap != ref[1].theta && th_gini != ref[1].theta && th_n != ref[1].theta);
+    CHECK(th_zipf != ref[1].theta && th_q != th_zipf);
+    st = wl_keyrates_memo_get_stats();
+    CHECK_U64_EQ(st.theta_hits, 1); /* none of the five was a hit */
+    /* An error is not kept: the same bad input fails again. */
+    double th;
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_LOGNORMAL, 100, 0.9, 0.011, 0, 1, &th), SIM_EINVAL);
+    CHECK_INT_EQ(wl_keyrates_fit_gini(WL_KEYS_LOGNORMAL, 100, 0.9, 0.011, 0, 1, &th), SIM_EINVAL);
+    /* Two threads building both populations at once (the memo's round-robin
+     * replacement under contention) always get the fresh results. */
+    wl_keyrates_memo_clear();
+    memo_job jobs[2] = {{ref, 0}, {ref, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_INT_EQ(pthread_create(&t[i], NULL, memo_thread, &jobs[i]), 0);
+    for (int i = 0; i < 2; i++)
+        CHECK_INT_EQ(pthread_join(t[i], NULL), 0);
+    CHECK(jobs[0].ok && jobs[1].ok);
+    st = wl_keyrates_memo_get_stats();
+    CHECK(st.theta_hits >= 36); /* at most 2 misses per seed across the threads */
+    free_built(&ref[0]);
+    free_built(&ref[1]);
+    wl_keyrates_memo_clear();
 }
 
 static void check_preset(const char *name, int paper)
@@ -294,6 +395,7 @@ int main(int argc, char **argv)
     test_hand_vectors();
     test_cap_active_whales();
     test_fit();
+    test_memo();
     test_file();
     check_preset("paper-main.yaml", 1);
     check_preset("paper-second.yaml", 1);

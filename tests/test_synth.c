@@ -104,6 +104,38 @@ static void test_crn(void)
     wl_config_fini(&c);
 }
 
+/* wl_synth_next_arrival: the arrival times of wl_synth_next, bit for bit,
+ * and the same end, by max_requests and by duration_s. */
+static void test_next_arrival(void)
+{
+    const char *ends[2] = {"", "  duration_s: 300\n"};
+    for (int e = 0; e < 2; e++) {
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml, "%s%s", base_yaml, ends[e]);
+        wl_config c;
+        load(yaml, &c);
+        wl_synth *a = make(&c, 7, 25.0, 16), *b = make(&c, 7, 25.0, 16);
+        wl_request r;
+        double t;
+        uint64_t n = 0;
+        while (wl_synth_next(a, &r) > 0) {
+            CHECK_INT_EQ(wl_synth_next_arrival(b, &t), 1);
+            CHECK(memcmp(&t, &r.arrival_s, sizeof t) == 0);
+            wl_request_fini(&r);
+            n++;
+        }
+        CHECK_INT_EQ(wl_synth_next_arrival(b, &t), 0);
+        /* 20,000 requests at 25/s take ~800 s: the 300 s duration ends first. */
+        if (e == 0)
+            CHECK_U64_EQ(n, 20000);
+        else
+            CHECK(n > 6000 && n < 9000);
+        wl_synth_destroy(a);
+        wl_synth_destroy(b);
+        wl_config_fini(&c);
+    }
+}
+
 static void test_drift_step(void)
 {
     /* σ = 0.3 over six intervals: the log-rate of each key moves by
@@ -377,6 +409,7 @@ int main(int argc, char **argv)
     test_config();
     test_structure();
     test_crn();
+    test_next_arrival();
     test_drift_step();
     test_chained_hashes();
     test_rate();

@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,13 +169,162 @@ int wl_keyrates_cap(wl_keyrates *kr, double cap)
     return SIM_OK;
 }
 
+/* ---- process-wide memo ------------------------------------------------------
+ *
+ * The sorted log-weights of (n, seed) and the fitted shape of (family, n,
+ * Gini, cap, q, seed) are pure functions of those inputs, and a process
+ * builds the same population many times: every candidate of `crsim fit`
+ * and every calibration probe sets up the same workload keys again
+ * (round 5 of docs/performance.md).  The memo keeps the last MEMO_N of
+ * each, keyed on every input bit for bit, and hands out copies, so a
+ * result from the memo is the array or value a fresh computation gives.
+ * One mutex: set-ups may run in worker threads (sim/exp/pool.c).  Only
+ * successes are kept; vectors above MEMO_MAX_N keys are not kept (a
+ * 10^7-key population would hold 80 MB per entry). */
+enum { MEMO_N = 4, MEMO_MAX_N = (size_t)1 << 22 };
+
+typedef struct z_entry {
+    size_t n;
+    uint64_t seed;
+    double *z; /* n doubles, sorted decreasing; NULL = empty slot */
+} z_entry;
+
+typedef struct theta_key {
+    int fam;
+    size_t n;
+    uint64_t gini, cap, q, seed; /* the doubles' bits, and the seed */
+} theta_key;
+
+typedef struct theta_entry {
+    bool used;
+    theta_key k;
+    double theta;
+} theta_entry;
+
+static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+static z_entry z_memo[MEMO_N];
+static theta_entry theta_memo[4 * MEMO_N];
+static unsigned z_next, theta_next; /* round-robin replacement */
+static wl_keyrates_memo_stats memo_stats;
+
+static uint64_t dbits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static bool theta_key_eq(const theta_key *a, const theta_key *b)
+{
+    return a->fam == b->fam && a->n == b->n && a->gini == b->gini && a->cap == b->cap &&
+           a->q == b->q && a->seed == b->seed;
+}
+
+void wl_keyrates_memo_clear(void)
+{
+    pthread_mutex_lock(&memo_mu);
+    for (size_t i = 0; i < MEMO_N; i++) {
+        free(z_memo[i].z);
+        z_memo[i] = (z_entry){0};
+    }
+    memset(theta_memo, 0, sizeof theta_memo);
+    z_next = theta_next = 0;
+    memo_stats = (wl_keyrates_memo_stats){0};
+    pthread_mutex_unlock(&memo_mu);
+}
+
+wl_keyrates_memo_stats wl_keyrates_memo_get_stats(void)
+{
+    pthread_mutex_lock(&memo_mu);
+    wl_keyrates_memo_stats st = memo_stats;
+    pthread_mutex_unlock(&memo_mu);
+    return st;
+}
+
+/* A copy of the memo's z of (n, seed) into z (n doubles): true if found. */
+static bool z_memo_get(size_t n, uint64_t seed, double *z)
+{
+    bool hit = false;
+    pthread_mutex_lock(&memo_mu);
+    for (size_t i = 0; i < MEMO_N && !hit; i++)
+        if (z_memo[i].z && z_memo[i].n == n && z_memo[i].seed == seed) {
+            memcpy(z, z_memo[i].z, n * sizeof *z);
+            hit = true;
+        }
+    if (hit)
+        memo_stats.z_hits++;
+    else
+        memo_stats.z_misses++;
+    pthread_mutex_unlock(&memo_mu);
+    return hit;
+}
+
+/* Keep a copy of z of (n, seed); silently not kept without memory. */
+static void z_memo_put(size_t n, uint64_t seed, const double *z)
+{
+    if (n > MEMO_MAX_N)
+        return;
+    double *c = malloc(n * sizeof *c);
+    if (!c)
+        return;
+    memcpy(c, z, n * sizeof *c);
+    pthread_mutex_lock(&memo_mu);
+    bool have = false; /* another thread may have put it meanwhile */
+    for (size_t i = 0; i < MEMO_N; i++)
+        have = have || (z_memo[i].z && z_memo[i].n == n && z_memo[i].seed == seed);
+    if (!have) {
+        z_entry *e = &z_memo[z_next];
+        z_next = (z_next + 1) % MEMO_N;
+        free(e->z);
+        *e = (z_entry){.n = n, .seed = seed, .z = c};
+        c = NULL;
+    }
+    pthread_mutex_unlock(&memo_mu);
+    free(c);
+}
+
+static bool theta_memo_get(const theta_key *k, double *theta)
+{
+    bool hit = false;
+    pthread_mutex_lock(&memo_mu);
+    for (size_t i = 0; i < sizeof theta_memo / sizeof *theta_memo && !hit; i++)
+        if (theta_memo[i].used && theta_key_eq(&theta_memo[i].k, k)) {
+            *theta = theta_memo[i].theta;
+            hit = true;
+        }
+    if (hit)
+        memo_stats.theta_hits++;
+    else
+        memo_stats.theta_misses++;
+    pthread_mutex_unlock(&memo_mu);
+    return hit;
+}
+
+static void theta_memo_put(const theta_key *k, double theta)
+{
+    pthread_mutex_lock(&memo_mu);
+    bool have = false;
+    for (size_t i = 0; i < sizeof theta_memo / sizeof *theta_memo; i++)
+        have = have || (theta_memo[i].used && theta_key_eq(&theta_memo[i].k, k));
+    if (!have) {
+        theta_memo[theta_next] = (theta_entry){.used = true, .k = *k, .theta = theta};
+        theta_next = (theta_next + 1) % (sizeof theta_memo / sizeof *theta_memo);
+    }
+    pthread_mutex_unlock(&memo_mu);
+}
+
 /* The lognormal population's log-weights z_i (N(0,1) deviates), drawn with
  * gsl_ran_lognormal(r, 0, 1) so that exp(σ z_i) is exactly what
  * gsl_ran_lognormal(r, 0, σ) returns up to rounding (GSL's sampler draws
- * the same normal deviate whatever σ).  Sorted decreasing. */
+ * the same normal deviate whatever σ).  Sorted decreasing.  From the memo
+ * when (n, seed) was drawn before in this process. */
 static int draw_z(size_t n, uint64_t seed, double **out)
 {
     double *z = malloc(n * sizeof *z);
+    if (z && z_memo_get(n, seed, z)) {
+        *out = z;
+        return SIM_OK;
+    }
     gsl_rng *r = sim_rng_create(seed, sim_rng_substream(SIM_STREAM_KEYS, 1));
     if (!z || !r) {
         free(z);
@@ -190,6 +341,7 @@ static int draw_z(size_t n, uint64_t seed, double **out)
         z[i] = z[j];
         z[j] = t;
     }
+    z_memo_put(n, seed, z);
     *out = z;
     return SIM_OK;
 }
@@ -316,6 +468,13 @@ int wl_keyrates_fit_gini(enum wl_keydist family, size_t n, double gini, double c
     int rc = check_cap(n, cap, 1);
     if (rc)
         return rc;
+    /* Every input of the fit is in the key (the seed and q even where the
+     * family ignores them: a miss costs one fit, a wrong hit would cost
+     * exactness). */
+    const theta_key key = (theta_key){.fam = (int)family, .n = n, .gini = dbits(gini), .cap = dbits(cap),
+                      .q = dbits(q), .seed = seed};
+    if (theta_memo_get(&key, theta))
+        return SIM_OK;
     fit_ctx c = {.fam = family, .n = n, .q = q, .cap = cap, .target = gini};
     double *z = NULL;
     if (family == WL_KEYS_LOGNORMAL && (rc = draw_z(n, seed, &z)))
@@ -360,6 +519,7 @@ int wl_keyrates_fit_gini(enum wl_keydist family, size_t n, double gini, double c
         goto done;
     }
     *theta = root;
+    theta_memo_put(&key, root);
 done:
     gsl_root_fsolver_free(s);
     free(z);

@@ -128,6 +128,27 @@ void wl_names_free(char **names, size_t n);
 int wl_keyrates_cap(wl_keyrates *kr, double cap);
 
 /*
+ * The process-wide memo of the key-rate constructors (round 5 of
+ * docs/performance.md): wl_keyrates_lognormal and wl_keyrates_fit_gini
+ * keep the sorted normal deviates of the last 4 (n, seed) pairs (up to
+ * 2^22 keys each) and the fitted shape of the last 16 (family, n, Gini,
+ * cap, q, seed) inputs, keyed bit for bit on every input, and return
+ * copies: results are identical to a fresh computation, only faster when
+ * the same population is built again in one process (every candidate of
+ * `crsim fit`, every calibration probe).  Thread-safe (one mutex).
+ * wl_keyrates_memo_clear frees every entry and zeroes the counters (for
+ * tests; cannot fail); wl_keyrates_memo_get_stats returns the hit and
+ * miss counts since the last clear.
+ */
+typedef struct wl_keyrates_memo_stats {
+    uint64_t z_hits, z_misses;         /* sorted deviates of (n, seed) */
+    uint64_t theta_hits, theta_misses; /* fitted shapes */
+} wl_keyrates_memo_stats;
+
+void wl_keyrates_memo_clear(void);
+wl_keyrates_memo_stats wl_keyrates_memo_get_stats(void);
+
+/*
  * Fit the shape parameter of `family` (σ of the lognormal, s of Zipf with
  * offset `q`) so that the Gini coefficient of the generated n-key vector,
  * after the share cap `cap` (0 = none), equals `gini`.  Uses

@@ -484,6 +484,20 @@ int wl_synth_next(wl_synth *s, wl_request *out)
     return 1;
 }
 
+int wl_synth_next_arrival(wl_synth *s, double *arrival_s)
+{
+    /* The first lines of wl_synth_next: its arrival time and end rule. */
+    if (s->max_requests && s->next_id >= s->max_requests)
+        return 0;
+    double t = s->t + wl_arrivals_next(s->arr);
+    if (s->duration_s > 0 && t > s->duration_s)
+        return 0;
+    s->t = t;
+    s->next_id++;
+    *arrival_s = t;
+    return 1;
+}
+
 static int source_next(void *state, wl_request *out) { return wl_synth_next(state, out); }
 
 wl_source wl_synth_source(wl_synth *s) { return (wl_source){s, source_next}; }

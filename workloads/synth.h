@@ -83,6 +83,22 @@ void wl_synth_destroy(wl_synth *s);
  */
 int wl_synth_next(wl_synth *s, wl_request *out);
 
+/*
+ * Advance to the next arrival only: *arrival_s (s) receives the arrival
+ * time the next wl_synth_next call would have given, under the same end
+ * rule (max_requests, duration_s), without drawing its key, lengths or
+ * block hashes.  Arrival times come from their own stream
+ * (SIM_STREAM_ARRIVALS, sim/core/rng.h) and never from the key or length
+ * streams, so the sequence of arrival times is exactly that of
+ * wl_synth_next.  For the harness's measurement-window scan (the warm-up
+ * by time, count or share: sim/exp/setup.c exp_setup_window), where only
+ * arrival times count.  After this call the generator's key and length
+ * streams are behind its arrivals: it may then only be advanced with
+ * wl_synth_next_arrival or destroyed.  Returns 1, or 0 at the end.
+ * Cannot fail.
+ */
+int wl_synth_next_arrival(wl_synth *s, double *arrival_s);
+
 /* The generator as a wl_source for cluster_run (state = s; `s` must
  * outlive the source).  Cannot fail. */
 wl_source wl_synth_source(wl_synth *s);
