@@ -438,6 +438,15 @@ int wl_synth_next(wl_synth *s, wl_request *out)
     for (uint32_t b = reuse; b < nb; b++) {
         uint64_t c = 0;
         uint32_t need = B;
+        const uint64_t sl_len = s->segs[si].len;
+        if (off + (uint64_t)B < sl_len) {
+            /* The common case, the block inside one segment and not at its
+             * end: the loop below with one piece, without its bookkeeping. */
+            const uint64_t piece[3] = {s->segs[si].id, off, B};
+            c = XXH3_64bits_withSeed(piece, sizeof piece, 0);
+            off += B;
+            need = 0;
+        }
         while (need) {
             uint32_t avail = s->segs[si].len - off;
             uint32_t take = avail < need ? avail : need;
