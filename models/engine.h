@@ -138,14 +138,18 @@ void engine_step_done(engine *e, double now);
 
 /*
  * Cruise: steps of steady decode without a kernel event each
- * (docs/performance.md, "Round 5: cruise").  Call right after
+ * (docs/performance.md, "Round 5: cruise, lazy KV delivery, batched KV
+ * events").  Call right after
  * engine_try_start returned a step of duration d at `t0` that the caller
  * will end at t1 = t0 + d * factor (factor: the caller's step-time
  * multiplier, 1 without one).  If that step and the next ones are steady
  * decode only (every running request a steady decoder, nothing waiting)
  * with nobody emitting its last token in them, and the KV blocks the
- * decoders need in them are blank ones (no eviction, so no cache change
- * and no KV event), the engine plans them: step j + 1 ends at
+ * decoders need in them can be had without a visible change (blank ones
+ * when a KV-event consumer observes the cache, so no eviction and no KV
+ * event; any available ones otherwise: an eviction is then seen only by
+ * this engine's later admissions, which follow a submission, which ends
+ * the plan), the engine plans them: step j + 1 ends at
  * t_{j+1} = t_j + cost_step_time(its batch) * factor, the same
  * floating-point sums as one step at a time.  Returns the number of
  * planned steps beyond the first (0: no plan) and sets *t_end to the end
