@@ -446,12 +446,10 @@ static inline void pure_batch(const engine *e, cost_batch *b)
     b->sampled = e->n_steady;
 }
 
-/* Step bookkeeping of engine_step_done at `now` for a step without
- * prefill, with nothing finishing and nobody to visit (a pure step). */
-static void pure_done(engine *e, double now)
+/* The counters of the step in progress (e->batch) ending at `now`: every
+ * step's end, planned or not. */
+static inline void count_step(engine *e, double now)
 {
-    e->tick++;
-    e->s_ctx += e->n_steady;
     const double dur = now - e->step_start;
     e->st.steps++;
     e->st.prefill_tokens += e->batch.prefill_tokens;
@@ -463,6 +461,15 @@ static void pure_done(engine *e, double now)
         e->st.win_decode_tokens += e->batch.decode_tokens;
         e->st.win_busy_s += dur;
     }
+}
+
+/* Step bookkeeping of engine_step_done at `now` for a step without
+ * prefill, with nothing finishing and nobody to visit (a pure step). */
+static void pure_done(engine *e, double now)
+{
+    e->tick++;
+    e->s_ctx += e->n_steady;
+    count_step(e, now);
 }
 
 /* The formation of a planned step whose wheel slot holds entries:
@@ -822,18 +829,7 @@ static void step_done(engine *e, double now)
     while (d < n_due)
         finish_one(e, e->due[d++], now);
     e->n_act = kept;
-
-    const double dur = now - e->step_start;
-    e->st.steps++;
-    e->st.prefill_tokens += e->batch.prefill_tokens;
-    e->st.decode_tokens += e->batch.decode_tokens;
-    e->st.ctx_read_tokens += e->batch.prefill_ctx + e->batch.decode_ctx;
-    e->st.busy_s += dur;
-    if (now >= e->win_t0) {
-        e->st.win_prefill_tokens += e->batch.prefill_tokens;
-        e->st.win_decode_tokens += e->batch.decode_tokens;
-        e->st.win_busy_s += dur;
-    }
+    count_step(e, now);
     e->busy = false;
 }
 
