@@ -24,35 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/cluster.h"
-#include "models/spec_load.h"
-#include "sim/core/error.h"
-#include "workloads/mooncake.h"
-#include "workloads/replay.h"
-#include "check.h"
+#include "mooncake_fixture.h"
 
-static wl_trace *trace;
-static spec_hw hw;
-static spec_model model;
-
-static int next_req(void *s, wl_request *out) { return wl_replay_next(s, out); }
-
+/* The fixture's cluster with a scraped view (every 50 ms) and a 20-s
+ * warm-up. */
 static cluster_params params(uint32_t n_dest)
 {
-    cluster_params p = {
-        .n_dest = n_dest,
-        .deploy = {.hw = &hw, .model = &model, .tp = 2, .weight_dtype = SPEC_FP8,
-                   .kv_dtype = SPEC_FP8, .mem_util = 0.9, .block_size = 16},
-        .engine = {.block_size = 16, .max_num_batched_tokens = 8192, .max_num_seqs = 256,
-                   .prefix_caching = true},
-        .warmup_s = 20,
-        .drain_s = 1e6,
-        .gateway = {.scrape_interval_s = 0.05, .replicas = 1},
-        .faults = {.retry_timeout_s = 0.5, .max_retries = 2, .health_check_interval_s = 10},
-    };
-    const cost_params cp = {.mfu = 0.5, .mbu = 0.8, .step_overhead_s = 0.0044,
-                            .allreduce_latency_s = 10e-6};
-    cost_roofline_init(&p.cost, &p.deploy, &cp);
+    cluster_params p = fx_params(n_dest);
+    p.warmup_s = 20;
+    p.gateway.scrape_interval_s = 0.05;
     return p;
 }
 
@@ -106,25 +86,10 @@ static void run(const cluster_params *p, const char *policy, const char *rcfg, d
                 uint64_t max_req, int cruise, cluster_result *res)
 {
     setenv("CRSIM_CRUISE", cruise ? "1" : "0", 1);
-    wl_replay_params wp = {.block_size = 16, .key_ids = 2, .rate = rate, .tick_s = 3,
-                           .seed = 3, .max_requests = max_req};
-    wl_replay *rp = NULL;
-    CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
-    const route_env env = {.n_dest = p->n_dest, .seed = 3, .block_size = 16,
-                           .batch_tokens = 8192, .pool_blocks = 28335, .ttft_slo_s = 3.5,
-                           .cost = &p->cost};
-    route_config *rc = NULL;
-    CHECK_INT_EQ(route_config_parse(rcfg ? rcfg : "router: {}\n", "test_cruise", &rc), SIM_OK);
     const route_type *rt = !strcmp(policy, "test_migrate") ? &mig_router
                            : !strcmp(policy, "test_view")  ? &view_router
                                                             : route_find(policy);
-    CHECK(rt != NULL);
-    const int crc = cluster_run(p, rt, &env, rc, (wl_source){rp, next_req}, res);
-    if (crc)
-        fprintf(stderr, "%s\n", sim_errmsg());
-    CHECK_INT_EQ(crc, SIM_OK);
-    route_config_free(rc);
-    wl_replay_destroy(rp);
+    fx_run(p, rt, rcfg, rate, max_req, 3, res);
 }
 
 static int same_double(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
@@ -261,17 +226,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_cruise TRACE SPEC_DIR\n");
         return 99;
     }
-    setenv("CRSIM_SPEC_DIR", argv[2], 1);
-    CHECK_INT_EQ(wl_mooncake_load(argv[1], 512, &trace), SIM_OK);
-    CHECK_INT_EQ(spec_hw_load("h100-sxm", &hw), SIM_OK);
-    CHECK_INT_EQ(spec_model_load("llama-3.3-70b", &model), SIM_OK);
+    fx_load(argv[1], argv[2]);
     test_plain();
     test_routers();
     test_faults();
     test_end();
-    wl_trace_destroy(trace);
-    spec_hw_fini(&hw);
-    spec_model_fini(&model);
+    fx_fini();
     puts("cruise: ok");
     return 0;
 }

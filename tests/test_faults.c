@@ -21,58 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/cluster.h"
-#include "models/spec_load.h"
-#include "sim/core/error.h"
-#include "workloads/mooncake.h"
-#include "workloads/replay.h"
-#include "check.h"
+#include "mooncake_fixture.h"
 
-static wl_trace *trace;
-static spec_hw hw;
-static spec_model model;
-
-static int next_req(void *s, wl_request *out) { return wl_replay_next(s, out); }
-
-static cluster_params params(uint32_t n_dest)
-{
-    cluster_params p = {
-        .n_dest = n_dest,
-        .deploy = {.hw = &hw, .model = &model, .tp = 2, .weight_dtype = SPEC_FP8,
-                   .kv_dtype = SPEC_FP8, .mem_util = 0.9, .block_size = 16},
-        .engine = {.block_size = 16, .max_num_batched_tokens = 8192, .max_num_seqs = 256,
-                   .prefix_caching = true},
-        .warmup_s = 10,
-        .drain_s = 1e6,
-        .gateway = {.scrape_interval_s = 0, .replicas = 1},
-        .faults = {.retry_timeout_s = 0.5, .max_retries = 2, .health_check_interval_s = 10},
-    };
-    const cost_params cp = {.mfu = 0.5, .mbu = 0.8, .step_overhead_s = 0.0044,
-                            .allreduce_latency_s = 10e-6};
-    cost_roofline_init(&p.cost, &p.deploy, &cp);
-    return p;
-}
+static cluster_params params(uint32_t n_dest) { return fx_params(n_dest); }
 
 static void run(const cluster_params *p, const char *policy, const char *rcfg, double rate,
                 uint64_t max_req, cluster_result *res)
 {
-    wl_replay_params wp = {.block_size = 16, .key_ids = 2, .rate = rate, .tick_s = 3,
-                           .seed = 7, .max_requests = max_req};
-    wl_replay *rp = NULL;
-    CHECK_INT_EQ(wl_replay_create(trace, &wp, &rp), SIM_OK);
-    const route_env env = {.n_dest = p->n_dest, .seed = 7, .block_size = 16,
-                           .batch_tokens = 8192, .pool_blocks = 28335, .ttft_slo_s = 3.5,
-                           .cost = &p->cost};
-    route_config *rc = NULL;
-    CHECK_INT_EQ(route_config_parse(rcfg ? rcfg : "router: {}\n", "test_faults", &rc), SIM_OK);
-    const route_type *rt = route_find(policy);
-    CHECK(rt != NULL);
-    const int crc = cluster_run(p, rt, &env, rc, (wl_source){rp, next_req}, res);
-    if (crc)
-        fprintf(stderr, "%s\n", sim_errmsg());
-    CHECK_INT_EQ(crc, SIM_OK);
-    route_config_free(rc);
-    wl_replay_destroy(rp);
+    fx_run(p, route_find(policy), rcfg, rate, max_req, 7, res);
 }
 
 static void conserved(const cluster_result *r)
@@ -347,19 +303,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_faults TRACE SPEC_DIR\n");
         return 99;
     }
-    setenv("CRSIM_SPEC_DIR", argv[2], 1);
-    CHECK_INT_EQ(wl_mooncake_load(argv[1], 512, &trace), SIM_OK);
-    CHECK_INT_EQ(spec_hw_load("h100-sxm", &hw), SIM_OK);
-    CHECK_INT_EQ(spec_model_load("llama-3.3-70b", &model), SIM_OK);
+    fx_load(argv[1], argv[2]);
     test_parse();
     test_engine_crash();
     test_straggler();
     test_crash_loses_inside();
     test_conservation();
     test_cacheroute_fallback();
-    wl_trace_destroy(trace);
-    spec_hw_fini(&hw);
-    spec_model_fini(&model);
+    fx_fini();
     puts("faults: ok");
     return 0;
 }
