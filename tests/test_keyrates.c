@@ -350,6 +350,7 @@ static void test_file(void)
     CHECK_INT_EQ(kr.n, 2);
     CHECK_NEAR(kr.rate[0], 3, 0);
     wl_keyrates_fini(&kr);
+    unlink(p);
     p = write_tmp("bom1.csv", "\xef\xbb\xbf" "a,1\nb,3\n"); /* and is not part of key 'a' */
     char **names;
     CHECK_INT_EQ(wl_keyrates_load_csv_names(p, &kr, &names), SIM_OK);
@@ -382,7 +383,7 @@ static void test_file(void)
     enum wl_keydist d;
     CHECK_INT_EQ(wl_keydist_parse("pareto", &d), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "unknown key-rate distribution 'pareto'");
-    rmdir(tmpdir);
+    CHECK_INT_EQ(rmdir(tmpdir), 0); /* every file written above was removed */
 }
 
 int main(int argc, char **argv)
