@@ -81,7 +81,7 @@ static uint64_t stream_digest(const wl_trace *t, const wl_trace_hashes *tab, uin
         MIX(r.n_blocks);
         for (uint32_t j = 0; j < r.n_blocks; j++)
             MIX(r.blocks[j]);
-        CHECK_INT_EQ(r.shared_blocks, tab != NULL);
+        CHECK_INT_EQ(r.blocks_mode, tab ? WL_BLOCKS_SHARED : WL_BLOCKS_OWNED);
         wl_request_fini(&r);
         CHECK(r.blocks == NULL);
         n++;

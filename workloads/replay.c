@@ -217,7 +217,7 @@ int wl_replay_next(wl_replay *rp, wl_request *out)
         .output_tokens = tr->output_tokens,
         .n_blocks = nb,
         .blocks = h,
-        .shared_blocks = tab != NULL,
+        .blocks_mode = tab ? WL_BLOCKS_SHARED : WL_BLOCKS_OWNED,
     };
     rp->next++;
     return 1;

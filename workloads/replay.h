@@ -43,7 +43,7 @@ typedef struct wl_replay_params {
                                NULL: each request's hashes are computed and
                                allocated as it is produced.  The same
                                hashes either way; with a table the
-                               requests borrow them (shared_blocks). */
+                               requests borrow them (WL_BLOCKS_SHARED). */
 } wl_replay_params;
 
 typedef struct wl_replay wl_replay;

@@ -9,13 +9,21 @@
 
 uint64_t wl_block_hash(uint64_t parent, uint64_t content) { return wl__block_hash(parent, content); }
 
+void wl__hbuf_release(wl__hbuf *b)
+{
+    if (b && --b->refs == 0)
+        free(b);
+}
+
 void wl_request_fini(wl_request *r)
 {
     if (!r)
         return;
-    if (!r->shared_blocks)
+    if (r->blocks_mode == WL_BLOCKS_OWNED)
         free(r->blocks);
+    else if (r->blocks_mode == WL_BLOCKS_COUNTED && r->blocks)
+        wl__hbuf_release(wl__hbuf_of(r->blocks));
     r->blocks = NULL;
-    r->shared_blocks = 0;
+    r->blocks_mode = WL_BLOCKS_OWNED;
     r->n_blocks = 0;
 }

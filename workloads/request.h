@@ -7,6 +7,7 @@
 #ifndef CRSIM_WORKLOADS_REQUEST_H
 #define CRSIM_WORKLOADS_REQUEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct wl_request {
@@ -23,21 +24,52 @@ typedef struct wl_request {
                                reaching into the output, so generated KV
                                enters the cache for the next turn; a trace
                                replay gives prompt blocks only.  Never 0.
-                               Owned by the request, freed with
-                               wl_request_fini(), unless shared_blocks. */
-    uint8_t shared_blocks;  /* 1: `blocks` points into a read-only table
-                               shared by every run of the process (a trace
-                               replay with wl_ingest_hashes); never written
-                               nor freed; wl_request_fini only forgets it */
+                               Read-only to the consumer; released with
+                               wl_request_fini() as blocks_mode says. */
+    uint8_t blocks_mode;    /* who owns `blocks` (enum wl_blocks_mode) */
 } wl_request;
+
+/* Ownership of wl_request.blocks. */
+enum wl_blocks_mode {
+    WL_BLOCKS_OWNED = 0,   /* malloc'd for this request; fini frees it */
+    WL_BLOCKS_SHARED = 1,  /* points into a read-only table shared by every
+                              run of the process (a trace replay with
+                              wl_ingest_hashes); never written nor freed;
+                              fini only forgets it */
+    WL_BLOCKS_COUNTED = 2, /* the start of a reference-counted wl__hbuf
+                              (a synthetic conversation's hashes, shared by
+                              its turns); fini drops one reference */
+};
+
+/* A reference-counted block-hash buffer (internal to the workloads): one
+ * synthetic conversation's hashes, held by its slot in the generator and
+ * by each of its requests (WL_BLOCKS_COUNTED, `blocks` == h).  A turn only
+ * appends after the blocks of the turns before it, which still read their
+ * own leading n_blocks unchanged, so the requests of one conversation share
+ * one array instead of a copy each.  Single-threaded, like a run. */
+typedef struct wl__hbuf {
+    uint32_t refs; /* holders: the slot (if it still uses it) + requests */
+    uint32_t cap;  /* capacity of h, blocks */
+    uint64_t h[];
+} wl__hbuf;
+
+static inline wl__hbuf *wl__hbuf_of(uint64_t *blocks)
+{
+    return (wl__hbuf *)(void *)((char *)blocks - offsetof(wl__hbuf, h));
+}
+
+/* Drop one reference to b, freeing it with the last.  Accepts NULL. */
+void wl__hbuf_release(wl__hbuf *b);
+
 
 /* Chained hash of a block: XXH3-64 of (parent hash, content id), with 0
  * remapped to 1 (0 means "no block" in the cache).  `parent` is 0 for the
  * first block of a sequence.  Cannot fail. */
 uint64_t wl_block_hash(uint64_t parent, uint64_t content);
 
-/* Free the block list of `r` (not `r` itself; a shared list is only
- * forgotten).  Accepts NULL. */
+/* Release the block list of `r` (not `r` itself) as r->blocks_mode says:
+ * free it, forget it (shared) or drop a reference (counted).  Accepts
+ * NULL. */
 void wl_request_fini(wl_request *r);
 
 #endif

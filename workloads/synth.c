@@ -42,12 +42,14 @@ typedef struct slot {
     uint32_t hist;     /* history tokens (Σ earlier inputs and outputs) */
     uint32_t *seg_len; /* 2·turn lengths: in_1, out_1, in_2, ... */
     uint32_t seg_cap;
-    /* Block hashes of the slot's last request (hn of them): the next turn
-     * of the same conversation starts with exactly those blocks, and a new
-     * conversation of the same key with its first fixed/B of them (the
-     * global and key prefix), so they are copied instead of rehashed. */
-    uint64_t *hc;
-    uint32_t hn, hcap;
+    /* Block hashes of the slot's last request (hb->h, hn of them): the
+     * next turn of the same conversation starts with exactly those blocks,
+     * and a new conversation of the same key with its first fixed/B of
+     * them (the global and key prefix), so they are not rehashed.  The
+     * buffer is shared with the slot's requests (WL_BLOCKS_COUNTED): a
+     * turn appends in place after hn, which no holder reads past. */
+    wl__hbuf *hb;
+    uint32_t hn;
     uint32_t listed;   /* in wl_synth.used (started at least once) */
 } slot;
 
@@ -193,7 +195,7 @@ void wl_synth_destroy(wl_synth *s)
         return;
     for (size_t i = 0; i < s->n_used; i++) {
         free(s->slots[s->used[i]].seg_len);
-        free(s->slots[s->used[i]].hc);
+        wl__hbuf_release(s->slots[s->used[i]].hb);
     }
     free(s->used);
     free(s->slots);
@@ -409,19 +411,34 @@ int wl_synth_next(wl_synth *s, wl_request *out)
      * and hashing resumes after them (identical values, less work). */
     const uint32_t B = s->block;
     const uint32_t nb = (uint32_t)((prompt + outl) / B); /* prompt and output */
-    /* The one allocation per request: a run too large for memory ends
-     * with SIM_ENOMEM (the experiment marked incomplete), not an abort. */
-    uint64_t *h = malloc((nb ? nb : 1) * sizeof *h);
-    if (!h)
-        return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; expected "
-                          "a smaller run (docs/harness.md, \"Size estimate\")", nb);
     uint32_t reuse = sl->hn;
     if (sl->turn == 0 && reuse > fixed / B)
         reuse = (uint32_t)(fixed / B);
     if (reuse > nb)
         reuse = nb;
-    if (reuse)
-        memcpy(h, sl->hc, reuse * sizeof *h);
+    /* Write in place when the buffer is large enough and nobody else reads
+     * what is overwritten: every other holder reads only its own leading
+     * blocks, at most hn, so either reuse == hn (the next turn) or the slot
+     * is the only holder.  Otherwise a new buffer (twice the size, for the
+     * turns to come) with the reused blocks copied: the only allocation,
+     * once per conversation or per doubling.  A run too large for memory
+     * ends with SIM_ENOMEM (the experiment marked incomplete), not an
+     * abort. */
+    wl__hbuf *hb = sl->hb;
+    if (!hb || hb->cap < nb || (reuse != sl->hn && hb->refs > 1)) {
+        const uint64_t cap = nb < 16 ? 32 : 2 * (uint64_t)nb;
+        wl__hbuf *nh = cap <= UINT32_MAX ? malloc(sizeof *nh + cap * sizeof nh->h[0]) : NULL;
+        if (!nh)
+            return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; expected "
+                              "a smaller run (docs/harness.md, \"Size estimate\")", nb);
+        nh->refs = 1;
+        nh->cap = (uint32_t)cap;
+        if (reuse)
+            memcpy(nh->h, hb->h, reuse * sizeof nh->h[0]);
+        wl__hbuf_release(hb);
+        sl->hb = hb = nh;
+    }
+    uint64_t *h = hb->h;
     uint64_t parent = reuse ? h[reuse - 1] : 0;
     size_t si = 0;
     uint32_t off = 0;
@@ -461,13 +478,8 @@ int wl_synth_next(wl_synth *s, wl_request *out)
         }
         parent = h[b] = wl__block_hash(parent, c);
     }
-    if (nb > sl->hcap) {
-        sl->hcap = nb > 2 * sl->hcap ? nb : 2 * sl->hcap;
-        sl->hc = sim_xrealloc(sl->hc, sl->hcap * sizeof *sl->hc);
-    }
-    if (nb > reuse)
-        memcpy(sl->hc + reuse, h + reuse, (nb - reuse) * sizeof *h);
     sl->hn = nb;
+    hb->refs++; /* the request's reference */
     *out = (wl_request){
         .id = s->next_id++,
         .arrival_s = t,
@@ -476,6 +488,7 @@ int wl_synth_next(wl_synth *s, wl_request *out)
         .output_tokens = outl,
         .n_blocks = nb,
         .blocks = h,
+        .blocks_mode = WL_BLOCKS_COUNTED,
     };
     /* The turn's input and output join the history. */
     if (sl->turn + 1 >= sl->turns) {
