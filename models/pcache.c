@@ -130,7 +130,12 @@ static uint32_t node_new(pcache *c, uint32_t len)
         i = c->nd_used++;
     }
     node *x = &c->nd[i];
-    reserve(x, len);
+    if (len > x->cap) { /* nothing to keep: a new buffer, not a realloc's copy */
+        free(x->h);
+        x->h = NULL;
+        x->cap = 0;
+        reserve(x, len);
+    }
     x->len = 0;
     x->parent = NONE;
     x->ref = 0;
@@ -148,6 +153,19 @@ static void node_free(pcache *c, uint32_t i)
     x->lnext = c->free_head;
     c->free_head = i;
     c->n_live--;
+}
+
+/* dst[0..k) = src[0..k): a plain loop for the few hashes of a decode
+ * step's commit (most calls), where a library call costs more than the
+ * copy. */
+static inline void copy_hashes(uint64_t *restrict dst, const uint64_t *restrict src, uint32_t k)
+{
+    if (k <= 4) {
+        for (uint32_t i = 0; i < k; i++)
+            dst[i] = src[i];
+        return;
+    }
+    memcpy(dst, src, (size_t)k * sizeof *dst);
 }
 
 /* Length of the common prefix of a[0..n) and b[0..n). */
@@ -354,7 +372,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             /* s's own leaf: extend it in place. */
             const uint32_t k = full - pos;
             reserve(xn, xn->len + k);
-            memcpy(xn->h + xn->len, hashes + pos, (size_t)k * sizeof *xn->h);
+            copy_hashes(xn->h + xn->len, hashes + pos, k);
             xn->len += k;
             reg += registered(c, s, k);
             if (c->obs)
@@ -367,7 +385,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
             const uint32_t k = full - pos;
             const uint32_t y = node_new(c, s->hint > full ? s->hint - pos : k);
             node *yn = &c->nd[y];
-            memcpy(yn->h, hashes + pos, (size_t)k * sizeof *yn->h);
+            copy_hashes(yn->h, hashes + pos, k);
             yn->len = k;
             yn->parent = x;
             yn->ref = 1;
