@@ -98,6 +98,13 @@ uint32_t pcache_blank(const pcache *c) { return c->n_free; }
 uint32_t pcache_pinned(const pcache *c) { return c->n_pinned; }
 uint32_t pcache_cached(const pcache *c) { return c->n_cached; }
 uint32_t pcache_nodes(const pcache *c) { return c->n_live; }
+uint64_t pcache_hash_capacity(const pcache *c)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < c->nd_used; i++)
+        n += c->nd[i].cap;
+    return n;
+}
 uint64_t pcache_version(const pcache *c) { return c->version; }
 
 /* ---- nodes ---- */
@@ -143,6 +150,27 @@ static uint32_t node_new(pcache *c, uint32_t len)
     x->lprev = x->lnext = NONE;
     c->n_live++;
     return i;
+}
+
+/* Give back most of x's buffer when it holds far fewer hashes than it
+ * has room for (eviction shortened it): a buffer stays within 4x of its
+ * run (and 64 hashes), not the size of the longest run it ever held.
+ * Memory only; contents and results are unchanged. */
+static void trim(node *x)
+{
+    if (x->cap <= 64 || x->cap < 4 * (uint64_t)x->len)
+        return;
+    uint32_t cap = 16;
+    while (cap < 2 * x->len)
+        cap *= 2;
+    if (x->len == 0) {
+        free(x->h);
+        x->h = NULL;
+        x->cap = 0;
+        return;
+    }
+    x->h = sim_xrealloc(x->h, cap * sizeof *x->h);
+    x->cap = cap;
 }
 
 static void node_free(pcache *c, uint32_t i)
@@ -336,6 +364,7 @@ static uint32_t evict_some(pcache *c, uint32_t k)
         c->nd[x->parent].nchild--;
         node_free(c, i);
     }
+    trim(x);
     return e;
 }
 

@@ -106,6 +106,14 @@ uint32_t pcache_cached(const pcache *c);
  * for telemetry and tests. */
 uint32_t pcache_nodes(const pcache *c);
 
+/* Hashes the tree nodes' buffers have room for, live and free nodes
+ * together: the cache's memory beyond its fixed arrays is about 8 bytes
+ * times this.  A buffer whose run eviction has shortened to under a
+ * quarter of it is cut to twice the run (at most 64 hashes are kept for
+ * an emptied one), so this stays near the cached blocks instead of the
+ * longest runs ever held.  For benchmarks and tests. */
+uint64_t pcache_hash_capacity(const pcache *c);
+
 /*
  * Length of the longest cached prefix of a request: the largest m <= n
  * such that blocks with hashes `hashes[0..m)` are registered along one path

@@ -338,6 +338,35 @@ static void test_against_per_block_cache(void)
         differential(8 + (uint32_t)(s % 5) * 8, s, 4000);
 }
 
+static void test_buffers_follow_runs(void)
+{
+    /* One 1,000-block run, then eviction of all but its first 10 blocks:
+     * its buffer is cut (memory follows what is cached, not the longest
+     * run held), and what stays cached still matches. */
+    enum { LONG = 1000 };
+    static uint64_t h[LONG];
+    for (uint32_t i = 0; i < LONG; i++)
+        h[i] = 0x1000 + 3 * (uint64_t)i;
+    pcache *c = pcache_create(LONG + 10);
+    pcache_seq a = {0}, b = {0};
+    CHECK_INT_EQ(pcache_seq_alloc(c, &a, LONG), LONG);
+    CHECK_INT_EQ(pcache_seq_commit(c, &a, h, LONG), LONG);
+    pcache_seq_release(c, &a);
+    CHECK(pcache_hash_capacity(c) >= LONG);
+    CHECK_INT_EQ(pcache_seq_alloc(c, &b, LONG), LONG); /* evicts the run's last 990 */
+    CHECK_INT_EQ(pcache_cached(c), 10);
+    CHECK(pcache_hash_capacity(c) <= 64);
+    CHECK_INT_EQ(pcache_match(c, h, LONG, NULL), 10);
+    pcache_check(c);
+    pcache_seq_release(c, &b);
+    CHECK_INT_EQ(pcache_seq_alloc(c, &b, LONG + 10), LONG + 10); /* evicts the rest */
+    CHECK_INT_EQ(pcache_cached(c), 0);
+    CHECK(pcache_hash_capacity(c) <= 64); /* an emptied node keeps a small buffer for reuse */
+    pcache_seq_release(c, &b);
+    pcache_check(c);
+    pcache_destroy(c);
+}
+
 static void test_random_invariants(void)
 {
     /* Random sequences with duplicates allowed (concurrent sequences on the
@@ -381,6 +410,7 @@ static void test_random_invariants(void)
 
 int main(void)
 {
+    test_buffers_follow_runs();
     test_parent_check();
     test_pinned_never_evicted();
     test_lru_order();
