@@ -45,16 +45,13 @@
  * index stays for hash sets that are not chained lists, and is what
  * tests/test_route_kv.c checks route__kvlru against.
  */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE (glibc <sys/mman.h>) */
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "models/route_int.h"
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
+#include "sim/core/hugemem.h"
 #include "sim/core/lruq.h"
 #include "sim/core/pfxidx.h"
 #include "sim/core/prefetch.h"
@@ -64,7 +61,6 @@
 #define KX_PF 16 /* blocks ahead the loops prefetch */
 #define KX_PF_VICTIM 8 /* LRU victims ahead an eviction prefetches the map slots of */
 #define KX_RESERVE_MAX (1u << 22) /* route__kvidx_reserve: at most 2^23 slots (128 MiB) */
-#define KX_HUGE (2u << 20) /* tables of at least this many bytes: 2-MiB aligned, huge pages */
 
 typedef struct kx_pair {
     double last;   /* last touch, s */
@@ -193,49 +189,20 @@ static inline void t_prefetch(const route__kvidx *x, uint64_t hash)
     SIM_PREFETCH(&x->tab[t_home(x, hash)]);
 }
 
-/* A zeroed table of n slots, freed by t_free with the same n.  From 2 MiB
- * on (Linux), an anonymous mapping (zero-filled by the kernel, no memset)
- * trimmed to a 2-MiB-aligned start and advised for transparent huge pages
- * (madvise(MADV_HUGEPAGE), honoured when THP is "always" or "madvise"): a
- * random probe of the flagship's 32-MiB table then hits the TLB (16 huge
- * pages) instead of walking the page tables for one of 8,192 small pages.
- * Contents and results do not depend on it; otherwise (or if the mapping
- * fails) an ordinary zeroed allocation. */
-static bool t_huge(size_t n) { return n * sizeof(kx_slot) >= KX_HUGE; }
-
+/* A zeroed table of n slots, freed by t_free with the same n: from 2 MiB
+ * on, on transparent huge pages (sim/core/hugemem.h), so that a random
+ * probe of the flagship's 32-MiB table hits the TLB (16 huge pages)
+ * instead of walking the page tables for one of 8,192 small pages.
+ * Contents and results do not depend on it. */
 static kx_slot *t_alloc(size_t n)
 {
-#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
-    if (t_huge(n)) {
-        const size_t bytes = n * sizeof(kx_slot); /* a multiple of KX_HUGE: n is a power of 2 */
-        char *p = mmap(NULL, bytes + KX_HUGE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED) {
-            const size_t lead = (KX_HUGE - (uintptr_t)p % KX_HUGE) % KX_HUGE;
-            if (lead)
-                munmap(p, lead);
-            if (KX_HUGE - lead)
-                munmap(p + lead + bytes, KX_HUGE - lead);
-            (void)madvise(p + lead, bytes, MADV_HUGEPAGE); /* advice only */
-            return (kx_slot *)(void *)(p + lead);
-        }
+    kx_slot *t = sim_huge_alloc(n * sizeof(kx_slot));
+    if (!t)
         sim_panic(__FILE__, __LINE__, "out of memory growing a block index");
-    }
-#endif
-    return sim_xcalloc(n, sizeof(kx_slot));
+    return t;
 }
 
-static void t_free(kx_slot *tab, size_t n)
-{
-#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
-    if (tab && t_huge(n)) {
-        munmap(tab, n * sizeof(kx_slot));
-        return;
-    }
-#endif
-    (void)n;
-    free(tab);
-}
+static void t_free(kx_slot *tab, size_t n) { sim_huge_free(tab, n * sizeof(kx_slot)); }
 
 static void t_grow(route__kvidx *x)
 {
