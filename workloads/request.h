@@ -46,10 +46,15 @@ enum wl_blocks_mode {
  * by each of its requests (WL_BLOCKS_COUNTED, `blocks` == h).  A turn only
  * appends after the blocks of the turns before it, which still read their
  * own leading n_blocks unchanged, so the requests of one conversation share
- * one array instead of a copy each.  Single-threaded, like a run. */
+ * one array instead of a copy each.  A buffer released for the last time
+ * goes back to its pool (its generator's), or is freed when the pool is
+ * closed.  Single-threaded, like a run. */
+typedef struct wl__hpool wl__hpool;
 typedef struct wl__hbuf {
-    uint32_t refs; /* holders: the slot (if it still uses it) + requests */
-    uint32_t cap;  /* capacity of h, blocks */
+    uint32_t refs;   /* holders: the slot (if it still uses it) + requests */
+    uint32_t cap;    /* capacity of h, blocks: a power of two, >= 32 */
+    wl__hpool *pool; /* where it returns; NULL: freed */
+    struct wl__hbuf *next; /* in the pool's free list */
     uint64_t h[];
 } wl__hbuf;
 
@@ -58,9 +63,23 @@ static inline wl__hbuf *wl__hbuf_of(uint64_t *blocks)
     return (wl__hbuf *)(void *)((char *)blocks - offsetof(wl__hbuf, h));
 }
 
-/* Drop one reference to b, freeing it with the last.  Accepts NULL. */
+/* Drop one reference to b, returning it to its pool (or freeing it) with
+ * the last.  Accepts NULL. */
 void wl__hbuf_release(wl__hbuf *b);
 
+/* A pool of released buffers by capacity, so that a generator's new
+ * conversations reuse the buffers of finished ones instead of a malloc and
+ * free each.  It lives until it is closed and its last buffer released. */
+wl__hpool *wl__hpool_create(void);
+
+/* A buffer of at least `n` hashes (refs = 1), from the pool or new; NULL
+ * if out of memory. */
+wl__hbuf *wl__hpool_get(wl__hpool *p, uint32_t n);
+
+/* The generator is done with p: free its idle buffers; the buffers still
+ * held are freed as they are released, the pool with the last.  Accepts
+ * NULL. */
+void wl__hpool_close(wl__hpool *p);
 
 /* Chained hash of a block: XXH3-64 of (parent hash, content id), with 0
  * remapped to 1 (0 means "no block" in the cache).  `parent` is 0 for the

@@ -62,6 +62,7 @@ struct wl_synth {
     wl_keyrates kr;      /* rates in requests/s (current, after drift) */
     uint32_t *prefix_len;/* per key (index in kr) */
     uint64_t *prefix_id; /* per key */
+    wl__hpool *pool;     /* released conversation hash buffers, for reuse */
     slot *slots;         /* kr.n × per_key (calloc: pages of slots never
                             used are never touched) */
     size_t *used;        /* indexes of the slots ever started, so that
@@ -197,6 +198,7 @@ void wl_synth_destroy(wl_synth *s)
         free(s->slots[s->used[i]].seg_len);
         wl__hbuf_release(s->slots[s->used[i]].hb);
     }
+    wl__hpool_close(s->pool);
     free(s->used);
     free(s->slots);
     free(s->prefix_len);
@@ -254,11 +256,12 @@ int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double t
     s->prefix_len = malloc(n * sizeof *s->prefix_len);
     s->prefix_id = malloc(n * sizeof *s->prefix_id);
     s->slots = calloc(n * s->per_key, sizeof *s->slots);
+    s->pool = wl__hpool_create();
     s->r_arr = sim_rng_create(run_seed, SIM_STREAM_ARRIVALS);
     s->r_key = sim_rng_create(run_seed, SIM_STREAM_KEYS);
     s->r_len = sim_rng_create(run_seed, SIM_STREAM_LENGTHS);
     s->r_drift = sim_rng_create(run_seed, SIM_STREAM_DRIFT);
-    if (!s->prefix_len || !s->prefix_id || !s->slots || !s->r_arr || !s->r_key || !s->r_len ||
+    if (!s->prefix_len || !s->prefix_id || !s->slots || !s->pool || !s->r_arr || !s->r_key || !s->r_len ||
         !s->r_drift) {
         rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating the synthetic workload");
         goto fail;
@@ -419,20 +422,17 @@ int wl_synth_next(wl_synth *s, wl_request *out)
     /* Write in place when the buffer is large enough and nobody else reads
      * what is overwritten: every other holder reads only its own leading
      * blocks, at most hn, so either reuse == hn (the next turn) or the slot
-     * is the only holder.  Otherwise a new buffer (twice the size, for the
-     * turns to come) with the reused blocks copied: the only allocation,
-     * once per conversation or per doubling.  A run too large for memory
+     * is the only holder.  Otherwise a new buffer (at least twice the
+     * size, for the turns to come; from the pool of released ones) with the
+     * reused blocks copied, once per conversation or per doubling.  A run too large for memory
      * ends with SIM_ENOMEM (the experiment marked incomplete), not an
      * abort. */
     wl__hbuf *hb = sl->hb;
     if (!hb || hb->cap < nb || (reuse != sl->hn && hb->refs > 1)) {
-        const uint64_t cap = nb < 16 ? 32 : 2 * (uint64_t)nb;
-        wl__hbuf *nh = cap <= UINT32_MAX ? malloc(sizeof *nh + cap * sizeof nh->h[0]) : NULL;
+        wl__hbuf *nh = (uint64_t)2 * nb <= UINT32_MAX ? wl__hpool_get(s->pool, 2 * nb) : NULL;
         if (!nh)
             return -SIM_ERROR(SIM_ENOMEM, "out of memory for the %u blocks of a request; expected "
                               "a smaller run (docs/harness.md, \"Size estimate\")", nb);
-        nh->refs = 1;
-        nh->cap = (uint32_t)cap;
         if (reuse)
             memcpy(nh->h, hb->h, reuse * sizeof nh->h[0]);
         wl__hbuf_release(hb);
