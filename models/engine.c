@@ -729,6 +729,8 @@ double engine_try_start(engine *e, double now)
         wait_pop_front(e);
         e->queued -= queued_part(er);
         er->kv.hint = r->n_blocks; /* sizes the run it starts (no regrowth) */
+        /* A trace's shared table outlives the engine: the runs are views. */
+        er->kv.stable = r->blocks_mode == WL_BLOCKS_SHARED;
         pcache_seq_pin(e->cache, &er->kv, r->blocks, m);
         er->nblk = m;
         er->n_reg = m;

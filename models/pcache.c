@@ -31,7 +31,10 @@
 #define ROOT 0u
 
 typedef struct node {
-    uint64_t *h;         /* hashes of the run, h[0..len) (buffer of cap) */
+    uint64_t *h;         /* hashes of the run, h[0..len): buf (owned), or a
+                            view into a sequence's stable hash list
+                            (pcache_seq.stable), never written */
+    uint64_t *buf;       /* owned buffer of cap hashes (kept for reuse) */
     uint32_t len, cap;
     uint32_t parent;     /* node holding the blocks just before h[0] */
     uint32_t ref;        /* sequences whose path includes this node */
@@ -80,7 +83,7 @@ void pcache_destroy(pcache *c)
     if (!c)
         return;
     for (uint32_t i = 0; i < c->nd_used; i++)
-        free(c->nd[i].h);
+        free(c->nd[i].buf);
     free(c->nd);
     sim_u64map_fini(&c->map);
     free(c);
@@ -109,6 +112,9 @@ uint64_t pcache_version(const pcache *c) { return c->version; }
 
 /* ---- nodes ---- */
 
+static inline bool owned(const node *x) { return x->h == x->buf; }
+
+/* Room for len hashes in x's own buffer, x->h owned (or the node empty). */
 static void reserve(node *x, uint32_t len)
 {
     if (len <= x->cap)
@@ -116,8 +122,22 @@ static void reserve(node *x, uint32_t len)
     uint32_t cap = x->cap ? x->cap : 16;
     while (cap < len)
         cap *= 2;
-    x->h = sim_xrealloc(x->h, cap * sizeof *x->h);
+    x->h = x->buf = sim_xrealloc(x->buf, cap * sizeof *x->buf);
     x->cap = cap;
+}
+
+/* x, a view, takes its own copy of its run with room for len hashes. */
+static void own(node *x, uint32_t len)
+{
+    const uint64_t *v = x->h;
+    x->h = x->buf;
+    if (len > x->cap) {
+        free(x->buf);
+        x->h = x->buf = NULL;
+        x->cap = 0;
+        reserve(x, len);
+    }
+    memcpy(x->buf, v, (size_t)x->len * sizeof *x->buf);
 }
 
 /* A fresh node (fields zeroed but its kept hash buffer) with room for
@@ -137,9 +157,10 @@ static uint32_t node_new(pcache *c, uint32_t len)
         i = c->nd_used++;
     }
     node *x = &c->nd[i];
+    x->h = x->buf;
     if (len > x->cap) { /* nothing to keep: a new buffer, not a realloc's copy */
-        free(x->h);
-        x->h = NULL;
+        free(x->buf);
+        x->h = x->buf = NULL;
         x->cap = 0;
         reserve(x, len);
     }
@@ -158,18 +179,21 @@ static uint32_t node_new(pcache *c, uint32_t len)
  * Memory only; contents and results are unchanged. */
 static void trim(node *x)
 {
-    if (x->cap <= 64 || x->cap < 4 * (uint64_t)x->len)
+    const uint32_t len = owned(x) ? x->len : 0; /* a view uses none of it */
+    if (x->cap <= 64 || x->cap < 4 * (uint64_t)len)
         return;
     uint32_t cap = 16;
-    while (cap < 2 * x->len)
+    while (cap < 2 * len)
         cap *= 2;
-    if (x->len == 0) {
-        free(x->h);
-        x->h = NULL;
+    if (len == 0) {
+        if (owned(x))
+            x->h = NULL;
+        free(x->buf);
+        x->buf = NULL;
         x->cap = 0;
         return;
     }
-    x->h = sim_xrealloc(x->h, cap * sizeof *x->h);
+    x->h = x->buf = sim_xrealloc(x->buf, cap * sizeof *x->buf);
     x->cap = cap;
 }
 
@@ -258,14 +282,20 @@ static void lru_insert_after(pcache *c, uint32_t after, uint32_t i)
 static uint32_t split(pcache *c, uint32_t i, uint32_t j)
 {
     SIM_ALWAYS(j > 0 && j < c->nd[i].len);
-    const uint32_t f = node_new(c, j);
+    const bool view = !owned(&c->nd[i]);
+    const uint32_t f = node_new(c, view ? 0 : j);
     node *x = &c->nd[i], *y = &c->nd[f];
-    memcpy(y->h, x->h, (size_t)j * sizeof *y->h);
+    if (view) { /* both halves stay views of the same list */
+        y->h = x->h;
+        x->h += j;
+    } else {
+        memcpy(y->h, x->h, (size_t)j * sizeof *y->h);
+        memmove(x->h, x->h + j, (size_t)(x->len - j) * sizeof *x->h);
+    }
     y->len = j;
     y->parent = x->parent;
     y->ref = x->ref;
     y->nchild = 1;
-    memmove(x->h, x->h + j, (size_t)(x->len - j) * sizeof *x->h);
     x->len -= j;
     x->parent = f;
     /* The back run's first hash was interior: it is in the map only if
@@ -397,11 +427,20 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
     while (!s->stuck && s->n_tree < full) {
         const uint32_t pos = s->n_tree, x = s->node;
         node *xn = &c->nd[x];
-        if (x != ROOT && xn->ref == 1 && xn->nchild == 0) {
-            /* s's own leaf: extend it in place. */
+        const bool view = !owned(xn);
+        if (x != ROOT && xn->ref == 1 && xn->nchild == 0 &&
+            (!view || !s->stable || xn->h + xn->len == hashes + pos)) {
+            /* s's own leaf: extend it in place (a view of s's own list
+             * that ends where the new blocks start: by its length; any
+             * other view of a sequence with a list that is not stable:
+             * after taking its own copy). */
             const uint32_t k = full - pos;
-            reserve(xn, xn->len + k);
-            copy_hashes(xn->h + xn->len, hashes + pos, k);
+            if (view && xn->h + xn->len != hashes + pos)
+                own(xn, xn->len + k);
+            if (owned(xn)) {
+                reserve(xn, xn->len + k);
+                copy_hashes(xn->h + xn->len, hashes + pos, k);
+            }
             xn->len += k;
             reg += registered(c, s, k);
             if (c->obs)
@@ -412,9 +451,12 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
         if (at == NONE) {
             /* A new run under x, pinned by s alone. */
             const uint32_t k = full - pos;
-            const uint32_t y = node_new(c, s->hint > full ? s->hint - pos : k);
+            const uint32_t y = node_new(c, s->stable ? 0 : s->hint > full ? s->hint - pos : k);
             node *yn = &c->nd[y];
-            copy_hashes(yn->h, hashes + pos, k);
+            if (s->stable) /* a view of s's list: no copy */
+                yn->h = (uint64_t *)(uintptr_t)(hashes + pos);
+            else
+                copy_hashes(yn->h, hashes + pos, k);
             yn->len = k;
             yn->parent = x;
             yn->ref = 1;

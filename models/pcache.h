@@ -73,6 +73,13 @@ typedef struct pcache_seq {
                         then sized for the rest of them at once instead of
                         grown by doubling as commits extend it.  0 = unknown.
                         Never changes what the cache holds. */
+    bool stable;     /* optional, set by the owner before pcache_seq_pin:
+                        every commit of s passes the same hash list, which
+                        stays allocated and unchanged for the cache's
+                        lifetime (a trace's shared block-hash table,
+                        WL_BLOCKS_SHARED); the runs s registers are then
+                        views of it instead of copies.  Never changes what
+                        the cache holds or any result. */
 } pcache_seq;
 
 /* Create a pool of `n_blocks` blocks (>= 1).  Returns NULL if out of
