@@ -379,6 +379,22 @@ static inline void wheel_put(engine *e, engine_req *er)
     *slot = er;
 }
 
+/* Empty the wheel slot of this tick: its decoders due now into e->due (in
+ * slot order), the ones parked there for a later tick back into the wheel. */
+static inline void wheel_take_due(engine *e)
+{
+    engine_req **slot = &e->wheel[e->tick & e->wmask];
+    engine_req *list = *slot;
+    *slot = NULL;
+    for (engine_req *er = list, *next; er; er = next) {
+        next = er->wnext;
+        if (er->ev == e->tick)
+            ptr_push(&e->due, &e->n_due, &e->cap_due, er);
+        else
+            wheel_put(e, er); /* parked: not due yet */
+    }
+}
+
 static inline uint64_t next_event(const engine *e, const engine_req *er)
 {
     const uint64_t tb = tick_block(e, er), tf = tick_finish(er);
@@ -479,17 +495,8 @@ static void pure_done(engine *e, double now)
  * event.  The batch is the pure one (the caller sets it). */
 static void cruise_form(engine *e)
 {
-    engine_req **slot = &e->wheel[e->tick & e->wmask];
-    engine_req *list = *slot;
-    *slot = NULL;
     SIM_ALWAYS(e->n_due == 0 && e->n_act == 0);
-    for (engine_req *er = list, *next; er; er = next) {
-        next = er->wnext;
-        if (er->ev == e->tick)
-            ptr_push(&e->due, &e->n_due, &e->cap_due, er);
-        else
-            wheel_put(e, er); /* parked: not due yet */
-    }
+    wheel_take_due(e);
     for (uint32_t i = 0; i < e->n_due; i++) {
         engine_req *er = e->due[i];
         SIM_ALWAYS(tick_block(e, er) == e->tick && tick_finish(er) != e->tick);
@@ -630,16 +637,7 @@ double engine_try_start(engine *e, double now)
      * can run without visiting the others: every running request gets all
      * it asks for (tokens and blocks). */
     SIM_ALWAYS(e->n_due == 0);
-    engine_req **slot = &e->wheel[e->tick & e->wmask];
-    engine_req *list = *slot;
-    *slot = NULL;
-    for (engine_req *er = list, *next; er; er = next) {
-        next = er->wnext;
-        if (er->ev == e->tick)
-            ptr_push(&e->due, &e->n_due, &e->cap_due, er);
-        else
-            wheel_put(e, er); /* parked: not due yet */
-    }
+    wheel_take_due(e);
     uint64_t tokens = e->n_steady, blocks = 0;
     for (uint32_t i = 0; i < e->n_due; i++)
         blocks += tick_block(e, e->due[i]) == e->tick;
