@@ -366,14 +366,25 @@ static void slot_start(wl_synth *s, slot *sl)
     sl->hist = 0;
 }
 
-int wl_synth_next(wl_synth *s, wl_request *out)
+/* The next arrival time into *t and s->t (the end rule: 0 at the end,
+ * nothing drawn past it): the start of wl_synth_next and all of
+ * wl_synth_next_arrival. */
+static int next_arrival(wl_synth *s, double *t)
 {
     if (s->max_requests && s->next_id >= s->max_requests)
         return 0;
-    double t = s->t + wl_arrivals_next(s->arr);
-    if (s->duration_s > 0 && t > s->duration_s)
+    *t = s->t + wl_arrivals_next(s->arr);
+    if (s->duration_s > 0 && *t > s->duration_s)
         return 0;
-    s->t = t;
+    s->t = *t;
+    return 1;
+}
+
+int wl_synth_next(wl_synth *s, wl_request *out)
+{
+    double t;
+    if (!next_arrival(s, &t))
+        return 0;
     drift_to(s, t);
     size_t k = gsl_ran_discrete(s->r_key, s->table);
     uint32_t j = s->per_key > 1 ? sim_pcg32_bounded(sim_rng_pcg(s->r_key), s->per_key) : 0;
@@ -508,13 +519,10 @@ int wl_synth_next(wl_synth *s, wl_request *out)
 
 int wl_synth_next_arrival(wl_synth *s, double *arrival_s)
 {
-    /* The first lines of wl_synth_next: its arrival time and end rule. */
-    if (s->max_requests && s->next_id >= s->max_requests)
+    /* wl_synth_next's arrival time and end rule, nothing else drawn. */
+    double t;
+    if (!next_arrival(s, &t))
         return 0;
-    double t = s->t + wl_arrivals_next(s->arr);
-    if (s->duration_s > 0 && t > s->duration_s)
-        return 0;
-    s->t = t;
     s->next_id++;
     *arrival_s = t;
     return 1;
