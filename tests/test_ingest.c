@@ -202,6 +202,8 @@ int main(int argc, char **argv)
     /* (b) the shared hashes give the per-request stream. */
     check_streams(t1);
     CHECK_U64_EQ(wl_ingest_get_stats().hash_tables, 3);
+    CHECK_U64_EQ(wl_ingest_get_stats().hash_cache_written, 3); /* one per block size */
+    CHECK_U64_EQ(wl_ingest_get_stats().hash_cache_hits, 0);
     check_one_tick(t1);
 
     /* (c) runs on several threads: one trace, one table, one stream. */
@@ -228,7 +230,56 @@ int main(int argc, char **argv)
     CHECK_U64_EQ(s.parsed, 2); /* t3 */
     CHECK_U64_EQ(s.cache_hits, 1);
     check_same_trace(t1, ref);
-    check_streams(t1);
+    check_streams(t1); /* the tables mapped from their cache files */
+    s = wl_ingest_get_stats();
+    CHECK_U64_EQ(s.hash_tables, 3);
+    CHECK_U64_EQ(s.hash_cache_hits, 3);
+    wl_ingest_release(t1);
+
+    /* (d2) a corrupted block-hash cache file (a flipped hash, a truncated
+     * file, a garbage header, another block size's file under this one's
+     * name) is rebuilt, never mapped, and the stream stays the
+     * per-request one. */
+    char hpath[1100];
+    snprintf(hpath, sizeof hpath, "%.*s.bs16.crsim-hashes",
+             (int)(strlen(cpath) - strlen(".crsim-cache")), cpath);
+    CHECK(file_size(hpath) > 4096);
+    for (int how = 0; how < 4; how++) {
+        const long sz = file_size(hpath);
+        if (how == 0) {
+            FILE *f = fopen(hpath, "r+b");
+            CHECK(f && fseek(f, sz - 20, SEEK_SET) == 0);
+            int c = fgetc(f);
+            CHECK(fseek(f, sz - 20, SEEK_SET) == 0 && fputc(c ^ 0x01, f) != EOF);
+            CHECK(fclose(f) == 0);
+        } else if (how == 1) {
+            CHECK(truncate(hpath, sz - 8) == 0);
+        } else if (how == 2) {
+            FILE *f = fopen(hpath, "r+b");
+            CHECK(f && fputs("garbage!", f) >= 0 && fclose(f) == 0);
+        } else {
+            char other[1100];
+            snprintf(other, sizeof other, "%.*s.bs32.crsim-hashes",
+                     (int)(strlen(cpath) - strlen(".crsim-cache")), cpath);
+            CHECK(rename(other, hpath) == 0);
+        }
+        const wl_ingest_stats b = wl_ingest_get_stats();
+        CHECK_INT_EQ(wl_ingest_trace(trace, &o, &t1), SIM_OK);
+        const wl_trace_hashes *tab = wl_ingest_hashes(t1, 16);
+        CHECK(tab != NULL);
+        s = wl_ingest_get_stats();
+        CHECK_U64_EQ(s.hash_cache_hits, b.hash_cache_hits);
+        CHECK_U64_EQ(s.hash_tables, b.hash_tables + 1);
+        CHECK_U64_EQ(s.hash_cache_rebuilt, b.hash_cache_rebuilt + 1);
+        uint64_t na, nb;
+        CHECK_U64_EQ(stream_digest(t1, NULL, 16, 7.5, 1, 0, &na),
+                     stream_digest(t1, tab, 16, 7.5, 1, 0, &nb));
+        CHECK_U64_EQ(na, nb);
+        wl_ingest_release(t1);
+    }
+    CHECK_INT_EQ(wl_ingest_trace(trace, &o, &t1), SIM_OK); /* the rebuilt file serves */
+    CHECK(wl_ingest_hashes(t1, 16) != NULL);
+    CHECK_U64_EQ(wl_ingest_get_stats().hash_cache_hits, s.hash_cache_hits + 1);
     wl_ingest_release(t1);
 
     /* (e) stale: the trace edited, same size (every timestamp + 1 ms);
@@ -239,14 +290,19 @@ int main(int argc, char **argv)
     wl_trace *ref2;
     CHECK_INT_EQ(wl_trace_load(trace, &o, &ref2), SIM_OK);
     CHECK(ref2->reqs[0].t_s != ref->reqs[0].t_s);
+    const wl_ingest_stats be = wl_ingest_get_stats();
     CHECK_INT_EQ(wl_ingest_trace(trace, &o, &t1), SIM_OK);
     s = wl_ingest_get_stats();
     CHECK_U64_EQ(s.parsed, 3);
     CHECK_U64_EQ(s.cache_rebuilt, 1);
     check_same_trace(t1, ref2);
+    /* The block-hash cache records the old trace's hash: rebuilt too. */
+    CHECK(wl_ingest_hashes(t1, 16) != NULL);
+    CHECK_U64_EQ(wl_ingest_get_stats().hash_cache_hits, be.hash_cache_hits);
+    CHECK_U64_EQ(wl_ingest_get_stats().hash_cache_rebuilt, be.hash_cache_rebuilt + 1);
     wl_ingest_release(t1);
     CHECK_INT_EQ(wl_ingest_trace(trace, &o, &t1), SIM_OK); /* the rebuilt cache serves */
-    CHECK_U64_EQ(wl_ingest_get_stats().cache_hits, 2);
+    CHECK_U64_EQ(wl_ingest_get_stats().cache_hits, be.cache_hits + 1);
     check_same_trace(t1, ref2);
     wl_ingest_release(t1);
 

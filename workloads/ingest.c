@@ -2,6 +2,7 @@
  * Traces ingested once per process; see ingest.h.
  */
 #define _XOPEN_SOURCE 700 /* realpath (POSIX.1-2008 XSI) */
+#define _DEFAULT_SOURCE    /* MAP_POPULATE (Linux) */
 #include "workloads/ingest.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -19,10 +21,13 @@
 #include "workloads/arrivals.h"
 #include "workloads/internal.h"
 
-/* One engine block size's table of a held trace. */
+/* One engine block size's table of a held trace: built in memory (h, off
+ * malloc'd), or a read-only mapping of its cache file (map, map_len). */
 typedef struct table {
     wl_trace_hashes pub;
     uint64_t *h, *off;
+    void *map;
+    size_t map_len;
 } table;
 
 /* One held trace. */
@@ -34,6 +39,9 @@ typedef struct entry {
     struct timespec mtime;
     wl_trace *t;
     unsigned refs;
+    /* The trace's cache file (NULL: none applies) and what validates it. */
+    char *cpath;
+    uint64_t opts_hash, src_size, src_hash;
     table **tabs;         /* one per engine block size asked for */
     size_t n_tabs;
     struct entry *next;
@@ -298,19 +306,24 @@ static int cache_write(const char *cpath, const wl_trace *t, uint64_t oh, uint64
 static void entry_free(entry *e)
 {
     for (size_t i = 0; i < e->n_tabs; i++) {
+        if (e->tabs[i]->map)
+            munmap(e->tabs[i]->map, e->tabs[i]->map_len);
         free(e->tabs[i]->h);
         free(e->tabs[i]->off);
         free(e->tabs[i]);
     }
     free(e->tabs);
     wl_trace_destroy(e->t);
+    free(e->cpath);
     free(e->key);
     free(e);
 }
 
-/* Parse (or read from the cache) the trace; under the mutex. */
-static int load(const char *path, const wl_trace_opts *o, off_t st_size, wl_trace **out)
+/* Parse (or read from the cache) the trace into e->t, and record its
+ * cache file in e; under the mutex. */
+static int load(const char *path, const wl_trace_opts *o, off_t st_size, entry *e)
 {
+    wl_trace **out = &e->t;
     char cpath[PATH_MAX + 64];
     const int cached = st_size >= (off_t)WL_INGEST_CACHE_MIN_BYTES &&
                        wl_ingest_cache_path(path, o, cpath, sizeof cpath);
@@ -319,6 +332,10 @@ static int load(const char *path, const wl_trace_opts *o, off_t st_size, wl_trac
     if (cached) {
         if ((rc = file_hash(path, &size, &hash)))
             return rc;
+        e->cpath = strdup(cpath); /* (none on out of memory: no cache) */
+        e->opts_hash = oh;
+        e->src_size = size;
+        e->src_hash = hash;
         wl_trace *t = cache_read(cpath, path, oh, size, hash, &existed);
         if (t) {
             stats.cache_hits++;
@@ -365,17 +382,24 @@ int wl_ingest_trace(const char *path, const wl_trace_opts *o, const wl_trace **o
             return SIM_OK;
         }
     entry *e = calloc(1, sizeof *e);
-    wl_trace *t = NULL;
-    int rc = e ? load(path, o, sb.st_size, &t)
+    int rc = e ? load(path, o, sb.st_size, e)
                : SIM_ERROR(SIM_ENOMEM, "%s: out of memory loading the trace", path);
     if (rc) {
         pthread_mutex_unlock(&mu);
+        if (e)
+            free(e->cpath);
         free(e);
         free(key);
         return rc;
     }
-    *e = (entry){.key = key, .dev = sb.st_dev, .ino = sb.st_ino, .size = sb.st_size,
-                 .mtime = sb.st_mtim, .t = t, .refs = 1, .next = held};
+    wl_trace *t = e->t;
+    e->key = key;
+    e->dev = sb.st_dev;
+    e->ino = sb.st_ino;
+    e->size = sb.st_size;
+    e->mtime = sb.st_mtim;
+    e->refs = 1;
+    e->next = held;
     held = e;
     pthread_mutex_unlock(&mu);
     *out = t;
@@ -460,6 +484,140 @@ static int build_table(const wl_trace *t, uint32_t bs, table *tab)
     return 0;
 }
 
+/* ---- the block-hash table's cache file ---- */
+
+#ifndef MAP_POPULATE /* not Linux: the pages fault in as they are read */
+#define MAP_POPULATE 0
+#endif
+
+/* Header of a block-hash cache file (native byte order), followed by the
+ * n + 1 offsets and the `total` hashes of the table, all uint64_t. */
+typedef struct hash_hdr {
+    char magic[8];         /* "CRSIMTH\0" */
+    uint32_t endian;       /* 0x01020304 */
+    uint32_t version;      /* WL_INGEST_CACHE_VERSION */
+    uint64_t opts_hash, src_size, src_hash; /* as the trace's cache file */
+    uint64_t n, total;     /* requests, hashes */
+    uint32_t block_size, pad;
+    uint64_t payload_hash; /* XXH3-64 of everything after the header */
+} hash_hdr;
+
+/* The hash cache file of entry e at block size bs: the trace cache's name
+ * with ".bsN.crsim-hashes" for ".crsim-cache".  0 if none applies. */
+static int hash_path(const entry *e, uint32_t bs, char *buf, size_t n)
+{
+    static const char suffix[] = ".crsim-cache";
+    if (!e->cpath)
+        return 0;
+    const size_t len = strlen(e->cpath), sl = sizeof suffix - 1;
+    if (len < sl || strcmp(e->cpath + len - sl, suffix) != 0)
+        return 0;
+    int w = snprintf(buf, n, "%.*s.bs%u.crsim-hashes", (int)(len - sl), e->cpath, bs);
+    return w > 0 && (size_t)w < n;
+}
+
+/* Map the hash cache file `hpath` for e's trace at block size bs into
+ * tab, read-only, if it is valid: header, size, payload hash, and every
+ * request's offset range equal to its block count (so a forged file with
+ * a matching hash cannot make a replay read out of bounds).  0 on success;
+ * *existed says whether there was a file. */
+static int hash_read(const entry *e, uint32_t bs, const char *hpath, table *tab, int *existed)
+{
+    *existed = 0;
+    FILE *f = fopen(hpath, "rb");
+    if (!f)
+        return 1;
+    *existed = 1;
+    struct stat sb;
+    hash_hdr h;
+    const wl_trace *t = e->t;
+    if (fstat(fileno(f), &sb) != 0 || fread(&h, sizeof h, 1, f) != 1 ||
+        memcmp(h.magic, "CRSIMTH", 8) != 0 || h.endian != 0x01020304u ||
+        h.version != WL_INGEST_CACHE_VERSION || h.opts_hash != e->opts_hash ||
+        h.src_size != e->src_size || h.src_hash != e->src_hash || h.n != t->n ||
+        h.block_size != bs || h.total > WL_INGEST_HASH_MAX_BYTES / sizeof(uint64_t) ||
+        (uint64_t)sb.st_size != sizeof h + (h.n + 1 + h.total) * sizeof(uint64_t)) {
+        fclose(f);
+        return 1;
+    }
+    /* A cache file is only ever replaced by a rename, never rewritten in
+     * place, so the mapping stays what was checked. */
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                     fileno(f), 0);
+    fclose(f);
+    if (map == MAP_FAILED)
+        return 1;
+    const uint64_t *off = (const uint64_t *)((const char *)map + sizeof h);
+    const uint64_t *hs = off + h.n + 1;
+    int bad = XXH3_64bits(off, (size_t)sb.st_size - sizeof h) != h.payload_hash ||
+              off[0] != 0 || off[h.n] != h.total;
+    for (size_t i = 0; i < t->n && !bad; i++)
+        bad = off[i + 1] < off[i] || off[i + 1] - off[i] != wl__trace_req_blocks(t, i, bs);
+    if (bad) {
+        munmap(map, (size_t)sb.st_size);
+        return 1;
+    }
+    tab->map = map;
+    tab->map_len = (size_t)sb.st_size;
+    tab->pub = (wl_trace_hashes){.block_size = bs, .h = hs, .off = off};
+    return 0;
+}
+
+/* Write tab (built in memory) for e's trace to `hpath` atomically (a
+ * temporary file renamed over it).  1 on success, 0 otherwise (nothing
+ * left behind). */
+static int hash_write(const entry *e, const table *tab, const char *hpath)
+{
+    const uint64_t n = e->t->n, total = tab->off[n];
+    hash_hdr h = {.magic = "CRSIMTH", .endian = 0x01020304u,
+                  .version = WL_INGEST_CACHE_VERSION, .opts_hash = e->opts_hash,
+                  .src_size = e->src_size, .src_hash = e->src_hash, .n = n, .total = total,
+                  .block_size = tab->pub.block_size};
+    XXH3_state_t *st = XXH3_createState();
+    if (!st)
+        return 0;
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, tab->off, (n + 1) * sizeof *tab->off);
+    XXH3_64bits_update(st, tab->h, total * sizeof *tab->h);
+    h.payload_hash = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    char tmp[PATH_MAX + 160];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", hpath, (long)getpid()) >= (int)sizeof tmp)
+        return 0;
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return 0;
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 &&
+             fwrite(tab->off, sizeof *tab->off, n + 1, f) == n + 1 &&
+             fwrite(tab->h, sizeof *tab->h, total, f) == total;
+    ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, hpath) == 0)
+        return 1;
+    unlink(tmp);
+    return 0;
+}
+
+/* The table of e's trace at block size bs into tab: from its cache file
+ * when valid, else built (and the cache file written).  0 on success. */
+static int get_table(const entry *e, uint32_t bs, table *tab)
+{
+    char hpath[PATH_MAX + 96];
+    const int cached = hash_path(e, bs, hpath, sizeof hpath);
+    int existed = 0;
+    if (cached && hash_read(e, bs, hpath, tab, &existed) == 0) {
+        stats.hash_cache_hits++;
+        return 0;
+    }
+    if (build_table(e->t, bs, tab))
+        return 1;
+    stats.hash_tables++;
+    if (cached && hash_write(e, tab, hpath)) {
+        stats.hash_cache_written++;
+        stats.hash_cache_rebuilt += existed;
+    }
+    return 0;
+}
+
 const wl_trace_hashes *wl_ingest_hashes(const wl_trace *t, uint32_t block_size)
 {
     if (!t || block_size == 0 || t->block_tokens % block_size != 0)
@@ -478,9 +636,8 @@ const wl_trace_hashes *wl_ingest_hashes(const wl_trace *t, uint32_t block_size)
         table **grown = tab ? realloc(e->tabs, (e->n_tabs + 1) * sizeof *grown) : NULL;
         if (grown)
             e->tabs = grown;
-        if (grown && build_table(t, block_size, tab) == 0) {
+        if (grown && get_table(e, block_size, tab) == 0) {
             e->tabs[e->n_tabs++] = tab;
-            stats.hash_tables++;
             res = &tab->pub;
         } else {
             free(tab);

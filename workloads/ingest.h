@@ -23,7 +23,13 @@
  * without changing it keeps its cache), the same load options and this
  * cache format, and its own payload hash matches; anything else (stale,
  * truncated, corrupt, another format version) is ignored and the cache is
- * rebuilt from the trace.  Traces smaller than WL_INGEST_CACHE_MIN_BYTES
+ * rebuilt from the trace.  Beside it, the block-hash table of each engine
+ * block size asked for (wl_ingest_hashes) is kept as
+ * ".NAME.HHHHHHHHHHHHHHHH.bsN.crsim-hashes", validated the same way (plus
+ * block size, request count, file length and every request's block count)
+ * and mapped read-only instead of computed into fresh memory.  Cache files
+ * are only ever replaced by a rename, never rewritten in place.  Traces
+ * smaller than WL_INGEST_CACHE_MIN_BYTES
  * are not cached (they parse in milliseconds).  A cache that cannot be
  * written is skipped silently: the cache only ever saves time.
  *
@@ -87,8 +93,9 @@ void wl_ingest_release(const wl_trace *t);
 
 /*
  * The shared block-hash table of held trace `t` at engine block size
- * `block_size` (tokens; must divide t->block_tokens), built on the first
- * call (O(total blocks)), or NULL when the table would exceed
+ * `block_size` (tokens; must divide t->block_tokens), on the first call
+ * mapped from its cache file when one is valid, else built (O(total
+ * blocks)) and its cache file written; or NULL when the table would exceed
  * WL_INGEST_HASH_MAX_BYTES, when `t` was not obtained from
  * wl_ingest_trace, or when its memory cannot be allocated: the caller
  * then hashes per request.  Valid until the trace's last release.
@@ -121,7 +128,10 @@ typedef struct wl_ingest_stats {
     uint64_t cache_rebuilt; /* cache files found but unusable (stale,
                                corrupt, other version) and rewritten */
     uint64_t cache_written; /* cache files written */
-    uint64_t hash_tables;   /* block-hash tables built */
+    uint64_t hash_tables;   /* block-hash tables built (hashed) */
+    uint64_t hash_cache_hits;    /* block-hash tables mapped from a valid cache file */
+    uint64_t hash_cache_rebuilt; /* block-hash cache files found unusable and rewritten */
+    uint64_t hash_cache_written; /* block-hash cache files written */
     uint64_t iat_parsed;    /* inter-arrival CSVs parsed (wl_ingest_iat) */
     uint64_t iat_shared;    /* wl_ingest_iat calls served by a held series */
 } wl_ingest_stats;
