@@ -291,7 +291,10 @@ typedef struct cluster_result {
     int interrupted;            /* 1 if stopped by *stop */
     route_telemetry tel;        /* the router's report (planned routers;
                                    replica 0's with several replicas) */
-    uint64_t scrapes;           /* engine snapshots taken (0 when exact) */
+    uint64_t scrapes;           /* engine scrapes (0 when exact) */
+    uint64_t scrapes_unread;    /* of those, not materialised because no
+                                   dispatch could see them (models/cluster.c
+                                   on_scrape); results do not depend on it */
     uint64_t kv_events;         /* engine KV events queued (0 unless the
                                    router consumes them) */
     /* Fairness over routing keys (docs/report.md, "Fairness"): keys[0..n_keys)
