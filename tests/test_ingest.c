@@ -157,6 +157,23 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Corrupt file `path` in place: flip bits `mask` of the byte at `at`. */
+static void flip_byte(const char *path, long at, int mask)
+{
+    FILE *f = fopen(path, "r+b");
+    CHECK(f && fseek(f, at, SEEK_SET) == 0);
+    int c = fgetc(f);
+    CHECK(fseek(f, at, SEEK_SET) == 0 && fputc(c ^ mask, f) != EOF);
+    CHECK(fclose(f) == 0);
+}
+
+/* Overwrite the first 8 bytes of file `path` (its header's magic). */
+static void garble_header(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    CHECK(f && fputs("garbage!", f) >= 0 && fclose(f) == 0);
+}
+
 static long file_size(const char *p)
 {
     struct stat sb;
@@ -247,16 +264,11 @@ int main(int argc, char **argv)
     for (int how = 0; how < 4; how++) {
         const long sz = file_size(hpath);
         if (how == 0) {
-            FILE *f = fopen(hpath, "r+b");
-            CHECK(f && fseek(f, sz - 20, SEEK_SET) == 0);
-            int c = fgetc(f);
-            CHECK(fseek(f, sz - 20, SEEK_SET) == 0 && fputc(c ^ 0x01, f) != EOF);
-            CHECK(fclose(f) == 0);
+            flip_byte(hpath, sz - 20, 0x01); /* a hash */
         } else if (how == 1) {
             CHECK(truncate(hpath, sz - 8) == 0);
         } else if (how == 2) {
-            FILE *f = fopen(hpath, "r+b");
-            CHECK(f && fputs("garbage!", f) >= 0 && fclose(f) == 0);
+            garble_header(hpath);
         } else {
             char other[1100];
             snprintf(other, sizeof other, "%.*s.bs32.crsim-hashes",
@@ -312,16 +324,11 @@ int main(int argc, char **argv)
         const long sz = file_size(cpath);
         CHECK(sz > 200);
         if (how == 0) {
-            FILE *f = fopen(cpath, "r+b");
-            CHECK(f && fseek(f, sz / 2, SEEK_SET) == 0);
-            int c = fgetc(f);
-            CHECK(fseek(f, sz / 2, SEEK_SET) == 0 && fputc(c ^ 0x10, f) != EOF);
-            CHECK(fclose(f) == 0);
+            flip_byte(cpath, sz / 2, 0x10);
         } else if (how == 1) {
             CHECK(truncate(cpath, sz - 9) == 0);
         } else if (how == 2) {
-            FILE *f = fopen(cpath, "r+b");
-            CHECK(f && fputs("garbage!", f) >= 0 && fclose(f) == 0);
+            garble_header(cpath);
         } else {
             CHECK(truncate(cpath, 0) == 0);
         }

@@ -189,6 +189,26 @@ static int index_of(const char *const names[], const char *s)
     return -1;
 }
 
+/* A stretch of a cache file's payload. */
+typedef struct part {
+    const void *p;
+    size_t len; /* bytes */
+} part;
+
+/* XXH3-64 of the parts in order into *hash; 0 on success. */
+static int parts_hash(const part *pt, size_t n, uint64_t *hash)
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st)
+        return 1;
+    XXH3_64bits_reset(st);
+    for (size_t i = 0; i < n; i++)
+        XXH3_64bits_update(st, pt[i].p, pt[i].len);
+    *hash = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return 0;
+}
+
 /* Read a cache file whose header must match (opts, size, hash); NULL if it
  * is absent or unusable (*existed says whether there was a file). */
 static wl_trace *cache_read(const char *cpath, const char *path, uint64_t oh, uint64_t size,
@@ -221,17 +241,11 @@ static wl_trace *cache_read(const char *cpath, const char *path, uint64_t oh, ui
     if (fread(reqs, sizeof *reqs, h.n, f) != h.n || fread(ids, sizeof *ids, h.n_ids, f) != h.n_ids ||
         (keys && fread(keys, sizeof *keys, h.n, f) != h.n) || fgetc(f) != EOF)
         goto bad;
-    XXH3_state_t *st = XXH3_createState();
-    if (!st)
-        goto bad;
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, reqs, h.n * sizeof *reqs);
-    XXH3_64bits_update(st, ids, h.n_ids * sizeof *ids);
-    if (keys)
-        XXH3_64bits_update(st, keys, h.n * sizeof *keys);
-    uint64_t ph = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
-    if (ph != h.payload_hash)
+    const part pt[] = {{reqs, h.n * sizeof *reqs},
+                       {ids, h.n_ids * sizeof *ids},
+                       {keys, keys ? h.n * sizeof *keys : 0}};
+    uint64_t ph;
+    if (parts_hash(pt, sizeof pt / sizeof *pt, &ph) || ph != h.payload_hash)
         goto bad;
     /* The invariants of wl_trace (mooncake.h), so that even a forged
      * file with a matching hash cannot make a replay read out of bounds. */
@@ -259,6 +273,27 @@ bad:
     return NULL;
 }
 
+/* Write the header and the parts to `path` atomically (a temporary file
+ * renamed over it: a cache file is never rewritten in place).  1 on
+ * success, 0 otherwise (nothing left behind). */
+static int write_atomic(const char *path, const void *hdr, size_t hlen, const part *pt, size_t n)
+{
+    char tmp[PATH_MAX + 160];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return 0;
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return 0;
+    int ok = fwrite(hdr, hlen, 1, f) == 1;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = pt[i].len == 0 || fwrite(pt[i].p, pt[i].len, 1, f) == 1;
+    ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, path) == 0)
+        return 1;
+    unlink(tmp);
+    return 0;
+}
+
 /* Write `t` to cache file `cpath` atomically (a temporary file renamed
  * over it).  1 on success, 0 otherwise (nothing left behind). */
 static int cache_write(const char *cpath, const wl_trace *t, uint64_t oh, uint64_t size,
@@ -274,31 +309,11 @@ static int cache_write(const char *cpath, const wl_trace *t, uint64_t oh, uint64
                    .block_tokens = t->block_tokens, .has_keys = t->keys != NULL,
                    .format = (uint32_t)fi, .prefix = (uint32_t)pi,
                    .req_size = sizeof(wl_trace_req)};
-    XXH3_state_t *st = XXH3_createState();
-    if (!st)
-        return 0;
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, t->reqs, t->n * sizeof *t->reqs);
-    XXH3_64bits_update(st, t->ids, t->n_ids_total * sizeof *t->ids);
-    if (t->keys)
-        XXH3_64bits_update(st, t->keys, t->n * sizeof *t->keys);
-    h.payload_hash = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
-    char tmp[PATH_MAX + 128];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", cpath, (long)getpid()) >= (int)sizeof tmp)
-        return 0;
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return 0;
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 &&
-             fwrite(t->reqs, sizeof *t->reqs, t->n, f) == t->n &&
-             fwrite(t->ids, sizeof *t->ids, t->n_ids_total, f) == t->n_ids_total &&
-             (!t->keys || fwrite(t->keys, sizeof *t->keys, t->n, f) == t->n);
-    ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, cpath) == 0)
-        return 1;
-    unlink(tmp);
-    return 0;
+    const part pt[] = {{t->reqs, t->n * sizeof *t->reqs},
+                       {t->ids, t->n_ids_total * sizeof *t->ids},
+                       {t->keys, t->keys ? t->n * sizeof *t->keys : 0}};
+    const size_t np = sizeof pt / sizeof *pt;
+    return parts_hash(pt, np, &h.payload_hash) == 0 && write_atomic(cpath, &h, sizeof h, pt, np);
 }
 
 /* ---- the registry ---- */
@@ -393,13 +408,9 @@ int wl_ingest_trace(const char *path, const wl_trace_opts *o, const wl_trace **o
         return rc;
     }
     wl_trace *t = e->t;
-    e->key = key;
-    e->dev = sb.st_dev;
-    e->ino = sb.st_ino;
-    e->size = sb.st_size;
-    e->mtime = sb.st_mtim;
-    e->refs = 1;
-    e->next = held;
+    *e = (entry){.key = key, .dev = sb.st_dev, .ino = sb.st_ino, .size = sb.st_size,
+                 .mtime = sb.st_mtim, .t = t, .refs = 1, .next = held, .cpath = e->cpath,
+                 .opts_hash = e->opts_hash, .src_size = e->src_size, .src_hash = e->src_hash};
     held = e;
     pthread_mutex_unlock(&mu);
     *out = t;
@@ -573,28 +584,9 @@ static int hash_write(const entry *e, const table *tab, const char *hpath)
                   .version = WL_INGEST_CACHE_VERSION, .opts_hash = e->opts_hash,
                   .src_size = e->src_size, .src_hash = e->src_hash, .n = n, .total = total,
                   .block_size = tab->pub.block_size};
-    XXH3_state_t *st = XXH3_createState();
-    if (!st)
-        return 0;
-    XXH3_64bits_reset(st);
-    XXH3_64bits_update(st, tab->off, (n + 1) * sizeof *tab->off);
-    XXH3_64bits_update(st, tab->h, total * sizeof *tab->h);
-    h.payload_hash = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
-    char tmp[PATH_MAX + 160];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", hpath, (long)getpid()) >= (int)sizeof tmp)
-        return 0;
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return 0;
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 &&
-             fwrite(tab->off, sizeof *tab->off, n + 1, f) == n + 1 &&
-             fwrite(tab->h, sizeof *tab->h, total, f) == total;
-    ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, hpath) == 0)
-        return 1;
-    unlink(tmp);
-    return 0;
+    const part pt[] = {{tab->off, (n + 1) * sizeof *tab->off}, {tab->h, total * sizeof *tab->h}};
+    const size_t np = sizeof pt / sizeof *pt;
+    return parts_hash(pt, np, &h.payload_hash) == 0 && write_atomic(hpath, &h, sizeof h, pt, np);
 }
 
 /* The table of e's trace at block size bs into tab: from its cache file
