@@ -18,7 +18,6 @@
 #include "workloads/blockhash.h"
 
 #include "sim/core/error.h"
-#include "sim/core/prefetch.h"
 #include "sim/core/rng.h"
 #include "workloads/arrivals.h"
 #include "workloads/ingest.h"
@@ -59,11 +58,6 @@ typedef struct seg {
     uint32_t len;
 } seg;
 
-/* Requests wl_synth_next draws ahead (arrival, key, slot), so that the
- * slots of the next two requests can be fetched while the simulation runs
- * (fill_ahead). */
-#define WL_SYNTH_AHEAD 2
-
 struct wl_synth {
     wl_keyrates kr;      /* rates in requests/s (current, after drift) */
     uint32_t *prefix_len;/* per key (index in kr) */
@@ -91,16 +85,6 @@ struct wl_synth {
     double theta;
     seg *segs;
     size_t segs_cap;
-    /* wl_synth_next's look-ahead (fill_ahead): the arrival time, key and
-     * slot of the next n_ahead requests, drawn in request order; ahead_end
-     * once the end rule has stopped the drawing. */
-    struct {
-        double t;
-        size_t k;
-        slot *sl;
-    } ahead[WL_SYNTH_AHEAD];
-    uint32_t n_ahead;
-    bool ahead_end;
 };
 
 static lendist make_len(const wl_lenspec *l)
@@ -382,12 +366,12 @@ static void slot_start(wl_synth *s, slot *sl)
     sl->hist = 0;
 }
 
-/* The arrival time of request `id` (the one after the last drawn) into *t
- * and s->t, or 0 at the end (the end rule; nothing drawn past it): for
- * fill_ahead and wl_synth_next_arrival. */
-static int next_arrival(wl_synth *s, uint64_t id, double *t)
+/* The next arrival time into *t and s->t (the end rule: 0 at the end,
+ * nothing drawn past it): the start of wl_synth_next and all of
+ * wl_synth_next_arrival. */
+static int next_arrival(wl_synth *s, double *t)
 {
-    if (s->max_requests && id >= s->max_requests)
+    if (s->max_requests && s->next_id >= s->max_requests)
         return 0;
     *t = s->t + wl_arrivals_next(s->arr);
     if (s->duration_s > 0 && *t > s->duration_s)
@@ -396,65 +380,15 @@ static int next_arrival(wl_synth *s, uint64_t id, double *t)
     return 1;
 }
 
-/*
- * Draw the arrival time, key and slot of the requests after those already
- * drawn, up to WL_SYNTH_AHEAD of them, under the end rule (max_requests
- * counted from the next id).  Arrival times, drift steps and keys come from
- * their own streams (SIM_STREAM_ARRIVALS, _DRIFT, _KEYS; the lengths and
- * conversation turns from SIM_STREAM_LENGTHS), and each stream is drawn in
- * request order as before: drawing them a request or two early changes no
- * value (tests/test_synth.c checks the stream against fixed fingerprints
- * and the one-at-a-time consumption).  The drift between two requests'
- * draws only changes key rates, which only the next key draw reads.  Then
- * the slot the request after next will use is fetched, and of the next
- * one (fetched a request ago) the history lengths and hash buffer: at the
- * scale of 1,000 destinations and 4,000 active keys these were four cache
- * misses per request, one after the other (docs/performance.md, "Round 7").
- */
-static void fill_ahead(wl_synth *s)
-{
-    while (s->n_ahead < WL_SYNTH_AHEAD && !s->ahead_end) {
-        double t;
-        if (!next_arrival(s, s->next_id + s->n_ahead, &t)) {
-            s->ahead_end = true;
-            break;
-        }
-        drift_to(s, t);
-        const size_t k = gsl_ran_discrete(s->r_key, s->table);
-        const uint32_t j =
-            s->per_key > 1 ? sim_pcg32_bounded(sim_rng_pcg(s->r_key), s->per_key) : 0;
-        s->ahead[s->n_ahead].t = t;
-        s->ahead[s->n_ahead].k = k;
-        s->ahead[s->n_ahead].sl = &s->slots[k * s->per_key + j];
-        s->n_ahead++;
-    }
-    if (s->n_ahead == WL_SYNTH_AHEAD) {
-        const char *p = (const char *)s->ahead[1].sl;
-        SIM_PREFETCH(p);
-        SIM_PREFETCH(p + sizeof(slot) - 1);
-    }
-    if (s->n_ahead >= 1) {
-        const slot *sl = s->ahead[0].sl;
-        if (sl->seg_len)
-            SIM_PREFETCH(sl->seg_len);
-        if (sl->hb) {
-            SIM_PREFETCH(sl->hb);
-            SIM_PREFETCH(&sl->hb->h[sl->hn ? sl->hn - 1 : 0]);
-        }
-    }
-}
-
 int wl_synth_next(wl_synth *s, wl_request *out)
 {
-    fill_ahead(s);
-    if (s->n_ahead == 0)
+    double t;
+    if (!next_arrival(s, &t))
         return 0;
-    const double t = s->ahead[0].t;
-    const size_t k = s->ahead[0].k;
-    slot *sl = s->ahead[0].sl;
-    for (uint32_t i = 1; i < s->n_ahead; i++)
-        s->ahead[i - 1] = s->ahead[i];
-    s->n_ahead--;
+    drift_to(s, t);
+    size_t k = gsl_ran_discrete(s->r_key, s->table);
+    uint32_t j = s->per_key > 1 ? sim_pcg32_bounded(sim_rng_pcg(s->r_key), s->per_key) : 0;
+    slot *sl = &s->slots[k * s->per_key + j];
     if (sl->turns == 0)
         slot_start(s, sl);
     uint32_t in = draw_len(&s->input, s->r_len);
@@ -580,7 +514,6 @@ int wl_synth_next(wl_synth *s, wl_request *out)
         sl->hist += in + outl;
         sl->turn++;
     }
-    fill_ahead(s); /* (and fetch the next requests' slots) */
     return 1;
 }
 
@@ -588,7 +521,7 @@ int wl_synth_next_arrival(wl_synth *s, double *arrival_s)
 {
     /* wl_synth_next's arrival time and end rule, nothing else drawn. */
     double t;
-    if (!next_arrival(s, s->next_id, &t))
+    if (!next_arrival(s, &t))
         return 0;
     s->next_id++;
     *arrival_s = t;

@@ -104,14 +104,10 @@ int wl_synth_next_arrival(wl_synth *s, double *arrival_s);
 wl_source wl_synth_source(wl_synth *s);
 
 /* The current key rates (requests/s, summing to the target rate; they
- * change at drift steps).  wl_synth_next draws the arrival times and keys
- * of up to two requests ahead (synth.c fill_ahead), so after it these
- * include the drift steps up to those arrivals.  Owned by `s`.  Cannot
- * fail. */
+ * change at drift steps).  Owned by `s`.  Cannot fail. */
 const wl_keyrates *wl_synth_rates(const wl_synth *s);
 
-/* Drift steps applied so far (after wl_synth_next: up to the arrival of
- * the requests it drew ahead, as wl_synth_rates).  Cannot fail. */
+/* Drift steps applied so far.  Cannot fail. */
 uint64_t wl_synth_epoch(const wl_synth *s);
 
 /* Shape parameter used for the population (see wl_synth_keys). */
