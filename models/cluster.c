@@ -416,8 +416,9 @@ static void on_scrape(cluster *c, double now, double t_next)
     if (s->unread) {
         s->t = now;
         c->res->scrapes_unread++;
-    } else
+    } else {
         take_snapshot(c, s, now);
+    }
     c->res->scrapes++;
 }
 
