@@ -21,6 +21,7 @@
 #include "sim/core/error.h"
 #include "sim/core/evq.h"
 #include "sim/core/metrics.h"
+#include "sim/core/sort.h"
 
 enum { EV_ARRIVAL = 1, EV_STEP, EV_END, EV_INTERVAL, EV_SCRAPE, EV_FAULT, EV_RFAULT,
        EV_HEALTH, EV_RETRY };
@@ -754,16 +755,6 @@ static void summarize(cluster *c)
     res->throughput_rps = span > 0 ? (double)res->measured_completed / span : NAN;
 }
 
-/* qsort order of (key, record id) pairs: by key, then id (ids are unique,
- * so the order is total and the result deterministic). */
-static int cmp_pair(const void *a, const void *b)
-{
-    const uint64_t *x = a, *y = b;
-    if (x[0] != y[0])
-        return x[0] < y[0] ? -1 : 1;
-    return x[1] < y[1] ? -1 : x[1] > y[1];
-}
-
 /* Per-key fairness (models/cluster.h cluster_result.keys): group measured,
  * routed records by key, keep keys with >= fair_min_requests of them. */
 static void fairness(const cluster_params *p, cluster_result *res)
@@ -784,7 +775,11 @@ static void fairness(const cluster_params *p, cluster_result *res)
             pair[2 * m + 1] = i;
             m++;
         }
-    qsort(pair, n, 2 * sizeof *pair, cmp_pair);
+    /* By key; ids, given in increasing order, stay so within a key (a
+     * stable sort: the (key, id) order qsort gave, hence the same sums). */
+    uint64_t *scratch = sim_xmalloc(2 * n * sizeof *scratch);
+    sim_sort_pairs_u64(pair, n, scratch);
+    free(scratch);
     double *v = sim_xmalloc(n * sizeof *v);
     size_t cap = 0;
     static const double q99 = 0.99;
