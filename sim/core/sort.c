@@ -18,18 +18,15 @@ void sim_sort_pairs_u64(uint64_t *pair, size_t n, uint64_t *tmp)
     uint64_t *src = pair, *dst = tmp;
     for (unsigned d = 0; d < 8; d++) {
         size_t *c = cnt[d];
-        int trivial = 0; /* every key has the same digit d: nothing moves */
-        for (unsigned v = 0; v < 256 && !trivial; v++)
-            trivial = c[v] == n;
-        if (trivial)
-            continue;
+        const unsigned shift = 8 * d;
+        if (n == 0 || c[(src[0] >> shift) & 255] == n)
+            continue; /* every key has this digit: nothing moves */
         size_t sum = 0;
         for (unsigned v = 0; v < 256; v++) {
             const size_t x = c[v];
             c[v] = sum;
             sum += x;
         }
-        const unsigned shift = 8 * d;
         for (size_t i = 0; i < n; i++) {
             const size_t j = c[(src[2 * i] >> shift) & 255]++;
             dst[2 * j] = src[2 * i];
