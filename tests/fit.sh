@@ -169,6 +169,64 @@ bad twice "twice.yaml:7: free parameter 'workload.input.mean' given twice (in .f
 printf '%s\nalternatives:\n  - a workload.input.mean=log[0, 20]\n' "$base" >alt_range.yaml
 bad alt_range "alt_range.yaml:5: free parameter 'workload.input.mean': log range needs LO > 0"
 
+# ---- (f) pruning: the runs no target reads are skipped, nothing else ----
+# Capacity targets at SLOs the small config crosses (p99 TTFT 0.2-0.4 s)
+# and hit targets at 24 requests/s: with `prune: true` (the default) a
+# candidate skips the loads above a series' first failure but the target
+# load and the two lowest, and every candidate's objective and residuals
+# equal those of `prune: false` to the bit; fewer runs are stored, and every
+# series keeps its runs at 2, 4 and 24 requests/s.  Capacity targets on two
+# metrics cannot share experiment.prune: then nothing is skipped.
+cat >prune.yaml <<EOT
+seeds: [1]
+loads: [2, 4, 8, 16, 24, 32]
+targets:
+  flat_lb:
+    hit: {loads: [24], values: [0.78], tol: 0.01}
+    capacity: {slos: [0.26, 0.3], values: [6, 12], tol: 2}
+  sticky:
+    hit: {loads: [24], values: [0.86], tol: 0.01}
+    capacity: {slos: [0.21], values: [6], tol: 2}
+free:
+  - workload.input.mean=log[128, 1024]
+budget: 4
+refine: 4
+EOT
+sed 's/^refine: 4$/refine: 4\nprune: false/' prune.yaml >noprune.yaml
+sed 's/^    capacity: {slos: \[0.21\], values: \[6\], tol: 2}$/    capacity: {slos: [15], values: [6], tol: 2, metric: e2e_p99}/' \
+    prune.yaml >twometric.yaml
+for t in prune noprune twometric; do
+    "$CRSIM" fit "$CFG" --targets $t.yaml --db $t.db --jobs 2 --quiet >$t.txt 2>err ||
+        fail "fit $t exited $?: $(cat err)"
+done
+if command -v sqlite3 >/dev/null; then
+    f0=$fails
+    dump() {
+        sqlite3 "$1" "SELECT seq, alternative, stage, overrides, objective, max_abs_residual,
+            identified, best FROM fit_candidates ORDER BY seq" \
+            "SELECT c.seq, r.idx, r.policy, r.metric, r.at, r.target, r.tol, r.sim, r.residual
+             FROM fit_residuals r JOIN fit_candidates c ON c.id = r.candidate_id ORDER BY 1, 2"
+    }
+    dump prune.db >p.dump
+    dump noprune.db >np.dump
+    [ -s p.dump ] && cmp -s p.dump np.dump || fail "pruning changed the candidates: $(diff p.dump np.dump | head -5)"
+    np=$(sqlite3 prune.db "SELECT COUNT(*) FROM runs")
+    nn=$(sqlite3 noprune.db "SELECT COUNT(*) FROM runs")
+    nc=$(sqlite3 noprune.db "SELECT COUNT(*) FROM fit_candidates")
+    [ "$nn" = $((nc * 12)) ] && [ "$np" -lt "$nn" ] || fail "runs stored: $np pruned, $nn unpruned ($nc candidates)"
+    # every (experiment, policy) series has its kept loads
+    k=$(sqlite3 prune.db "SELECT COUNT(*) FROM runs WHERE rate_rps IN (2, 4, 24)")
+    [ "$k" = $((nc * 6)) ] || fail "kept loads: $k runs at 2, 4, 24 requests/s, expected $((nc * 6))"
+    nt=$(sqlite3 twometric.db "SELECT COUNT(*) FROM runs")
+    ct=$(sqlite3 twometric.db "SELECT COUNT(*) FROM fit_candidates")
+    [ "$nt" = $((ct * 12)) ] || fail "two capacity metrics: $nt runs for $ct candidates, expected every load"
+    [ "$fails" = "$f0" ] && echo "ok: pruning ($np of $nn runs, candidates identical)"
+fi
+printf '%s
+prune: maybe
+' "$base" >prune_bad.yaml
+bad prune_bad "prune_bad.yaml:4: .*prune"
+
 # ---- (d) help ----
 "$CRSIM" fit --help >help.txt 2>&1 || fail "fit --help exited $?"
 grep -q -- '--targets TARGETS.yaml' help.txt && grep -q 'docs/fit.md' help.txt ||

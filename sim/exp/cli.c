@@ -472,8 +472,10 @@ static const exp_cli_cmd commands[] = {
                 "compare each with the observed metrics of TARGETS.yaml in tolerance units,\n"
                 "store every candidate as one experiment with its residuals, print the best\n"
                 "point and the identified set (every residual within tolerance) per\n"
-                "alternative, and write the best point's config for crsim run.  See\n"
-                "docs/fit.md.\n",
+                "alternative, and write the best point's config for crsim run.  Runs no\n"
+                "target reads (loads above a series' first SLO failure, but the targets'\n"
+                "loads and the two lowest) are skipped; `prune: false` in TARGETS.yaml runs\n"
+                "them all.  See docs/fit.md.\n",
      .opts = fit_opts, .main = cmd_fit},
     {.name = "plan", .summary = "build a CacheRoute table from a CSV of key,rate",
      .args = "", .min_pos = 0, .max_pos = 0, .needs = "",

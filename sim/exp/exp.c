@@ -867,7 +867,6 @@ typedef struct task {
     int taken;           /* a worker started it */
     int pruned;          /* skipped: its series already failed the largest SLO */
     int fails;           /* its SLO metric exceeds the largest SLO (or is undefined) */
-    int failed_before;   /* some lower load of its series failed */
     /* filled by the worker */
     int done;
     int rc;
@@ -892,6 +891,16 @@ typedef struct pool {
     unsigned jobs;        /* workers asked for (--jobs, >= 1) */
 } pool;
 
+/* Is `rate` one of the loads that always run under pruning
+ * (exp_run_opts.prune_keep)? */
+static bool kept_load(const exp_run_opts *o, double rate)
+{
+    for (size_t i = 0; i < o->n_prune_keep; i++)
+        if (o->prune_keep[i] == rate)
+            return true;
+    return false;
+}
+
 static int needs_sim(const task *t) { return t->selected && t->resume_from <= 0; }
 
 /* The SLO metric of a result (the run_metrics column named by
@@ -910,6 +919,26 @@ static double slo_value(const cluster_result *r, int metric)
 static int resolved(const task *t)
 {
     return t->done || t->pruned || t->resume_from > 0 || !t->selected;
+}
+
+/* Under the pool mutex, with pruning: 1 when a lower load of t's series
+ * failed the largest SLO (a pruned one implies it), 0 when every lower
+ * load ran and held, -1 while neither is known (a lower load is still to
+ * run).  Which tasks are pruned is a function of the results alone, never
+ * of the order they finished in: a task is pruned exactly when some lower
+ * load of its series fails.  A load that always runs (the report rate, a
+ * kept load) does not wait for its lower loads. */
+static int failed_below(const pool *pl, const task *t)
+{
+    int pending = 0;
+    for (size_t k = t->prev; k != SIZE_MAX; k = pl->tasks[k].prev) {
+        const task *u = &pl->tasks[k];
+        if (u->pruned || ((u->done || u->resume_from > 0) && u->fails))
+            return 1;
+        if (!resolved(u))
+            pending = 1;
+    }
+    return pending ? -1 : 0;
 }
 
 /* Under the pool mutex: the expected cost of task `t` (defined below). */
@@ -945,12 +974,11 @@ static task *next_task(pool *pl, int *finished)
         task *t = &pl->tasks[k];
         if (!needs_sim(t) || t->taken || t->pruned)
             continue;
-        if (pl->prune) {
-            const task *pv = t->prev == SIZE_MAX ? NULL : &pl->tasks[t->prev];
-            if (pv && !resolved(pv))
-                continue; /* its lower load is still running */
-            t->failed_before = pv && (pv->fails || pv->failed_before);
-            if (t->failed_before && t->prunable) {
+        if (pl->prune && t->prunable) {
+            const int fb = failed_below(pl, t);
+            if (fb < 0)
+                continue; /* a lower load that decides it is still running */
+            if (fb) {
                 /* Capacity is decided by the first failure: loads above it
                  * cannot change it (docs/design.md §10). */
                 t->pruned = 1; /* the pool broadcasts after the take */
@@ -1492,7 +1520,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
                     t->prev = lower[ir] == SIZE_MAX
                                   ? SIZE_MAX
                                   : base_k + lower[ir] * per_rate + is * c->n_policies + ip;
-                    t->prunable = c->rates[ir] != report_rate;
+                    t->prunable = c->rates[ir] != report_rate &&
+                                  !kept_load(o, c->rates[ir]);
                     t->config_text = run_config_text(c, ip, ir, is);
                     hash_hex(t->config_text, t->hash);
                 }

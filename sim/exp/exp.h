@@ -265,6 +265,13 @@ typedef struct exp_run_opts {
                                  "experiment HASH LENGTH" and one line "run
                                  INDEX POLICY HASH" per run, run nothing and
                                  open no database */
+    const double *prune_keep; /* with experiment.prune: loads (requests/s, of
+                                 experiment.rates) that run even above their
+                                 series' first failure, as the report rate
+                                 does (crsim fit: the loads its targets and
+                                 its capacity smoothing read); n_prune_keep
+                                 entries, not owned; NULL when none */
+    size_t n_prune_keep;
     const volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
     volatile sig_atomic_t *setup_phase; /* or NULL: nonzero while setting up
                                            (nothing stored yet; the CLI's

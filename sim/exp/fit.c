@@ -131,6 +131,7 @@ typedef struct fit_top {
     size_t n_alts;
     int64_t budget;
     int64_t refine;
+    bool prune;
 } fit_top;
 
 #define TP(f) offsetof(fit_top, f)
@@ -158,6 +159,10 @@ static const sim_cfg_key top_schema[] = {
     {.path = "refine", .type = SIM_CFG_INT, .offset = TP(refine), .min = 0, .max = 100000,
      .def = "24", .unit = "candidates",
      .help = "Nelder-Mead evaluations per structural alternative (0: coarse design only)"},
+    {.path = "prune", .type = SIM_CFG_BOOL, .offset = TP(prune), .def = "true",
+     .help = "skip a candidate's runs that no target reads: loads above a series' first "
+             "failure of the largest SLO, but the targets' loads and the two lowest (the "
+             "objective is unchanged; false: every load of every series is run and stored)"},
     {0},
 };
 
@@ -219,6 +224,10 @@ typedef struct fit {
     char name[160];
     char **fixed;          /* the fit's experiment overrides (owned) */
     size_t n_fixed;
+    bool prune_on;         /* candidates run with experiment.prune (plan_prune) */
+    int prune_metric;      /* the capacity targets' metric (index into cap_metrics) */
+    double *keep;          /* loads every series runs under pruning (owned) */
+    size_t n_keep;
     int64_t fit_id;
     fit_cand *cand;
     size_t n_cand, cap_cand;
@@ -290,13 +299,70 @@ static int parse_real(const char *s, double *v)
     return (end == s || *end || errno || !isfinite(*v)) ? -1 : 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void add_unique(double **arr, size_t *n, const double *v, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < *n; j++)
+            dup |= (*arr)[j] == v[i];
+        if (!dup) {
+            *arr = sim_xrealloc(*arr, (*n + 1) * sizeof **arr);
+            (*arr)[(*n)++] = v[i];
+        }
+    }
+}
+
+/* Whether candidates can skip runs, and which loads they always run
+ * (docs/fit.md, "Runs a candidate skips").  A capacity target reads a
+ * series only up to its first failing load (exp_fit_capacity_smooth; the
+ * two lowest loads when it fails at the lowest), a hit or p99 target only
+ * its own loads; so with experiment.prune (which skips the loads above a
+ * series' first failure of the largest SLO, in ascending order, whatever
+ * --jobs) and these loads kept, every value the objective reads is the
+ * same run as without pruning.  Needs one SLO metric for the whole
+ * experiment: every capacity target must use the same one. */
+static void plan_prune(fit *f)
+{
+    f->prune_on = false;
+    if (!f->top.prune || f->n_slos == 0)
+        return;
+    int metric = -1;
+    for (size_t p = 0; p < f->n_pol; p++) {
+        const fit_ptargets *t = &f->pt[f->pol_of[p]];
+        if (t->cap.n_values == 0)
+            continue;
+        if (metric >= 0 && metric != t->cap.metric)
+            return;
+        metric = t->cap.metric;
+    }
+    if (metric < 0)
+        return;
+    for (size_t p = 0; p < f->n_pol; p++) {
+        const fit_ptargets *t = &f->pt[f->pol_of[p]];
+        add_unique(&f->keep, &f->n_keep, t->hit.loads, t->hit.n_loads);
+        add_unique(&f->keep, &f->n_keep, t->ttft.loads, t->ttft.n_loads);
+        add_unique(&f->keep, &f->n_keep, t->e2e.loads, t->e2e.n_loads);
+    }
+    add_unique(&f->keep, &f->n_keep, f->grid, f->n_grid < 2 ? f->n_grid : 2);
+    qsort(f->keep, f->n_keep, sizeof *f->keep, cmp_double);
+    f->prune_on = true;
+    f->prune_metric = metric;
+}
+
 /* The fit's overrides of the candidate's experiment: the targets' policies,
- * load grid, seeds, SLOs, database and name. */
+ * load grid, seeds, SLOs, database and name, and pruning (plan_prune). */
 static void make_fixed(fit *f)
 {
     char buf[8192];
     size_t u;
-    f->fixed = sim_xcalloc(8, sizeof *f->fixed);
+    plan_prune(f);
+    f->fixed = sim_xcalloc(12, sizeof *f->fixed);
     u = (size_t)snprintf(buf, sizeof buf, "experiment.policies=[");
     for (size_t i = 0; i < f->n_pol; i++)
         u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%s", i ? ", " : "", f->pol[i]);
@@ -324,27 +390,17 @@ static void make_fixed(fit *f)
     f->fixed[f->n_fixed++] = sim_xstrdup(buf);
     snprintf(buf, sizeof buf, "experiment.name=%s", f->name);
     f->fixed[f->n_fixed++] = sim_xstrdup(buf);
-    f->fixed[f->n_fixed++] = sim_xstrdup("experiment.prune=false");
-    f->fixed[f->n_fixed++] = sim_xstrdup("experiment.sweep=[]");
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void add_unique(double **arr, size_t *n, const double *v, size_t k)
-{
-    for (size_t i = 0; i < k; i++) {
-        bool dup = false;
-        for (size_t j = 0; j < *n; j++)
-            dup |= (*arr)[j] == v[i];
-        if (!dup) {
-            *arr = sim_xrealloc(*arr, (*n + 1) * sizeof **arr);
-            (*arr)[(*n)++] = v[i];
-        }
+    if (f->prune_on) {
+        /* The report rate always runs too: make it a kept load. */
+        f->fixed[f->n_fixed++] = sim_xstrdup("experiment.prune=true");
+        snprintf(buf, sizeof buf, "experiment.slo_metric=%s", cap_metrics[f->prune_metric]);
+        f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+        snprintf(buf, sizeof buf, "experiment.report_rate=%.17g", f->keep[f->n_keep - 1]);
+        f->fixed[f->n_fixed++] = sim_xstrdup(buf);
+    } else {
+        f->fixed[f->n_fixed++] = sim_xstrdup("experiment.prune=false");
     }
+    f->fixed[f->n_fixed++] = sim_xstrdup("experiment.sweep=[]");
 }
 
 /* The sets a candidate's config is derived from (after the base's --set):
@@ -566,6 +622,7 @@ static void fit_fini(fit *f)
     sim_cfgdoc_destroy(f->doc);
     free(f->grid);
     free(f->slos);
+    free(f->keep);
     for (size_t i = 0; i < f->n_par; i++) {
         free(f->par[i].key);
         strs_free(f->par[i].vals, f->par[i].n_vals);
@@ -921,7 +978,9 @@ static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, con
     free(s);
     exp_run_opts ro = {.config_path = f->o->config_path, .sets = runsets,
                        .n_set = f->o->n_set + n, .jobs = f->o->jobs ? f->o->jobs : 1,
-                       .quiet = true, .stop = f->o->stop};
+                       .quiet = true, .stop = f->o->stop,
+                       .prune_keep = f->prune_on ? f->keep : NULL,
+                       .n_prune_keep = f->prune_on ? f->n_keep : 0};
     int rc = exp_run(&ro, f->devnull);
     free(runsets);
     if (rc)
