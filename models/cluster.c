@@ -68,6 +68,7 @@ typedef struct cluster {
      * scraped one keeps snapshots seq_vis .. seq_new in ring[seq % n_ring]
      * (seq_vis is the one routers see). */
     bool exact;
+    bool blind;            /* rt->metrics_blind: no scrape is taken or read */
     bool cruise;           /* engine_cruise on (CRSIM_CRUISE=0: off, for tests) */
     uint8_t *planned;      /* n_dest: the engine has a cruise plan (engine_cruise) */
     snapshot *ring;
@@ -404,7 +405,9 @@ static void take_snapshot(cluster *c, snapshot *s, double t)
  * planned steps that taking it would have materialised run at their next
  * event as they would anyway.  At low load most scrapes are so (the
  * Mooncake main job at 5 requests/s: 4 scrapes a request, each of every
- * destination); visible() checks that a dispatch never sees one. */
+ * destination); visible() checks that a dispatch never sees one.  For a
+ * router that reads no scraped metric (route_type.metrics_blind) no
+ * snapshot is ever read, so none is taken. */
 static void on_scrape(cluster *c, double now, double t_next)
 {
     const double delay = c->p->gateway.scrape_delay_s;
@@ -413,7 +416,8 @@ static void on_scrape(cluster *c, double now, double t_next)
     SIM_ALWAYS(c->seq_new + 1 - c->seq_vis < c->n_ring);
     c->seq_new++;
     snapshot *s = &c->ring[c->seq_new % c->n_ring];
-    s->unread = !c->faults_on && (!c->have_pending || t_next + delay < c->pending.arrival_s);
+    s->unread = c->blind ||
+                (!c->faults_on && (!c->have_pending || t_next + delay < c->pending.arrival_s));
     if (s->unread) {
         s->t = now;
         c->res->scrapes_unread++;
@@ -428,6 +432,11 @@ static void on_scrape(cluster *c, double now, double t_next)
  * decision with scrapes (the snapshot is shared by every destination). */
 static const snapshot *visible(cluster *c, double now)
 {
+    if (c->blind) { /* route_type.metrics_blind: nothing to read */
+        static const snapshot none = {0};
+        (void)now;
+        return &none;
+    }
     snapshot *s = &c->ring[0];
     if (c->exact) {
         take_snapshot(c, s, now); /* ->t = now: age 0 */
@@ -596,7 +605,8 @@ static void dispatch(cluster *c, creq *cr, double now)
     const snapshot *s = visible(c, now);
     route_view v = {.n_dest = c->p->n_dest, .outstanding = own, .queued_tokens = s->queued,
                     .now_s = now, .ops = &c->ops, .waiting = s->waiting,
-                    .running = s->running, .kv_util = s->kv_util, .age_s = now - s->t,
+                    .running = s->running, .kv_util = s->kv_util,
+                    .age_s = c->blind ? 0 : now - s->t,
                     .down = c->down_view};
     kv_catch_up(c, now, true);
     uint32_t d = c->rt->route(c->rstate[i], &cr->r, &v);
@@ -1131,6 +1141,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     c.n_rep = gw->replicas ? gw->replicas : 1;
     c.faults_on = cluster_faults_on(&p->faults);
     c.exact = !(gw->scrape_interval_s > 0);
+    c.blind = rt->metrics_blind;
     {
         const char *cz = getenv("CRSIM_CRUISE");
         c.cruise = !(cz && !strcmp(cz, "0"));

@@ -312,6 +312,14 @@ typedef struct route_type {
     const char *name;  /* registry name, e.g. "flat_lb" */
     const char *help;  /* one line for `crsim help policies` */
     size_t state_size; /* bytes the harness allocates (zeroed) for the state */
+    /* True when route() reads none of route_view's scraped engine metrics
+     * (queued_tokens, waiting, running, kv_util, age_s): the harness then
+     * materialises no scrape for it (the engine state a snapshot would
+     * copy is never read; results are the same bit for bit) and passes
+     * those four arrays as NULL and age_s as 0, so a router that reads one
+     * anyway fails at once rather than silently.  Default false (the
+     * router may read them). */
+    bool metrics_blind;
     /* The config sections this router reads, NULL-terminated (at most
      * ROUTE_MAX_READS); NULL = none.  Each must be listed in
      * route_sections. */

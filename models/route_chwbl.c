@@ -164,6 +164,7 @@ const route_type route_chwbl = {
     .name = "chwbl",
     .help = "consistent hashing with bounded loads (c = router.chwbl.c, default 1.25)",
     .state_size = sizeof(chwbl),
+    .metrics_blind = true, /* reads no scraped metric (route_type) */
     .sections = chwbl_sections,
     .check = chwbl_check,
     .create = chwbl_create,

@@ -290,6 +290,7 @@ const route_type route_dynamo_kv = {
     .help = "NVIDIA Dynamo KV router: lowest overlap_weight x prefill blocks + decode blocks "
             "(router.dynamo_kv); index from engine KV events",
     .state_size = sizeof(dynamo_kv),
+    .metrics_blind = true, /* reads no scraped metric (route_type) */
     .sections = dyn_sections,
     .needs = dyn_needs,
     .create = dyn_create,

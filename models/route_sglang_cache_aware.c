@@ -488,6 +488,7 @@ const route_type route_sglang_cache_aware = {
     .help = "SGLang gateway cache_aware: balance gate on own in-flight, else approximate "
             "prefix tree (router.sglang_cache_aware)",
     .state_size = sizeof(sglang),
+    .metrics_blind = true, /* reads no scraped metric (route_type) */
     .sections = sglang_sections,
     .create = sglang_create,
     .route = sglang_route,

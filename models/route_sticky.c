@@ -61,6 +61,7 @@ const route_type route_sticky = {
     .name = "sticky",
     .help = "consistent hashing of the routing key with virtual nodes; load-blind",
     .state_size = sizeof(sticky),
+    .metrics_blind = true, /* reads no scraped metric (route_type) */
     .sections = sticky_sections,
     .check = sticky_check,
     .create = sticky_create,
