@@ -182,6 +182,12 @@ typedef struct prun {
      * among its ancestors-or-self} if that tag is newer than its ver, else
      * the stored one (resolve_path). */
     uint32_t ver, tag_v, tag_d;
+    uint32_t adesc;      /* active runs in its subtree, itself included */
+    /* The children with adesc > 0, newest first like the child list (a
+     * sublist of it): alloc_subtree_only walks only these, so a wide node
+     * whose children are mostly inactive (a platform-wide system prompt:
+     * every key's prefix below it) costs its active children, not all. */
+    uint32_t achild, anext, aprev;
     uint64_t seq;        /* creation number of its head: siblings' order (DFS order) */
 } prun;
 
@@ -644,8 +650,11 @@ static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
             s->sub[k++] = x;
         }
         uint64_t newer = UINT64_MAX;
-        for (uint32_t c = p->child; c != PB_NONE; c = s->nd[c].next) {
-            SIM_ALWAYS(s->nd[c].seq < newer); /* newest first */
+        /* Only the children with an active run below (adesc > 0): the
+         * others have nothing to collect.  The same order as the child
+         * list, which is newest first. */
+        for (uint32_t c = p->achild; c != PB_NONE; c = s->nd[c].anext) {
+            SIM_ALWAYS(s->nd[c].seq < newer && s->nd[c].adesc > 0);
             newer = s->nd[c].seq;
             if (top == s->stk_cap) {
                 s->stk_cap *= 2;
@@ -654,6 +663,7 @@ static void alloc_subtree_only(preble *s, uint32_t n, uint32_t d)
             s->stk[top++] = c;
         }
     }
+    SIM_ALWAYS(k == s->nd[n].adesc); /* every active run of the subtree */
     const uint32_t ver = ++s->ver;
     s->nd[n].tag_v = ver;
     s->nd[n].tag_d = d;
@@ -732,7 +742,8 @@ static uint32_t run_new(preble *s, const uint64_t *h, uint32_t k, uint32_t paren
         id[j] = s->id_next++;
     const uint32_t n = run_alloc(s);
     s->nd[n] = (prun){.hash = h[0], .ch = c, .off = 0, .len = k, .depth = depth,
-                      .child = PB_NONE, .active_pos = PB_NONE, .ver = s->ver, .seq = s->seq};
+                      .child = PB_NONE, .active_pos = PB_NONE, .ver = s->ver, .seq = s->seq,
+                      .achild = PB_NONE, .anext = PB_NONE, .aprev = PB_NONE};
     s->seq += k;
     child_link(s, n, parent);
     memset(bits(s, n), 0, s->words * sizeof(uint64_t));
@@ -756,11 +767,14 @@ static uint32_t run_split(preble *s, uint32_t x, uint32_t k)
                 .len = X->len - k, .depth = X->depth + k, .parent = x, .child = X->child,
                 .next = PB_NONE, .prev = PB_NONE, .lpos = X->lpos, .nchild = X->nchild,
                 .alloc_n = X->alloc_n, .active_pos = PB_NONE, .last_seen = X->last_seen,
-                .ver = X->ver, .seq = X->seq + k};
+                .ver = X->ver, .seq = X->seq + k,
+                .adesc = X->adesc - (X->active_pos != PB_NONE), .achild = X->achild,
+                .anext = PB_NONE, .aprev = PB_NONE};
     X->ch->refs++;
     for (uint32_t c = T->child; c != PB_NONE; c = s->nd[c].next)
         s->nd[c].parent = t;
     X->child = t;
+    X->achild = T->adesc ? t : PB_NONE;
     X->nchild = 1;
     X->len = k;
     memcpy(bits(s, t), bits(s, x), s->words * sizeof(uint64_t));
@@ -776,7 +790,7 @@ static uint32_t run_split(preble *s, uint32_t x, uint32_t k)
 static void run_free(preble *s, uint32_t n)
 {
     prun *x = &s->nd[n];
-    SIM_ALWAYS(x->child == PB_NONE && x->win_count == 0);
+    SIM_ALWAYS(x->child == PB_NONE && x->win_count == 0 && x->adesc == 0);
     if (x->prev != PB_NONE)
         s->nd[x->prev].next = x->next;
     else
@@ -808,6 +822,41 @@ static void run_free(preble *s, uint32_t n)
     s->n_free = n;
 }
 
+/* Run c (adesc just became > 0) enters its parent's active-children list
+ * at its place in the child list's order (newest first: seq decreasing).
+ * O(active children passed). */
+static void alink(preble *s, uint32_t c)
+{
+    prun *x = &s->nd[c];
+    prun *p = &s->nd[x->parent];
+    uint32_t prev = PB_NONE, cur = p->achild;
+    while (cur != PB_NONE && s->nd[cur].seq > x->seq) {
+        prev = cur;
+        cur = s->nd[cur].anext;
+    }
+    x->aprev = prev;
+    x->anext = cur;
+    if (cur != PB_NONE)
+        s->nd[cur].aprev = c;
+    if (prev != PB_NONE)
+        s->nd[prev].anext = c;
+    else
+        p->achild = c;
+}
+
+/* Run c (adesc just became 0) leaves its parent's active-children list. */
+static void aunlink(preble *s, uint32_t c)
+{
+    prun *x = &s->nd[c];
+    if (x->aprev != PB_NONE)
+        s->nd[x->aprev].anext = x->anext;
+    else
+        s->nd[x->parent].achild = x->anext;
+    if (x->anext != PB_NONE)
+        s->nd[x->anext].aprev = x->aprev;
+    x->anext = x->aprev = PB_NONE;
+}
+
 /* Run n, whose head is an important node, becomes active. */
 static void active_add(preble *s, uint32_t n)
 {
@@ -817,6 +866,9 @@ static void active_add(preble *s, uint32_t n)
     }
     s->nd[n].active_pos = s->n_active;
     s->active[s->n_active++] = n;
+    for (uint32_t a = n; a != PB_NONE; a = s->nd[a].parent)
+        if (s->nd[a].adesc++ == 0 && s->nd[a].parent != PB_NONE)
+            alink(s, a);
     dl_join(s, n);
 }
 
@@ -833,6 +885,9 @@ static void active_del(preble *s, uint32_t n)
     s->active[p] = last;
     s->nd[last].active_pos = p;
     s->nd[n].active_pos = PB_NONE;
+    for (uint32_t a = n; a != PB_NONE; a = s->nd[a].parent)
+        if (--s->nd[a].adesc == 0 && s->nd[a].parent != PB_NONE)
+            aunlink(s, a);
 }
 
 /* Retire window entries and prune runs older than the window. */
@@ -1368,7 +1423,8 @@ static int pb_create(void *state, const route_env *env, const void *const *param
     /* Root sentinel. */
     s->nd[0] = (prun){.parent = PB_NONE, .child = PB_NONE, .next = PB_NONE,
                        .prev = PB_NONE, .lpos = UINT32_MAX, .active_pos = PB_NONE,
-                       .ver = 1, .seq = s->seq++};
+                       .ver = 1, .seq = s->seq++, .achild = PB_NONE, .anext = PB_NONE,
+                       .aprev = PB_NONE};
     s->n_used = 1;
     return SIM_OK;
 }

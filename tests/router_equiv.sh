@@ -48,6 +48,13 @@ check experiment "$cfg" 100 preble 5 $short --set router.preble.window_s=8 --set
 check experiment "$cfg" 100 preble 6 $short --set router.preble.tpot=cost_model --set cluster.destinations=5
 check experiment "$cfg" 100 preble 1 $short --set cluster.destinations=70
 check experiment "$cfg" 200 preble 9 $short --set router.preble.window_s=2
+# A platform-wide system prompt (global_prompt's identified point, rounded):
+# one wide node above every key's prefix, whose subtree is migrated over
+# and over while most of its children are inactive (the active-children
+# lists of round 8).
+check experiment "$cfg" 40 preble 7 --set workload.duration_s=200 --set experiment.warmup_s=50 \
+    --set experiment.drain_s=100 --set workload.prefix.global_tokens=527 --set workload.input.cv=12 \
+    --set workload.prefix.cv=1.5 --set workload.prefix.mean=2438 --set workload.input.mean=645
 # The production routers against their pre-round-4 per-block versions
 # (tests/route_aibrix_ref.c, route_llmd_ref.c, route_dynamo_kv_ref.c,
 # route_kvidx_ref.c).  aibrix_prefix: the defaults (12,500-block table), a
