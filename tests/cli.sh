@@ -271,6 +271,33 @@ else
 fi
 expect_error 2 "experiment.prune needs every load" -- "$CRSIM" run "$SMALL" $PR --set experiment.prune=true --shard 0/2 --set "experiment.db=$TMP/ps.db"
 
+# Huge pages (exp_hugepages, sim/exp/cli.h): the stored rows are the same
+# with them (the default) and without (CRSIM_HUGEPAGES=0); with the
+# kernel's THP mode `madvise`, crsim adds glibc.malloc.hugetlb=1 to the
+# user's GLIBC_TUNABLES (a stand-in gnuplot, a child of crsim plot, shows
+# its environment), and leaves a user's own hugetlb setting, or the
+# variable with CRSIM_HUGEPAGES=0, as it was.
+CRSIM_HUGEPAGES=0 "$CRSIM" run "$SMALL" $PR --jobs 2 --set "experiment.db=$TMP/hp0.db" >/dev/null 2>&1 || fail "run without huge pages"
+[ "$(rows "$TMP/np.db")" = "$(rows "$TMP/hp0.db")" ] && [ -n "$(rows "$TMP/np.db")" ] ||
+    fail "huge pages changed the stored rows"
+printf '#!/bin/sh\nprintf "%%s\\n" "$GLIBC_TUNABLES" >>"%s/tunables.txt"\n' "$TMP" >"$TMP/fakegp"
+chmod +x "$TMP/fakegp"
+for hp in 1 0; do
+    for tun in glibc.malloc.check=0 glibc.malloc.hugetlb=0; do
+        CRSIM_HUGEPAGES=$hp GLIBC_TUNABLES=$tun CRSIM_GNUPLOT="$TMP/fakegp" "$CRSIM" plot "$TMP/np.db" \
+            --out "$TMP/hpfig" >/dev/null 2>&1
+    done
+done
+if grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
+    want="glibc.malloc.check=0:glibc.malloc.hugetlb=1 glibc.malloc.hugetlb=0 glibc.malloc.check=0 glibc.malloc.hugetlb=0"
+else
+    want="glibc.malloc.check=0 glibc.malloc.hugetlb=0 glibc.malloc.check=0 glibc.malloc.hugetlb=0"
+fi
+got=$(sort -u "$TMP/tunables.txt" 2>/dev/null | tr '\n' ' ')
+want_sorted=$(printf '%s\n' $want | sort -u | tr '\n' ' ')
+[ "$got" = "$want_sorted" ] && echo "ok: huge pages: same rows; GLIBC_TUNABLES seen by children: $got" ||
+    fail "GLIBC_TUNABLES seen by crsim's children: '$got', expected '$want_sorted'"
+
 # crsim plan on an operator's rate file.
 printf 'key,rate\nwhale,12\nb,3\nc,2\nd,1\ne,0.5\n' >"$TMP/rates.csv"
 if "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 4 --slots 1 --out "$TMP/table.csv" >"$TMP/plan" 2>"$TMP/err"; then

@@ -671,6 +671,9 @@ static void print_commands_usage(FILE *f)
     }
     fputs("\ncrsim <command> --help (or -h) prints the usage and options of a command.\n"
           "exit status: 0 ok, 2 bad input, 1 other error, 130 interrupted\n"
+          "environment: CRSIM_HUGEPAGES=0 runs without malloc's transparent huge pages\n"
+          "(docs/harness.md, \"Huge pages\"); CRSIM_SPEC_DIR, CRSIM_GNUPLOT (docs/config.md,\n"
+          "docs/report.md)\n"
           "docs: README.md, docs/config.md, docs/harness.md, docs/results-schema.md\n",
           f);
 }
@@ -986,6 +989,37 @@ void exp_tune_malloc(void)
 #if defined(M_TRIM_THRESHOLD) && defined(M_MMAP_THRESHOLD)
     (void)mallopt(M_TRIM_THRESHOLD, 256 << 20);
     (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+}
+
+void exp_hugepages(char **argv)
+{
+#if defined(__linux__) && defined(__GLIBC__)
+    const char *off = getenv("CRSIM_HUGEPAGES");
+    if (off && strcmp(off, "0") == 0)
+        return;
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (t && strstr(t, "glibc.malloc.hugetlb"))
+        return; /* the user's setting, or this is the re-executed image */
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return;
+    char mode[256];
+    const size_t n = fread(mode, 1, sizeof mode - 1, f);
+    fclose(f);
+    mode[n] = '\0';
+    if (!strstr(mode, "[madvise]"))
+        return; /* always: every mapping has them already; never: none */
+    char val[4096];
+    if (snprintf(val, sizeof val, "%s%sglibc.malloc.hugetlb=1", t ? t : "", t && *t ? ":" : "") >=
+            (int)sizeof val ||
+        setenv("GLIBC_TUNABLES", val, 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* The exec failed: run on as before (the variable changes nothing in
+     * this image). */
+#else
+    (void)argv;
 #endif
 }
 

@@ -113,6 +113,24 @@ int exp_cli_main(int argc, char **argv);
  * the first allocation that matters; elsewhere than glibc, nothing. */
 void exp_tune_malloc(void);
 
+/* Run the process with glibc malloc's transparent huge pages (the glibc
+ * tunable glibc.malloc.hugetlb=1, glibc >= 2.35: malloc madvises the heap
+ * it grows MADV_HUGEPAGE).  With the kernel's THP mode `madvise` (Debian's
+ * default) the simulator's memory is otherwise 4-KiB pages, and at fleet
+ * sizes a good part of a run is page faults and TLB misses
+ * (docs/performance.md "Round 8": cacheroute at R = 1000 ~9 -> ~7 us a
+ * request, llmd on the flagship ~7.5 -> ~5.8).  Tunables are read only at
+ * start-up, so when the mode is `madvise`, GLIBC_TUNABLES names no
+ * glibc.malloc.hugetlb (the user's own setting wins) and CRSIM_HUGEPAGES
+ * is not "0", this adds it to GLIBC_TUNABLES and re-executes
+ * /proc/self/exe with `argv` (same pid, arguments and descriptors); the
+ * new image finds the tunable set and returns at once.  Results do not
+ * depend on it (no result depends on addresses).  Returns (doing nothing)
+ * elsewhere than Linux with glibc, when THP is `always` or `never`, or if
+ * the exec fails.  Call first thing in main, before any thread or file.
+ * Under valgrind, set CRSIM_HUGEPAGES=0 (the exec would leave the tool). */
+void exp_hugepages(char **argv);
+
 /*
  * Parse argv[0..argc) (the words after the subcommand's name) against
  * `cmd`'s table into *a, checking kinds, ranges, required options and the

@@ -8,6 +8,7 @@
 
 int main(int argc, char **argv)
 {
+    exp_hugepages(argv);
     exp_tune_malloc();
     return exp_cli_main(argc, argv);
 }

@@ -226,7 +226,8 @@ static int bench_experiment(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    exp_tune_malloc(); /* as crsim does (sim/exp/main.c) */
+    exp_hugepages(argv); /* as crsim does (sim/exp/main.c) */
+    exp_tune_malloc();
     if (argc >= 2 && !strcmp(argv[1], "experiment"))
         return bench_experiment(argc, argv);
     if (argc < 3 || (strcmp(argv[1], "flagship") && strcmp(argv[1], "mooncake"))) {
