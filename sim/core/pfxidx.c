@@ -234,6 +234,10 @@ static void run_rekey(sim_pfxidx *x, uint32_t r, uint32_t key_off)
         memmove(R->h, R->h + R->off, (size_t)(R->len - R->off) * sizeof *R->h);
         R->len -= R->off;
         R->off = 0;
+        if (R->cap > 2 * R->len + 64) {
+            R->cap = R->len;
+            R->h = sim_xrealloc(R->h, (size_t)R->cap * sizeof *R->h);
+        }
     }
     head_put(x, R->h[R->off], r);
 }
