@@ -289,6 +289,13 @@ typedef struct preble {
     uint32_t stk_cap;
     double *load_split; /* per destination: Σ W(n)/|alloc(n)| */
     pb_dlist *dl;       /* per destination: its active nodes (above) */
+    /* The lists are not kept (dl_lazy): a rebalance's migrations move
+     * many active nodes between lists, each move a shift of the list's
+     * tail, so from the first migration on the lists are left and
+     * recompute_split rebuilds them all in one pass over `active` (the
+     * lists the insertions and removals would have given: entries in
+     * `active` order with their current terms). */
+    int dl_lazy;
     uint32_t *dq, n_dq; /* destinations whose share changed since the last recomputation */
     double *load_loose; /* per destination: window cost without a node */
     uint8_t *dropped;   /* scratch */
@@ -425,6 +432,8 @@ static void dl_stale(preble *s, uint32_t d, uint32_t i)
 /* Insert active node n (at active position pos) into d's list. */
 static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
 {
+    if (s->dl_lazy)
+        return;
     pb_dlist *l = &s->dl[d];
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
@@ -443,6 +452,8 @@ static void dl_ins(preble *s, uint32_t d, uint32_t pos, uint32_t n)
 /* Remove the entry at active position pos from d's list. */
 static void dl_del(preble *s, uint32_t d, uint32_t pos)
 {
+    if (s->dl_lazy)
+        return;
     pb_dlist *l = &s->dl[d];
     uint32_t i = l->n && l->e[l->n - 1].pos == pos ? l->n - 1 : dl_lower(l, pos);
     SIM_ALWAYS(i < l->n && l->e[i].pos == pos);
@@ -461,6 +472,8 @@ static void dl_del(preble *s, uint32_t d, uint32_t pos)
  * the new term, and its destinations' sums are stale from there. */
 static void dl_dirty(preble *s, uint32_t n)
 {
+    if (s->dl_lazy)
+        return;
     const uint32_t pos = s->nd[n].active_pos;
     const double term = dl_term(s, n);
     PB_FOR_DEST(s, n, d) {
@@ -475,6 +488,8 @@ static void dl_dirty(preble *s, uint32_t n)
 /* Active node n enters (join) or leaves the lists of its destinations. */
 static void dl_join(preble *s, uint32_t n)
 {
+    if (s->dl_lazy)
+        return;
     const uint32_t pos = s->nd[n].active_pos;
     PB_FOR_DEST(s, n, d)
         dl_ins(s, d, pos, n);
@@ -482,6 +497,8 @@ static void dl_join(preble *s, uint32_t n)
 
 static void dl_leave(preble *s, uint32_t n)
 {
+    if (s->dl_lazy)
+        return;
     const uint32_t pos = s->nd[n].active_pos;
     PB_FOR_DEST(s, n, d)
         dl_del(s, d, pos);
@@ -877,7 +894,7 @@ static void active_del(preble *s, uint32_t n)
     uint32_t p = s->nd[n].active_pos;
     dl_leave(s, n);
     uint32_t last = s->active[--s->n_active];
-    if (last != n) /* last moves to p: re-place it in its lists */
+    if (last != n && !s->dl_lazy) /* last moves to p: re-place it in its lists */
         PB_FOR_DEST(s, last, d) {
             dl_del(s, d, s->n_active);
             dl_ins(s, d, p, last);
@@ -1092,8 +1109,12 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
  * the same terms added in the same order, taken from its list, which is
  * re-added from its first changed entry.  O(changed destinations + the
  * re-added entries). */
+static void dl_rebuild(preble *s);
+
 static void recompute_split(preble *s)
 {
+    if (s->dl_lazy)
+        dl_rebuild(s);
     /* Only the queued destinations: any other one's list and share are
      * unchanged since they were last set from its sum. */
     for (uint32_t q = 0; q < s->n_dq; q++) {
@@ -1117,6 +1138,35 @@ static void recompute_split(preble *s)
         s->load_split[d] = l->n ? l->pre[l->n] : 0;
     }
     s->n_dq = 0;
+}
+
+/* Rebuild every destination's list from `active` (dl_lazy): the entries
+ * in `active` order with their current terms, every sum stale from entry
+ * 0 and every destination queued.  O(n_dest + the entries). */
+static void dl_rebuild(preble *s)
+{
+    for (uint32_t d = 0; d < s->n_dest; d++)
+        s->dl[d].n = 0;
+    for (uint32_t p = 0; p < s->n_active; p++) {
+        const uint32_t n = s->active[p];
+        const double term = dl_term(s, n);
+        PB_FOR_DEST(s, n, d) {
+            pb_dlist *l = &s->dl[d];
+            if (l->n == l->cap) {
+                l->cap = l->cap ? 2 * l->cap : 16;
+                l->e = sim_xrealloc(l->e, l->cap * sizeof *l->e);
+                l->pre = sim_xrealloc(l->pre, (l->cap + 1) * sizeof *l->pre);
+            }
+            l->e[l->n++] = (pb_dent){p, n, term};
+        }
+    }
+    for (uint32_t d = 0; d < s->n_dest; d++) {
+        if (s->dl[d].pre)
+            s->dl[d].pre[0] = 0;
+        s->dl[d].ok = 0;
+        dq_add(s, d);
+    }
+    s->dl_lazy = 0;
 }
 
 /* A migration candidate: cost share, run, and the node id of its head
@@ -1208,11 +1258,20 @@ static void rebalance(preble *s, const route_view *v)
         if (hi == PB_NONE || hi == lo || lhi < s->high_load * llo)
             break;
         uint32_t nc = 0; /* the active nodes allocated to hi: hi's list */
-        for (uint32_t i = 0; i < s->dl[hi].n; i++) {
-            uint32_t n = s->dl[hi].e[i].node;
-            const prun *x = &s->nd[n];
-            if (x->win_count > 1)
-                c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
+        if (!s->dl_lazy) {
+            for (uint32_t i = 0; i < s->dl[hi].n; i++) {
+                uint32_t n = s->dl[hi].e[i].node;
+                const prun *x = &s->nd[n];
+                if (x->win_count > 1)
+                    c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
+            }
+        } else { /* the lists are not kept: the same nodes, in the same order */
+            for (uint32_t i = 0; i < s->n_active; i++) {
+                uint32_t n = s->active[i];
+                const prun *x = &s->nd[n];
+                if (x->win_count > 1 && has_bit(s, n, hi))
+                    c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
+            }
         }
         if (nc == 1) { /* a single hot prefix: replicate it */
             if (s->overload_completion) {
@@ -1240,6 +1299,7 @@ static void rebalance(preble *s, const route_view *v)
                     break;
                 if (lhi - ci.cost < llo + ci.cost)
                     break;
+                s->dl_lazy = 1; /* moves many entries: rebuilt when next read */
                 if (s->migrate_subtree)
                     alloc_subtree_only(s, ci.node, lo);
                 else
