@@ -171,6 +171,7 @@ typedef struct prun {
     uint32_t lpos;                      /* position of its live LRU-queue entry */
     uint32_t nchild;                    /* children of its last node */
     uint32_t win_count;  /* window requests with its head as important node */
+    uint32_t mslot;      /* 1 + its index in `multi` (win_count > 1), or 0 */
     uint32_t alloc_n;    /* |alloc(n)| */
     uint32_t active_pos; /* index in `active`, or PB_NONE */
     double last_seen;    /* last time a request's path touched it, s */
@@ -281,6 +282,10 @@ typedef struct preble {
     size_t w_cap, w_head, w_n;
     uint32_t *active; /* runs headed by important nodes with window requests */
     uint32_t n_active, active_cap;
+    /* The active runs with more than one window request (the only
+     * migration candidates), in no particular order. */
+    uint32_t *multi;
+    uint32_t n_multi, multi_cap;
     uint32_t ver;       /* version of the newest subtree migration (starts at 1) */
     uint64_t seq;       /* nodes created */
     uint32_t *sub;      /* scratch: active nodes of a migrated subtree */
@@ -907,6 +912,27 @@ static void active_del(preble *s, uint32_t n)
             aunlink(s, a);
 }
 
+/* Run n enters (its second window request) or leaves (down to one) the
+ * candidates' set. */
+static void multi_add(preble *s, uint32_t n)
+{
+    if (s->n_multi == s->multi_cap) {
+        s->multi_cap = s->multi_cap ? 2 * s->multi_cap : 256;
+        s->multi = sim_xrealloc(s->multi, s->multi_cap * sizeof *s->multi);
+    }
+    s->multi[s->n_multi++] = n;
+    s->nd[n].mslot = s->n_multi;
+}
+
+static void multi_del(preble *s, uint32_t n)
+{
+    const uint32_t i = s->nd[n].mslot - 1, last = s->multi[--s->n_multi];
+    SIM_ALWAYS(s->nd[n].mslot != 0 && s->multi[i] == n);
+    s->multi[i] = last;
+    s->nd[last].mslot = i + 1;
+    s->nd[n].mslot = 0;
+}
+
 /* Retire window entries and prune runs older than the window. */
 static void expire(preble *s, double now)
 {
@@ -921,7 +947,9 @@ static void expire(preble *s, double now)
             prun *x = &s->nd[e->node];
             spread(s, e->node, -1);
             x->win_cost -= e->cost;
-            if (--x->win_count == 0) {
+            if (x->win_count-- == 2)
+                multi_del(s, e->node);
+            if (x->win_count == 0) {
                 x->win_cost = 0;
                 active_del(s, e->node);
             } else {
@@ -965,6 +993,8 @@ static void window_push(preble *s, pentry e)
     prun *x = &s->nd[e.node];
     spread(s, e.node, -1);
     x->win_cost += e.cost;
+    if (x->win_count == 1)
+        multi_add(s, e.node);
     if (x->win_count++ == 0)
         active_add(s, e.node);
     else
@@ -1257,19 +1287,25 @@ static void rebalance(preble *s, const route_view *v)
         }
         if (hi == PB_NONE || hi == lo || lhi < s->high_load * llo)
             break;
-        uint32_t nc = 0; /* the active nodes allocated to hi: hi's list */
-        if (!s->dl_lazy) {
+        /* The candidates: the active nodes allocated to hi with more than
+         * one window request, from hi's list or the set of all nodes with
+         * more than one, whichever is shorter (and always the set while
+         * the lists are not kept).  Their order does not matter: the heap
+         * below takes them in the total order of cand_before (node ids are
+         * unique). */
+        uint32_t nc = 0;
+        if (!s->dl_lazy && s->dl[hi].n <= s->n_multi) {
             for (uint32_t i = 0; i < s->dl[hi].n; i++) {
                 uint32_t n = s->dl[hi].e[i].node;
                 const prun *x = &s->nd[n];
                 if (x->win_count > 1)
                     c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
             }
-        } else { /* the lists are not kept: the same nodes, in the same order */
-            for (uint32_t i = 0; i < s->n_active; i++) {
-                uint32_t n = s->active[i];
+        } else {
+            for (uint32_t i = 0; i < s->n_multi; i++) {
+                uint32_t n = s->multi[i];
                 const prun *x = &s->nd[n];
-                if (x->win_count > 1 && has_bit(s, n, hi))
+                if (has_bit(s, n, hi))
                     c[nc++] = (cand){x->win_cost / x->alloc_n, n, chunk_ids(x->ch)[x->off]};
             }
         }
@@ -1739,6 +1775,7 @@ static void pb_destroy(void *state)
     free(s->alloc);
     free(s->win);
     free(s->active);
+    free(s->multi);
     free(s->load_split);
     if (s->dl)
         for (uint32_t d = 0; d < s->n_dest; d++)
