@@ -1141,31 +1141,74 @@ static int overloaded(const preble *s, uint32_t n, uint32_t d, double now)
  * re-added entries). */
 static void dl_rebuild(preble *s);
 
+/* One destination's sum being re-added in recompute_split. */
+typedef struct pb_lane {
+    const pb_dent *e;
+    double *pre, sum;
+    uint32_t i, end, d;
+} pb_lane;
+
 static void recompute_split(preble *s)
 {
     if (s->dl_lazy)
         dl_rebuild(s);
     /* Only the queued destinations: any other one's list and share are
-     * unchanged since they were last set from its sum. */
-    for (uint32_t q = 0; q < s->n_dq; q++) {
-        const uint32_t d = s->dq[q];
-        pb_dlist *l = &s->dl[d];
-        l->queued = 0;
-        if (l->ok < l->n) { /* the same additions in the same order, unrolled */
-            const pb_dent *e = l->e;
-            double *pre = l->pre, sum = pre[l->ok];
-            uint32_t i = l->ok;
-            for (; i + 4 <= l->n; i += 4) {
-                pre[i + 1] = sum += e[i].term;
-                pre[i + 2] = sum += e[i + 1].term;
-                pre[i + 3] = sum += e[i + 2].term;
-                pre[i + 4] = sum += e[i + 3].term;
-            }
-            for (; i < l->n; i++)
-                pre[i + 1] = sum += e[i].term;
+     * unchanged since they were last set from its sum.  Each sum is a
+     * chain of dependent additions, so four destinations are re-added
+     * side by side (lanes; a lane takes the next queued destination when
+     * its own is done): each destination's terms are still added in its
+     * list's order, so every sum is the same, bit for bit. */
+    pb_lane ln[4];
+    uint32_t nl = 0, q = 0;
+    for (;;) {
+        while (nl < 4 && q < s->n_dq) {
+            const uint32_t d = s->dq[q++];
+            pb_dlist *l = &s->dl[d];
+            l->queued = 0;
+            if (l->ok < l->n)
+                ln[nl++] = (pb_lane){l->e, l->pre, l->pre[l->ok], l->ok, l->n, d};
+            l->ok = l->n;
+            s->load_split[d] = l->n ? l->pre[l->n] : 0; /* final unless in a lane */
         }
-        l->ok = l->n;
-        s->load_split[d] = l->n ? l->pre[l->n] : 0;
+        if (nl == 0)
+            break;
+        if (nl == 4) {
+            uint32_t m = ln[0].end - ln[0].i;
+            for (uint32_t k = 1; k < 4; k++)
+                if (ln[k].end - ln[k].i < m)
+                    m = ln[k].end - ln[k].i;
+            const pb_dent *e0 = ln[0].e + ln[0].i, *e1 = ln[1].e + ln[1].i,
+                          *e2 = ln[2].e + ln[2].i, *e3 = ln[3].e + ln[3].i;
+            double *p0 = ln[0].pre + ln[0].i + 1, *p1 = ln[1].pre + ln[1].i + 1,
+                   *p2 = ln[2].pre + ln[2].i + 1, *p3 = ln[3].pre + ln[3].i + 1;
+            double s0 = ln[0].sum, s1 = ln[1].sum, s2 = ln[2].sum, s3 = ln[3].sum;
+            for (uint32_t k = 0; k < m; k++) {
+                p0[k] = s0 += e0[k].term;
+                p1[k] = s1 += e1[k].term;
+                p2[k] = s2 += e2[k].term;
+                p3[k] = s3 += e3[k].term;
+            }
+            ln[0].sum = s0, ln[1].sum = s1, ln[2].sum = s2, ln[3].sum = s3;
+            for (uint32_t k = 0; k < 4; k++)
+                ln[k].i += m;
+        } else { /* the queue is empty: finish the lanes one by one */
+            for (uint32_t k = 0; k < nl; k++) {
+                const pb_dent *e = ln[k].e;
+                double *pre = ln[k].pre, sum = ln[k].sum;
+                for (uint32_t i = ln[k].i; i < ln[k].end; i++)
+                    pre[i + 1] = sum += e[i].term;
+                ln[k].sum = sum;
+                ln[k].i = ln[k].end;
+            }
+        }
+        for (uint32_t k = 0; k < nl;) { /* done lanes: their sums are final */
+            if (ln[k].i == ln[k].end) {
+                s->load_split[ln[k].d] = ln[k].sum;
+                ln[k] = ln[--nl];
+            } else {
+                k++;
+            }
+        }
     }
     s->n_dq = 0;
 }
