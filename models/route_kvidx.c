@@ -20,10 +20,11 @@
  *
  * Direct mode (any index over at most 64 destinations: dynamo_kv, llm-d
  * approximate and precise on the flagship's 30 engines): the table's slot is the
- * entry itself, {hash, destination bits} in 16 bytes, open addressing by
- * sim_hash_mix64 with linear probing, backward-shift deletion and growth
- * at half load (as sim/core/u64map.c), an empty slot having no bits; a
- * table of 2 MiB or more is a huge-page mapping (t_alloc).  A
+ * entry itself, {hash, destination bits} in 16 bytes, an empty slot
+ * having no bits; open addressing over chunks of four slots (one cache
+ * line) with per-chunk overflow counts, no entry moving on a removal, and
+ * growth at half load ("direct mode" below); a table of 2 MiB or more is
+ * a huge-page mapping (t_alloc).  A
  * block change then costs one cache miss instead of two (map slot, then
  * entry record), and a walk step reads the bits from the slot it probed.
  * The index is a set of (hash, destination) pairs either way, so results
@@ -61,6 +62,8 @@
 #define KX_PF 16 /* blocks ahead the loops prefetch */
 #define KX_PF_VICTIM 8 /* LRU victims ahead an eviction prefetches the map slots of */
 #define KX_RESERVE_MAX (1u << 22) /* route__kvidx_reserve: at most 2^23 slots (128 MiB) */
+#define KX_CHUNK 4 /* direct mode: slots a chunk (4 x 16 bytes, one cache line) */
+#define KX_OVF_MAX 255u /* direct mode: a saturated overflow count */
 
 typedef struct kx_pair {
     double last;   /* last touch, s */
@@ -84,9 +87,10 @@ struct route__kvidx {
     uint32_t n_dest, words, stride, cap;
     bool ordered;
     bool direct;       /* direct mode: tab holds the entries */
-    kx_slot *tab;      /* direct: mask + 1 slots */
-    size_t tmask, tn;  /* direct: slots - 1, entries */
-    unsigned tshift;   /* direct: 64 - log2(slots) */
+    kx_slot *tab;      /* direct: (tmask + 1) x KX_CHUNK slots */
+    uint8_t *ovf;      /* direct: per chunk, the entries stored past it (t_lookup) */
+    size_t tmask, tn;  /* direct: chunks - 1, entries */
+    unsigned tshift;   /* direct: 64 - log2(chunks) */
     sim_u64map gmap; /* hash -> entry */
     uint64_t *ent;   /* entry e at ent[e * stride]: hash, count, bits[words] */
     uint32_t n_ent, cap_ent, efree; /* free entries chained through count */
@@ -107,6 +111,7 @@ struct route__kvidx {
 };
 
 static void t_free(struct kx_slot *tab, size_t n);
+static inline size_t t_slots(const route__kvidx *x);
 
 static inline uint64_t pkey(uint64_t hash, uint32_t d) { return sim_hash_pair(hash, d); }
 static inline uint64_t *ent(const route__kvidx *x, uint32_t e)
@@ -129,9 +134,10 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap)
     x->efree = KX_NONE;
     if (n_dest <= 64) {
         x->direct = true;
-        x->tmask = 1023;
-        x->tshift = 64 - 10;
-        x->tab = sim_xcalloc(x->tmask + 1, sizeof *x->tab);
+        x->tmask = 255; /* 256 chunks, 1,024 slots */
+        x->tshift = 64 - 8;
+        x->tab = sim_xcalloc((x->tmask + 1) * KX_CHUNK, sizeof *x->tab);
+        x->ovf = sim_xcalloc(x->tmask + 1, 1);
         if (ordered && sim_u64map_init(&x->pmap, 1024))
             sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
         return x;
@@ -157,11 +163,42 @@ void route__kvidx_destroy(route__kvidx *x)
     free(x->lh);
     free(x->lk);
     if (x->direct)
-        t_free(x->tab, x->tmask + 1);
+        t_free(x->tab, t_slots(x));
+    free(x->ovf);
     free(x);
 }
 
 /* ---- direct mode ---- */
+
+/*
+ * The table is an array of chunks of KX_CHUNK slots, one 64-byte line
+ * each (a slot is {hash, destination bits}, empty when it has no bits).
+ * A hash lives in the first chunk, from its home chunk on, that had a free
+ * slot when it was inserted, and stays there until removed: no entry ever
+ * moves but when the table grows.  ovf[c] counts the entries whose home
+ * chunk is at or before c (in probe order) and that live past c, so a
+ * lookup scans the home chunk's slots and moves on only while that count
+ * is non-zero; a removal clears its slot and takes one off the counts of
+ * the chunks its insertion passed (saturated counts stay: a count of
+ * KX_OVF_MAX only means "may have passed").  This is the chunk-overflow
+ * scheme of open-addressing tables such as folly's F14 (its
+ * outboundOverflowCount), in our own terms.
+ *
+ * It replaced (round 10) linear probing over single slots with
+ * backward-shift deletion, whose probe and shift loops made most of a
+ * change's cost data-dependent branches (a throwaway model of the
+ * flagship's event log, 660,000 live hashes in 2^21 slots and one removal
+ * per insertion, took 15.1 ns a change that way and 10.3 ns this way; the
+ * same model with its table shrunk to fit the L2 cache took 12.5 ns and
+ * 7.0: mostly branches, not memory).  On the flagship at 100 requests/s,
+ * dynamo_kv 5.40 -> 4.79 us per request and llm-d precise 4.98 -> 4.52
+ * (medians of 7 interleaved runs; docs/performance.md, round 10).  The
+ * chunk's slots are compared all at once (a bit mask, no branch per
+ * slot).  The index is a set of
+ * (hash, destination) pairs whatever the layout, so results do not depend
+ * on it (scripts/fingerprints; tests/test_route_kv.c against the entry
+ * map).
+ */
 
 static inline size_t t_home(const route__kvidx *x, uint64_t hash)
 {
@@ -170,37 +207,58 @@ static inline size_t t_home(const route__kvidx *x, uint64_t hash)
     return (size_t)((hash * 0x9e3779b97f4a7c15ULL) >> x->tshift);
 }
 
-/* Slot of `hash`, or the empty slot where it would go. */
-static inline size_t t_find(const route__kvidx *x, uint64_t hash)
+static inline size_t t_slots(const route__kvidx *x) { return (x->tmask + 1) * KX_CHUNK; }
+
+/* Bit k set: slot k of chunk c holds `hash`. */
+static inline unsigned t_match(const kx_slot *c, uint64_t hash)
 {
-    size_t i = t_home(x, hash);
-    while (x->tab[i].bits && x->tab[i].hash != hash)
-        i = (i + 1) & x->tmask;
-    return i;
+    unsigned m = 0;
+    for (unsigned k = 0; k < KX_CHUNK; k++)
+        m |= (unsigned)((c[k].hash == hash) & (c[k].bits != 0)) << k;
+    return m;
+}
+
+/* Bit k set: slot k of chunk c is empty. */
+static inline unsigned t_empty(const kx_slot *c)
+{
+    unsigned m = 0;
+    for (unsigned k = 0; k < KX_CHUNK; k++)
+        m |= (unsigned)(c[k].bits == 0) << k;
+    return m;
+}
+
+/* The slot holding `hash`, or NULL. */
+static inline kx_slot *t_lookup(const route__kvidx *x, uint64_t hash)
+{
+    for (size_t c = t_home(x, hash);; c = (c + 1) & x->tmask) {
+        kx_slot *ch = &x->tab[c * KX_CHUNK];
+        const unsigned m = t_match(ch, hash);
+        if (m)
+            return ch + __builtin_ctz(m);
+        if (!x->ovf[c])
+            return NULL;
+    }
 }
 
 static inline uint64_t t_bits(const route__kvidx *x, uint64_t hash)
 {
-    return x->tab[t_find(x, hash)].bits;
+    const kx_slot *s = t_lookup(x, hash);
+    return s ? s->bits : 0;
 }
 
 static inline void t_prefetch(const route__kvidx *x, uint64_t hash)
 {
-    SIM_PREFETCH(&x->tab[t_home(x, hash)]);
+    SIM_PREFETCH(&x->tab[t_home(x, hash) * KX_CHUNK]);
 }
 
-/* Before a change (t_add, t_remove) of `hash`: its home slot's line and
- * the next slot's, for writing.  A removal's backward shift always reads
- * the slot after the one it empties, and an insertion whose home is taken
- * probes it; when the home slot is the last of its 64-byte line (one in
- * four), that slot is on the next line, which a prefetch of the home
- * alone leaves to a serial miss (perf annotate of kx_sync_log: ~1/3 of its
- * samples on the loads of the shift loop).  Otherwise both are one line. */
+/* Before a change (t_add, t_remove) of `hash`: its home chunk, and the
+ * chunk's overflow count (which an insertion into a full chunk and a
+ * removal past one write), for writing. */
 static inline void t_prefetch_w(const route__kvidx *x, uint64_t hash)
 {
-    const size_t i = t_home(x, hash);
-    SIM_PREFETCH_W(&x->tab[i]);
-    SIM_PREFETCH_W(&x->tab[(i + 1) & x->tmask]);
+    const size_t c = t_home(x, hash);
+    SIM_PREFETCH_W(&x->tab[c * KX_CHUNK]);
+    SIM_PREFETCH_W(&x->ovf[c]);
 }
 
 /* A zeroed table of n slots, freed by t_free with the same n: from 2 MiB
@@ -218,34 +276,54 @@ static kx_slot *t_alloc(size_t n)
 
 static void t_free(kx_slot *tab, size_t n) { sim_huge_free(tab, n * sizeof(kx_slot)); }
 
-static void t_grow(route__kvidx *x)
+/* Put `s` (a hash not in the table) into the first chunk from its home
+ * with a free slot, counting it in the overflow of the full chunks it
+ * passes. */
+static inline void t_place(route__kvidx *x, kx_slot s)
+{
+    for (size_t c = t_home(x, s.hash);; c = (c + 1) & x->tmask) {
+        kx_slot *ch = &x->tab[c * KX_CHUNK];
+        const unsigned e = t_empty(ch);
+        if (e) {
+            ch[__builtin_ctz(e)] = s;
+            return;
+        }
+        if (x->ovf[c] < KX_OVF_MAX)
+            x->ovf[c]++;
+    }
+}
+
+/* Re-make the table with `chunks` chunks (a power of two) and every entry
+ * of the old one placed anew. */
+static void t_resize(route__kvidx *x, size_t chunks)
 {
     kx_slot *old = x->tab;
-    const size_t n = x->tmask + 1;
-    x->tmask = 2 * n - 1;
-    x->tshift--;
-    x->tab = t_alloc(2 * n);
-    for (size_t i = 0; i < n; i++)
+    const size_t n_old = t_slots(x);
+    x->tab = t_alloc(chunks * KX_CHUNK);
+    free(x->ovf);
+    x->ovf = sim_xcalloc(chunks, 1);
+    x->tmask = chunks - 1;
+    x->tshift = 64 - (unsigned)__builtin_ctzll((unsigned long long)chunks);
+    for (size_t i = 0; i < n_old; i++)
         if (old[i].bits)
-            x->tab[t_find(x, old[i].hash)] = old[i];
-    t_free(old, n);
+            t_place(x, old[i]);
+    t_free(old, n_old);
 }
 
 static inline void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
 {
     const uint64_t m = 1ull << d;
-    size_t i = t_find(x, hash);
-    if (!x->tab[i].bits) {
-        if (2 * (x->tn + 1) > x->tmask + 1) {
-            t_grow(x);
-            i = t_find(x, hash);
-        }
-        x->tab[i].hash = hash;
+    kx_slot *s = t_lookup(x, hash);
+    if (s) {
+        if (s->bits & m)
+            return;
+        s->bits |= m;
+    } else {
+        if (2 * (x->tn + 1) > t_slots(x)) /* growth at half load */
+            t_resize(x, 2 * (x->tmask + 1));
+        t_place(x, (kx_slot){hash, m});
         x->tn++;
-    } else if (x->tab[i].bits & m) {
-        return;
     }
-    x->tab[i].bits |= m;
     x->dst[d].live++;
 }
 
@@ -253,26 +331,18 @@ static inline void t_add(route__kvidx *x, uint32_t d, uint64_t hash)
 static inline int t_remove(route__kvidx *x, uint32_t d, uint64_t hash)
 {
     const uint64_t m = 1ull << d;
-    size_t i = t_find(x, hash);
-    if (!(x->tab[i].bits & m))
+    kx_slot *s = t_lookup(x, hash);
+    if (!s || !(s->bits & m))
         return 0;
     x->dst[d].live--;
-    if ((x->tab[i].bits &= ~m))
+    if ((s->bits &= ~m))
         return 1;
-    /* Backward shift: pull later members of the probe run into the hole. */
-    for (size_t j = i;;) {
-        j = (j + 1) & x->tmask;
-        if (!x->tab[j].bits)
-            break;
-        const size_t h = t_home(x, x->tab[j].hash);
-        const int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            x->tab[i] = x->tab[j];
-            i = j;
-        }
-    }
-    x->tab[i].bits = 0;
     x->tn--;
+    /* Out of the overflow counts of the chunks its insertion passed. */
+    const size_t at = (size_t)(s - x->tab) / KX_CHUNK;
+    for (size_t c = t_home(x, hash); c != at; c = (c + 1) & x->tmask)
+        if (x->ovf[c] < KX_OVF_MAX)
+            x->ovf[c]--;
     return 1;
 }
 
@@ -282,22 +352,13 @@ void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
         return;
     if (pairs > KX_RESERVE_MAX)
         pairs = KX_RESERVE_MAX;
-    size_t n = x->tmask + 1;
+    size_t n = t_slots(x);
     while (n < 2 * pairs) /* the size growth would reach */
         n *= 2;
-    if (n == x->tmask + 1)
+    if (n == t_slots(x))
         return;
-    kx_slot *old = x->tab;
-    const size_t n_old = x->tmask + 1;
-    x->tab = t_alloc(n);
-    x->tmask = n - 1;
-    x->tshift = 64 - (unsigned)__builtin_ctzll((unsigned long long)n);
-    for (size_t i = 0; i < n_old; i++)
-        if (old[i].bits)
-            x->tab[t_find(x, old[i].hash)] = old[i];
-    t_free(old, n_old);
+    t_resize(x, n / KX_CHUNK);
 }
-
 /* The entry of `hash`, created empty if absent. */
 static uint32_t entry_of(route__kvidx *x, uint64_t hash)
 {

@@ -619,6 +619,65 @@ static void test_kvidx_direct_limits(void)
     route__kvidx_destroy(x);
 }
 
+/* The direct table's chunk overflow (models/route_kvidx.c, "direct
+ * mode"): 700 hashes made to share one home chunk of the first table (the
+ * last of its 256 chunks, so that the probe wraps to chunk 0), by
+ * inverting its Fibonacci hashing -- a white-box construction: if the
+ * hashing changes, they are merely random.  They pass the chunk's
+ * saturating overflow count (255) and make the table grow once (at 512
+ * entries), after which they share two home chunks (510 and 511), again
+ * on one long run of full chunks that wraps.
+ * Against a plain array: after every add and removal, in a shuffled
+ * order with re-adds, has() of every hash, held or not (absent lookups
+ * cross the saturated counts), and each destination's size. */
+static void test_kvidx_chunk_overflow(void)
+{
+    enum { NC = 700, ND = 3 };
+    const uint64_t phi = 0x9e3779b97f4a7c15ULL;
+    uint64_t inv = phi; /* phi^-1 mod 2^64 by Newton's iteration */
+    for (int i = 0; i < 6; i++)
+        inv *= 2 - phi * inv;
+    CHECK(phi * inv == 1);
+    static uint64_t h[NC];
+    static uint8_t held[ND][NC];
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, 9, 2);
+    for (int i = 0; i < NC; i++) {
+        const uint64_t low = (uint64_t)sim_pcg32_next(&rng) << 24 ^ (uint64_t)sim_pcg32_next(&rng);
+        h[i] = ((0xffull << 56) | (low & ((1ull << 56) - 1))) * inv;
+    }
+    route__kvidx *x = route__kvidx_create(ND, false, 0);
+    int bad = 0;
+    uint32_t size[ND] = {0};
+    for (int step = 0; step < 9000; step++) {
+        const uint32_t d = sim_pcg32_bounded(&rng, ND);
+        const uint32_t i = sim_pcg32_bounded(&rng, NC);
+        /* Mostly adds for the first third, then mostly removals, through
+         * the states where more entries than a saturated count can tell
+         * have left and some are still past it. */
+        const bool add = sim_pcg32_bounded(&rng, 8) < (step < 3000 ? 6u : 1u);
+        if (add) {
+            route__kvidx_add(x, d, h + i, 1, 0);
+            size[d] += !held[d][i];
+            held[d][i] = 1;
+        } else {
+            bad += (uint32_t)route__kvidx_remove(x, d, h + i, 1) != held[d][i];
+            size[d] -= held[d][i];
+            held[d][i] = 0;
+        }
+        for (uint32_t e = 0; e < ND; e++) {
+            bad += route__kvidx_size(x, e) != size[e];
+            for (int j = 0; j < NC; j += 7)
+                bad += route__kvidx_has(x, e, h[j]) != held[e][j];
+        }
+    }
+    for (uint32_t e = 0; e < ND; e++)
+        for (int j = 0; j < NC; j++)
+            bad += route__kvidx_has(x, e, h[j]) != held[e][j];
+    CHECK_INT_EQ(bad, 0);
+    route__kvidx_destroy(x);
+}
+
 int main(void)
 {
     test_kvlru_equiv(5, 20, 0, 1);
@@ -632,6 +691,7 @@ int main(void)
     test_kvidx_queue_equiv();
     test_kvidx_direct_equiv_ordered();
     test_kvidx_direct_limits();
+    test_kvidx_chunk_overflow();
     test_dynamo_argmin();
     test_dynamo_softmax();
     test_dynamo_ttl();
