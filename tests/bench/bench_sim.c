@@ -1,7 +1,8 @@
 /*
  * Simulation-cost benchmark (not a test: it asserts nothing about time).
  * Runs cluster_run() on one of two fixed scenarios and prints wall time per
- * simulated request, requests per wall-second, peak RSS, and a fingerprint
+ * simulated request, requests per wall-second, the run's CPU time (and its
+ * user and system parts, with its minor page faults), peak RSS, and a fingerprint
  * of the results (so that two builds can be checked to simulate the same
  * thing, bit for bit, before their speeds are compared).
  *
@@ -103,6 +104,29 @@ static double cpu_s(void)
 
 static double cpu_run_s; /* CPU time of the timed run, set before report() */
 
+/* The run's user and system CPU time, s, and minor page faults, from
+ * getrusage before and after it (run_usage_start, run_usage_stop).  On a
+ * virtual machine whose balloon hands freed memory back to its host
+ * (Firecracker), a run's first touch of pages its process had not used
+ * waits for the host, and that wait is system time of the page faults:
+ * the user time is the simulator's own (docs/performance.md, round 10). */
+static struct rusage ru_run0;
+static double user_run_s, sys_run_s;
+static long minflt_run;
+
+static double tv_s(struct timeval t) { return (double)t.tv_sec + 1e-6 * (double)t.tv_usec; }
+
+static void run_usage_start(void) { getrusage(RUSAGE_SELF, &ru_run0); }
+
+static void run_usage_stop(void)
+{
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    user_run_s = tv_s(r.ru_utime) - tv_s(ru_run0.ru_utime);
+    sys_run_s = tv_s(r.ru_stime) - tv_s(ru_run0.ru_stime);
+    minflt_run = r.ru_minflt - ru_run0.ru_minflt;
+}
+
 static void report(const char *name, const char *policy, double rate, uint64_t gen,
                    uint64_t blocks, double t_gen, double t_run, const cluster_result *res)
 {
@@ -118,6 +142,8 @@ static void report(const char *name, const char *policy, double rate, uint64_t g
            n / t_run, 1e6 * t_gen / (double)gen, 1e6 * (t_run - t_gen) / n);
     printf("%s: cpu %.3f s = %.2f us/request (process CPU time of the run)\n", name, cpu_run_s,
            1e6 * cpu_run_s / n);
+    printf("%s: user %.2f us/request, system %.2f us/request, %ld minor page faults (of the run)\n",
+           name, 1e6 * user_run_s / n, 1e6 * sys_run_s / n, minflt_run);
     printf("%s: peak RSS %.1f MB\n", name, (double)ru.ru_maxrss / 1024.0);
     /* The run's percentile step, timed alone: p50/p90/p99 of TTFT, E2E
      * and TPOT over every request, by selection (sim_quantiles), as
@@ -212,10 +238,12 @@ static int bench_experiment(int argc, char **argv)
         die("stream");
     t0 = sim_wall_s();
     const double c0 = cpu_s();
+    run_usage_start();
     if (cluster_run(&su.cp, rt, &env, cfg.router, exp_stream_source(st), &res))
         die("cluster_run");
     double t_run = sim_wall_s() - t0;
     cpu_run_s = cpu_s() - c0;
+    run_usage_stop();
     exp_stream_close(st);
     report("experiment", policy, rate, gen, blocks, t_gen, t_run, &res);
     cluster_result_fini(&res);
@@ -306,10 +334,12 @@ int main(int argc, char **argv)
     cluster_result res;
     t0 = sim_wall_s();
     const double c0 = cpu_s();
+    run_usage_start();
     if (cluster_run(&p, rt, &env, rcfg, src, &res))
         die("cluster_run");
     double t_run = sim_wall_s() - t0;
     cpu_run_s = cpu_s() - c0;
+    run_usage_stop();
     close_stream(&s);
 
     report(s.name, policy, s.rate, gen, blocks, t_gen, t_run, &res);
