@@ -194,10 +194,9 @@ void route__kvidx_destroy(route__kvidx *x)
  * dynamo_kv 5.40 -> 4.79 us per request and llm-d precise 4.98 -> 4.52
  * (medians of 7 interleaved runs; docs/performance.md, round 10).  The
  * chunk's slots are compared all at once (a bit mask, no branch per
- * slot).  The index is a set of
- * (hash, destination) pairs whatever the layout, so results do not depend
- * on it (scripts/fingerprints; tests/test_route_kv.c against the entry
- * map).
+ * slot).  The index is a set of (hash, destination) pairs whatever the
+ * layout, so results do not depend on it (scripts/fingerprints;
+ * tests/test_route_kv.c against the entry map and a plain array).
  */
 
 static inline size_t t_home(const route__kvidx *x, uint64_t hash)
