@@ -678,6 +678,54 @@ static void test_kvidx_chunk_overflow(void)
     route__kvidx_destroy(x);
 }
 
+/* Every chunk of the direct table with a non-zero overflow count while a
+ * quarter of the slots are taken: for each chunk c in turn, fillers homed
+ * at c up to a full chunk (four in chunk 0, three beside X_(c-1) in the
+ * others) and one more hash X_c homed at c (which goes on to chunk c + 1,
+ * the last one's to chunk 0, and counts in c), then the fillers
+ * removed.  (Hashes homed at a chosen chunk of the first table,
+ * 256 chunks, by inverting its Fibonacci hashing, as above.)  A lookup of
+ * an absent hash must then stop after one turn of the table instead of
+ * circling (a hang fails the test by its timeout), and every X_c must
+ * still be found. */
+static void test_kvidx_chunk_all_counted(void)
+{
+    enum { NCH = 256 };
+    const uint64_t phi = 0x9e3779b97f4a7c15ULL;
+    uint64_t inv = phi;
+    for (int i = 0; i < 6; i++)
+        inv *= 2 - phi * inv;
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, 11, 3);
+#define HOMED(c) ((((uint64_t)(c) << 56) | (((uint64_t)sim_pcg32_next(&rng) << 24 ^ \
+                                             sim_pcg32_next(&rng)) & ((1ull << 56) - 1))) * inv)
+    route__kvidx *x = route__kvidx_create(2, false, 0);
+    static uint64_t xs[NCH];
+    for (uint32_t c = 0; c < NCH; c++) {
+        const uint32_t nf = c ? 3 : 4; /* chunk c > 0 holds X_(c-1) */
+        uint64_t f[4];
+        for (uint32_t k = 0; k < nf; k++)
+            f[k] = HOMED(c);
+        route__kvidx_add(x, 0, f, nf, 0);
+        xs[c] = HOMED(c);
+        route__kvidx_add(x, 1, xs + c, 1, 0);
+        CHECK_INT_EQ(route__kvidx_remove(x, 0, f, nf), nf);
+    }
+    CHECK_INT_EQ(route__kvidx_size(x, 1), NCH);
+    CHECK_INT_EQ(route__kvidx_size(x, 0), 0);
+    int bad = 0;
+    for (uint32_t c = 0; c < NCH; c++) {
+        bad += !route__kvidx_has(x, 1, xs[c]);
+        bad += route__kvidx_has(x, 0, HOMED(c)) || route__kvidx_has(x, 1, HOMED(c));
+    }
+    CHECK_INT_EQ(bad, 0);
+    uint32_t cnt[2];
+    const uint64_t absent[2] = {HOMED(7), HOMED(200)};
+    CHECK_INT_EQ(route__kvidx_walk(x, absent, 2, cnt), 0);
+#undef HOMED
+    route__kvidx_destroy(x);
+}
+
 int main(void)
 {
     test_kvlru_equiv(5, 20, 0, 1);
@@ -692,6 +740,7 @@ int main(void)
     test_kvidx_direct_equiv_ordered();
     test_kvidx_direct_limits();
     test_kvidx_chunk_overflow();
+    test_kvidx_chunk_all_counted();
     test_dynamo_argmin();
     test_dynamo_softmax();
     test_dynamo_ttl();
