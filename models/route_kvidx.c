@@ -178,7 +178,8 @@ void route__kvidx_destroy(route__kvidx *x)
  * moves but when the table grows.  ovf[c] counts the entries whose home
  * chunk is at or before c (in probe order) and that live past c, so a
  * lookup scans the home chunk's slots and moves on only while that count
- * is non-zero; a removal clears its slot and takes one off the counts of
+ * is non-zero, once round the table at most; a removal clears its slot and
+ * takes one off the counts of
  * the chunks its insertion passed (saturated counts stay: a count of
  * KX_OVF_MAX only means "may have passed").  This is the chunk-overflow
  * scheme of open-addressing tables such as folly's F14 (its
