@@ -364,6 +364,7 @@ void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
         return;
     t_resize(x, n / KX_CHUNK);
 }
+
 /* The entry of `hash`, created empty if absent. */
 static uint32_t entry_of(route__kvidx *x, uint64_t hash)
 {
