@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_randist.h>
+
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "workloads/describe.h"
@@ -101,6 +103,44 @@ static void test_crn(void)
     wl_synth_destroy(a);
     wl_synth_destroy(b);
     wl_synth_destroy(d);
+    wl_config_fini(&c);
+}
+
+/* The keys are drawn ahead of their requests (synth.c, KEY_AHEAD), yet
+ * each is the draw the one-at-a-time rule gives: r_key's next alias draw
+ * over the rates in effect at the request's arrival (after that arrival's
+ * drift steps), then its slot draw.  A reference generator on the same
+ * stream redraws every key with a table rebuilt from the stream's own
+ * rates at each drift step; a draw made ahead across a step and not
+ * redrawn would pick from the old table and differ. */
+static void test_keys_drawn_ahead(void)
+{
+    wl_config c;
+    load(base_yaml, &c);
+    wl_synth *a = make(&c, 7, 25.0, 16);
+    gsl_rng *r = sim_rng_create(7, SIM_STREAM_KEYS);
+    gsl_ran_discrete_t *table = NULL;
+    uint64_t epoch = UINT64_MAX, n = 0, steps = 0;
+    wl_request q;
+    while (wl_synth_next(a, &q) > 0) {
+        const wl_keyrates *kr = wl_synth_rates(a);
+        if (wl_synth_epoch(a) != epoch) {
+            gsl_ran_discrete_free(table);
+            table = gsl_ran_discrete_preproc(kr->n, kr->rate);
+            steps += epoch != UINT64_MAX;
+            epoch = wl_synth_epoch(a);
+        }
+        const size_t k = gsl_ran_discrete(r, table);
+        (void)sim_pcg32_bounded(sim_rng_pcg(r), 3); /* session.per_key 3 */
+        CHECK_U64_EQ(q.key, kr->id[k]);
+        wl_request_fini(&q);
+        n++;
+    }
+    CHECK_U64_EQ(n, 20000);
+    CHECK_U64_EQ(steps, 6);
+    gsl_ran_discrete_free(table);
+    sim_rng_destroy(r);
+    wl_synth_destroy(a);
     wl_config_fini(&c);
 }
 
@@ -464,6 +504,7 @@ int main(int argc, char **argv)
     test_structure();
     test_crn();
     test_next_arrival();
+    test_keys_drawn_ahead();
     test_drift_step();
     test_chained_hashes();
     test_shared_buffers();

@@ -18,6 +18,7 @@
 #include "workloads/blockhash.h"
 
 #include "sim/core/error.h"
+#include "sim/core/prefetch.h"
 #include "sim/core/rng.h"
 #include "workloads/arrivals.h"
 #include "workloads/ingest.h"
@@ -58,6 +59,23 @@ typedef struct seg {
     uint32_t len;
 } seg;
 
+/* Key draws made ahead (KEY_AHEAD requests), so that the conversation
+ * slots of the next requests can be fetched into the cache while the
+ * simulator works on this one: with thousands of active keys a slot, its
+ * hash buffer and its segment lengths are cold lines (docs/performance.md,
+ * round 11).  r_key feeds nothing but these draws, so drawing early
+ * changes no value as long as the alias table is the one the draw would
+ * have used: each draw keeps the drift epoch it was made in and r_key's
+ * state before it, and a request that finds the epoch moved (a drift step
+ * rebuilt the table) rewinds r_key to that state and draws afresh. */
+#define KEY_AHEAD 2
+typedef struct key_draw {
+    size_t k;          /* key index in kr */
+    uint32_t j;        /* conversation slot of the key */
+    uint64_t epoch;    /* s->epoch when drawn */
+    sim_pcg32 before;  /* r_key's state before this draw */
+} key_draw;
+
 struct wl_synth {
     wl_keyrates kr;      /* rates in requests/s (current, after drift) */
     uint32_t *prefix_len;/* per key (index in kr) */
@@ -85,6 +103,8 @@ struct wl_synth {
     double theta;
     seg *segs;
     size_t segs_cap;
+    key_draw ahead[KEY_AHEAD]; /* drawn ahead, oldest first */
+    uint32_t n_ahead;
 };
 
 static lendist make_len(const wl_lenspec *l)
@@ -380,15 +400,78 @@ static int next_arrival(wl_synth *s, double *t)
     return 1;
 }
 
+static key_draw draw_key(wl_synth *s)
+{
+    key_draw d = {.epoch = s->epoch, .before = *sim_rng_pcg(s->r_key)};
+    d.k = gsl_ran_discrete(s->r_key, s->table);
+    d.j = s->per_key > 1 ? sim_pcg32_bounded(sim_rng_pcg(s->r_key), s->per_key) : 0;
+    return d;
+}
+
+/* The key and slot of this request: the oldest draw made ahead if the
+ * table has not changed since, else a fresh draw (r_key rewound to before
+ * the draws made ahead, which are dropped). */
+static key_draw take_key(wl_synth *s)
+{
+    if (s->n_ahead) {
+        const key_draw d = s->ahead[0];
+        if (d.epoch == s->epoch) {
+            for (uint32_t i = 1; i < s->n_ahead; i++)
+                s->ahead[i - 1] = s->ahead[i];
+            s->n_ahead--;
+            return d;
+        }
+        *sim_rng_pcg(s->r_key) = d.before;
+        s->n_ahead = 0;
+    }
+    return draw_key(s);
+}
+
+/* Draw the keys of the next KEY_AHEAD requests and start loading what
+ * they will read: the newest draw's slot, and for the next request (whose
+ * slot line was asked for one call ago) its hash buffer's header and last
+ * block, its segment lengths and its key's prefix.  Hints only. */
+static void draw_ahead(wl_synth *s)
+{
+    while (s->n_ahead < KEY_AHEAD) {
+        const key_draw d = draw_key(s);
+        s->ahead[s->n_ahead++] = d;
+        const slot *sl = &s->slots[d.k * s->per_key + d.j];
+        SIM_PREFETCH_W(sl);
+        SIM_PREFETCH_W((const char *)(sl + 1) - 1);
+        SIM_PREFETCH(&s->prefix_len[d.k]);
+        SIM_PREFETCH(&s->prefix_id[d.k]);
+    }
+    const key_draw *d = &s->ahead[0];
+    const slot *sl = &s->slots[d->k * s->per_key + d->j];
+    if (sl->turns && sl->seg_len)
+        SIM_PREFETCH(sl->seg_len);
+    if (sl->hb) {
+        /* The last reused block (wl_synth_next's `reuse`): all of the
+         * previous turn's, or of a new conversation only the global and
+         * key prefix. */
+        uint64_t reuse = sl->hn;
+        if (sl->turns == 0 || sl->turn == 0) {
+            const uint64_t fixed_blocks =
+                ((uint64_t)s->global_tokens + s->prefix_len[d->k]) / s->block;
+            if (reuse > fixed_blocks)
+                reuse = fixed_blocks;
+        }
+        SIM_PREFETCH_W(sl->hb);
+        if (reuse)
+            SIM_PREFETCH(&sl->hb->h[reuse - 1]);
+    }
+}
+
 int wl_synth_next(wl_synth *s, wl_request *out)
 {
     double t;
     if (!next_arrival(s, &t))
         return 0;
     drift_to(s, t);
-    size_t k = gsl_ran_discrete(s->r_key, s->table);
-    uint32_t j = s->per_key > 1 ? sim_pcg32_bounded(sim_rng_pcg(s->r_key), s->per_key) : 0;
-    slot *sl = &s->slots[k * s->per_key + j];
+    const key_draw kd = take_key(s);
+    const size_t k = kd.k;
+    slot *sl = &s->slots[k * s->per_key + kd.j];
     if (sl->turns == 0)
         slot_start(s, sl);
     uint32_t in = draw_len(&s->input, s->r_len);
@@ -514,6 +597,7 @@ int wl_synth_next(wl_synth *s, wl_request *out)
         sl->hist += in + outl;
         sl->turn++;
     }
+    draw_ahead(s);
     return 1;
 }
 
