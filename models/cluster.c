@@ -68,7 +68,8 @@ typedef struct cluster {
      * scraped one keeps snapshots seq_vis .. seq_new in ring[seq % n_ring]
      * (seq_vis is the one routers see). */
     bool exact;
-    bool blind;            /* rt->metrics_blind: no scrape is taken or read */
+    bool blind;            /* rt->metrics_blind or ROUTE_READS_NO_METRICS:
+                              no scrape is taken or read */
     bool cruise;           /* engine_cruise on (CRSIM_CRUISE=0: off, for tests) */
     uint8_t *planned;      /* n_dest: the engine has a cruise plan (engine_cruise) */
     snapshot *ring;
@@ -406,7 +407,8 @@ static void take_snapshot(cluster *c, snapshot *s, double t)
  * event as they would anyway.  At low load most scrapes are so (the
  * Mooncake main job at 5 requests/s: 4 scrapes a request, each of every
  * destination); visible() checks that a dispatch never sees one.  For a
- * router that reads no scraped metric (route_type.metrics_blind) no
+ * router that reads no scraped metric (route_type.metrics_blind, or
+ * ROUTE_READS_NO_METRICS from its needs() for these parameters) no
  * snapshot is ever read, so none is taken. */
 static void on_scrape(cluster *c, double now, double t_next)
 {
@@ -432,7 +434,7 @@ static void on_scrape(cluster *c, double now, double t_next)
  * decision with scrapes (the snapshot is shared by every destination). */
 static const snapshot *visible(cluster *c, double now)
 {
-    if (c->blind) { /* route_type.metrics_blind: nothing to read */
+    if (c->blind) { /* metrics_blind / ROUTE_READS_NO_METRICS: nothing to read */
         static const snapshot none = {0};
         (void)now;
         return &none;
@@ -1141,7 +1143,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     c.n_rep = gw->replicas ? gw->replicas : 1;
     c.faults_on = cluster_faults_on(&p->faults);
     c.exact = !(gw->scrape_interval_s > 0);
-    c.blind = rt->metrics_blind;
+    c.blind = rt->metrics_blind || (route_needs(rt, rcfg) & ROUTE_READS_NO_METRICS);
     {
         const char *cz = getenv("CRSIM_CRUISE");
         c.cruise = !(cz && !strcmp(cz, "0"));

@@ -262,6 +262,10 @@ typedef struct route_kv_event {
 #define ROUTE_NEEDS_KV_EVENTS 2u  /* engine KV events (route_type.on_kv_event):
                                      the engines' caches are observed only for
                                      a router whose parameters ask for them */
+#define ROUTE_READS_NO_METRICS 4u /* with these parameters route() reads none
+                                     of route_view's scraped metrics: treated
+                                     as route_type.metrics_blind (no scrape
+                                     snapshot, the arrays NULL, age_s 0) */
 
 /* One control interval of a planned router, reported at the end of a run. */
 typedef struct route_interval {
@@ -318,7 +322,9 @@ typedef struct route_type {
      * copy is never read; results are the same bit for bit) and passes
      * those four arrays as NULL and age_s as 0, so a router that reads one
      * anyway fails at once rather than silently.  Default false (the
-     * router may read them). */
+     * router may read them).  A router that reads them only under some
+     * parameters leaves this false and returns ROUTE_READS_NO_METRICS
+     * from needs() under the others (flat_lb, aibrix_prefix, preble). */
     bool metrics_blind;
     /* The config sections this router reads, NULL-terminated (at most
      * ROUTE_MAX_READS); NULL = none.  Each must be listed in

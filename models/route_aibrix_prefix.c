@@ -196,6 +196,15 @@ static uint32_t least(aibrix *s, const route_view *v)
     return best;
 }
 
+/* The default signal (inflight, the router's own counts) reads no scraped
+ * metric: no scrape snapshot is taken for it (route.h,
+ * ROUTE_READS_NO_METRICS). */
+static unsigned aibrix_needs(const void *const *params)
+{
+    const aibrix_params *p = params[0];
+    return p->signal == AB_SIGNAL_INFLIGHT ? ROUTE_READS_NO_METRICS : 0;
+}
+
 static uint32_t aibrix_route(void *state, const wl_request *r, const route_view *v)
 {
     aibrix *s = state;
@@ -275,6 +284,7 @@ const route_type route_aibrix_prefix = {
             "(router.aibrix_prefix)",
     .state_size = sizeof(aibrix),
     .sections = aibrix_sections,
+    .needs = aibrix_needs,
     .create = aibrix_create,
     .route = aibrix_route,
     .destroy = aibrix_destroy,

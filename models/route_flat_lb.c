@@ -68,6 +68,14 @@ static int flat_lb_create(void *state, const route_env *env, const void *const *
     return SIM_OK;
 }
 
+/* The default signal (inflight) reads no scraped metric: no scrape
+ * snapshot is taken for it (route.h, ROUTE_READS_NO_METRICS). */
+static unsigned flat_lb_needs(const void *const *params)
+{
+    const flat_lb_params *p = params[0];
+    return p->signal == SIGNAL_INFLIGHT ? ROUTE_READS_NO_METRICS : 0;
+}
+
 static inline uint32_t load_of(const flat_lb *s, const route_view *v, uint32_t d)
 {
     return s->p.signal == SIGNAL_QUEUE ? v->waiting[d] : v->outstanding[d];
@@ -119,6 +127,7 @@ const route_type route_flat_lb = {
             "cache-blind",
     .state_size = sizeof(flat_lb),
     .sections = flat_lb_sections,
+    .needs = flat_lb_needs,
     .create = flat_lb_create,
     .route = flat_lb_route,
 };

@@ -1447,6 +1447,15 @@ static double pb_interval_s(const void *const *params)
     return cp->interval_s;
 }
 
+/* With overload: completion (the default) route() reads no scraped metric
+ * (the queued tokens feed only the dispatch estimate): no scrape snapshot
+ * is taken (route.h, ROUTE_READS_NO_METRICS). */
+static unsigned pb_needs(const void *const *params)
+{
+    const pb_params *p = params[1];
+    return p->overload == 0 ? ROUTE_READS_NO_METRICS : 0;
+}
+
 static int pb_create(void *state, const route_env *env, const void *const *params)
 {
     preble *s = state;
@@ -1700,7 +1709,11 @@ static uint32_t pb_route(void *state, const wl_request *r, const route_view *v)
     const uint32_t imp_i = r->n_blocks ? important(s, k, m, r->n_blocks) : 0;
     uint32_t imp = r->n_blocks ? s->pr[imp_i] : PB_NONE;
     const pb_class *cg = cls_of(s, g);
-    double ttft = ((double)v->queued_tokens[g] + fresh) * cg->tp_s;
+    /* The router's TTFT estimate at dispatch, read only by the legacy
+     * overload detector (overloaded(); overload: dispatch_estimate), the
+     * one use of a scraped metric (pb_needs). */
+    const double ttft =
+        s->overload_completion ? 0 : ((double)v->queued_tokens[g] + fresh) * cg->tp_s;
     window_push(s, (pentry){.t = now, .cost = prefill_time(cg, fresh, cached), .ttft = ttft,
                             .node = imp, .dest = g});
     s->prompt_sum += r->prompt_tokens;
@@ -1851,6 +1864,7 @@ const route_type route_preble = {
     .help = "global prefix tree: exploit the holder of a long match, else explore by windowed load",
     .state_size = sizeof(preble),
     .sections = pb_sections,
+    .needs = pb_needs,
     .interval_s = pb_interval_s,
     .create = pb_create,
     .route = pb_route,

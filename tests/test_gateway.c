@@ -396,6 +396,61 @@ static void test_blind(void)
     }
 }
 
+/* The routers that read a scraped metric only under some parameters
+ * (flat_lb's signal: queue, aibrix_prefix's signal: running, preble's
+ * overload: dispatch_estimate) return ROUTE_READS_NO_METRICS from needs()
+ * under their defaults: no snapshot is taken, and the run equals the one
+ * with every snapshot taken (needs() stripped of the bit).  Under the
+ * other parameters the bit is off. */
+static const route_type *seen_rt;
+static unsigned needs_stripped(const void *const *params)
+{
+    return seen_rt->needs(params) & ~ROUTE_READS_NO_METRICS;
+}
+
+static void test_blind_by_params(void)
+{
+    static const char *const name[] = {"flat_lb", "aibrix_prefix", "preble"};
+    static const char *const reads[] = {"router:\n  flat_lb: {signal: queue}\n",
+                                        "router:\n  aibrix_prefix: {signal: running}\n",
+                                        "router:\n  preble: {overload: dispatch_estimate}\n"};
+    for (size_t i = 0; i < sizeof name / sizeof *name; i++) {
+        const route_type *rt = route_find(name[i]);
+        CHECK(rt != NULL && !rt->metrics_blind && rt->needs != NULL);
+        route_config *rc = router_cfg("router: {}\n");
+        CHECK(route_needs(rt, rc) & ROUTE_READS_NO_METRICS);
+        route_config *rs = router_cfg(reads[i]);
+        CHECK_INT_EQ(route_needs(rt, rs) & ROUTE_READS_NO_METRICS, 0);
+        route_config_free(rs);
+        route_type seeing = *rt;
+        seeing.needs = needs_stripped;
+        seen_rt = rt;
+        for (int exact = 0; exact < 2; exact++) {
+            cluster_params p = params(4, 4);
+            if (!exact)
+                p.gateway = (cluster_gateway){.scrape_interval_s = 0.05, .scrape_delay_s = 0.12};
+            const route_env env = {.n_dest = 4, .seed = 3, .block_size = 16,
+                                   .batch_tokens = 8192, .pool_blocks = 4096,
+                                   .cost = &p.cost, .ttft_slo_s = 1};
+            cluster_result a, b;
+            hand h1 = hand_stream(2000, 4, 0.0, 0.05, 25), h2 = h1;
+            CHECK_INT_EQ(cluster_run(&p, rt, &env, rc, (wl_source){&h1, hand_next}, &a), SIM_OK);
+            CHECK_INT_EQ(cluster_run(&p, &seeing, &env, rc, (wl_source){&h2, hand_next}, &b),
+                         SIM_OK);
+            same_run(&a, &b);
+            CHECK_U64_EQ(a.events, b.events);
+            CHECK_U64_EQ(a.scrapes, b.scrapes);
+            if (!exact) {
+                CHECK(a.scrapes > 100 && a.scrapes_unread == a.scrapes);
+                CHECK(b.scrapes_unread < b.scrapes / 2);
+            }
+            cluster_result_fini(&a);
+            cluster_result_fini(&b);
+        }
+        route_config_free(rc);
+    }
+}
+
 /* cacheroute replicas: replica 1's counts reach the primary's plan, the
  * plan is built once per interval (primary only), and a replica picks
  * within T(b) by its own in-flight counts. */
@@ -556,6 +611,7 @@ int main(int argc, char **argv)
     test_replicas();
     test_one_replica_identical();
     test_blind();
+    test_blind_by_params();
     test_cacheroute_replicas();
     test_staleness();
     spec_hw_fini(&hw);

@@ -164,7 +164,10 @@ static void test_types(void)
         /* check: good parameters pass, every bad case fails naming its key. */
         route_env env = {.n_dest = R, .block_size = 16, .batch_tokens = 2048, .ttft_slo_s = 2};
         CHECK_INT_EQ(route_check(rt, good, &env, NULL), SIM_OK);
-        CHECK((route_needs(rt, good) & ~(ROUTE_NEEDS_KEY_SHARES | ROUTE_NEEDS_KV_EVENTS)) == 0);
+        CHECK((route_needs(rt, good) &
+               ~(ROUTE_NEEDS_KEY_SHARES | ROUTE_NEEDS_KV_EVENTS | ROUTE_READS_NO_METRICS)) == 0);
+        /* The parameter-dependent form is for routers not blind always. */
+        CHECK(!(route_needs(rt, good) & ROUTE_READS_NO_METRICS) || !rt->metrics_blind);
         /* A router that asks for KV events can take them. */
         CHECK(!(route_needs(rt, good) & ROUTE_NEEDS_KV_EVENTS) || rt->on_kv_event);
         CHECK(route_interval_s(rt, good) >= 0);
