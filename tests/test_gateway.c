@@ -348,12 +348,38 @@ static void test_one_replica_identical(void)
     cluster_result_fini(&c);
 }
 
+/* `blind` (which reads no scraped metric) run with scrapes and with the
+ * exact view: every scrape is unread, and the run equals, in every
+ * simulated quantity, that of `seeing` (the same router told it may read
+ * them: the snapshots taken, one per scrape). */
+static void check_blind_run(const route_type *blind, const route_type *seeing,
+                            const route_config *rc)
+{
+    for (int exact = 0; exact < 2; exact++) {
+        cluster_params p = params(4, 4);
+        if (!exact)
+            p.gateway = (cluster_gateway){.scrape_interval_s = 0.05, .scrape_delay_s = 0.12};
+        const route_env env = {.n_dest = 4, .seed = 3, .block_size = 16, .batch_tokens = 8192,
+                               .pool_blocks = 4096, .cost = &p.cost, .ttft_slo_s = 1};
+        cluster_result a, b;
+        hand h1 = hand_stream(2000, 4, 0.0, 0.05, 25), h2 = h1;
+        CHECK_INT_EQ(cluster_run(&p, blind, &env, rc, (wl_source){&h1, hand_next}, &a), SIM_OK);
+        CHECK_INT_EQ(cluster_run(&p, seeing, &env, rc, (wl_source){&h2, hand_next}, &b), SIM_OK);
+        same_run(&a, &b);
+        CHECK_U64_EQ(a.events, b.events);
+        CHECK_U64_EQ(a.scrapes, b.scrapes);
+        if (!exact) {
+            CHECK(a.scrapes > 100 && a.scrapes_unread == a.scrapes);
+            CHECK(b.scrapes_unread < b.scrapes / 2);
+        }
+        cluster_result_fini(&a);
+        cluster_result_fini(&b);
+    }
+}
+
 /* Routers that read no scraped metric (route_type.metrics_blind) get no
- * snapshot taken: every scrape is unread, and the run equals, in every
- * simulated quantity, that of the same router told it may read them (the
- * snapshots taken, one per scrape), with scrapes and with the exact view.
- * The blind routers are exactly these (a new one is added here on
- * purpose). */
+ * snapshot taken (check_blind_run).  The blind routers are exactly these
+ * (a new one is added here on purpose). */
 static void test_blind(void)
 {
     static const char *const blind[] = {"sticky", "chwbl", "cacheroute", "cr_replicate",
@@ -363,45 +389,23 @@ static void test_blind(void)
     for (size_t i = 0; route_names[i]; i++)
         n_blind += route_find(route_names[i])->metrics_blind;
     CHECK_INT_EQ(n_blind, nb);
-    const char *y = "router:\n  cacheroute: {q_cap: 1, slots: 4, interval_s: 10}\n";
+    route_config *rc = router_cfg("router:\n  cacheroute: {q_cap: 1, slots: 4, interval_s: 10}\n");
     for (size_t i = 0; i < nb; i++) {
         const route_type *rt = route_find(blind[i]);
         CHECK(rt != NULL && rt->metrics_blind);
         route_type seeing = *rt;
         seeing.metrics_blind = false;
-        for (int exact = 0; exact < 2; exact++) {
-            cluster_params p = params(4, 4);
-            if (!exact)
-                p.gateway = (cluster_gateway){.scrape_interval_s = 0.05, .scrape_delay_s = 0.12};
-            route_config *rc = router_cfg(y);
-            const route_env env = {.n_dest = 4, .seed = 3, .block_size = 16,
-                                   .batch_tokens = 8192, .pool_blocks = 4096,
-                                   .cost = &p.cost, .ttft_slo_s = 1};
-            cluster_result a, b;
-            hand h1 = hand_stream(2000, 4, 0.0, 0.05, 25), h2 = h1;
-            CHECK_INT_EQ(cluster_run(&p, rt, &env, rc, (wl_source){&h1, hand_next}, &a), SIM_OK);
-            CHECK_INT_EQ(cluster_run(&p, &seeing, &env, rc, (wl_source){&h2, hand_next}, &b),
-                         SIM_OK);
-            same_run(&a, &b);
-            CHECK_U64_EQ(a.events, b.events);
-            CHECK_U64_EQ(a.scrapes, b.scrapes);
-            if (!exact) {
-                CHECK(a.scrapes > 100 && a.scrapes_unread == a.scrapes);
-                CHECK(b.scrapes_unread < b.scrapes / 2);
-            }
-            cluster_result_fini(&a);
-            cluster_result_fini(&b);
-            route_config_free(rc);
-        }
+        check_blind_run(rt, &seeing, rc);
     }
+    route_config_free(rc);
 }
 
 /* The routers that read a scraped metric only under some parameters
  * (flat_lb's signal: queue, aibrix_prefix's signal: running, preble's
  * overload: dispatch_estimate) return ROUTE_READS_NO_METRICS from needs()
  * under their defaults: no snapshot is taken, and the run equals the one
- * with every snapshot taken (needs() stripped of the bit).  Under the
- * other parameters the bit is off. */
+ * with every snapshot taken (needs() stripped of the bit;
+ * check_blind_run).  Under the other parameters the bit is off. */
 static const route_type *seen_rt;
 static unsigned needs_stripped(const void *const *params)
 {
@@ -425,28 +429,7 @@ static void test_blind_by_params(void)
         route_type seeing = *rt;
         seeing.needs = needs_stripped;
         seen_rt = rt;
-        for (int exact = 0; exact < 2; exact++) {
-            cluster_params p = params(4, 4);
-            if (!exact)
-                p.gateway = (cluster_gateway){.scrape_interval_s = 0.05, .scrape_delay_s = 0.12};
-            const route_env env = {.n_dest = 4, .seed = 3, .block_size = 16,
-                                   .batch_tokens = 8192, .pool_blocks = 4096,
-                                   .cost = &p.cost, .ttft_slo_s = 1};
-            cluster_result a, b;
-            hand h1 = hand_stream(2000, 4, 0.0, 0.05, 25), h2 = h1;
-            CHECK_INT_EQ(cluster_run(&p, rt, &env, rc, (wl_source){&h1, hand_next}, &a), SIM_OK);
-            CHECK_INT_EQ(cluster_run(&p, &seeing, &env, rc, (wl_source){&h2, hand_next}, &b),
-                         SIM_OK);
-            same_run(&a, &b);
-            CHECK_U64_EQ(a.events, b.events);
-            CHECK_U64_EQ(a.scrapes, b.scrapes);
-            if (!exact) {
-                CHECK(a.scrapes > 100 && a.scrapes_unread == a.scrapes);
-                CHECK(b.scrapes_unread < b.scrapes / 2);
-            }
-            cluster_result_fini(&a);
-            cluster_result_fini(&b);
-        }
+        check_blind_run(rt, &seeing, rc);
         route_config_free(rc);
     }
 }
