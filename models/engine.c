@@ -146,6 +146,8 @@ engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
     e->p = *p;
     e->cost = *cost;
     e->hooks = *hooks;
+    /* Requests' block lists are chained hashes (wl_request.blocks). */
+    pcache_assume_chained(e->cache, true);
     if (hooks->kv_change)
         pcache_set_observer(e->cache, observe_cache, e);
     return e;

@@ -51,6 +51,7 @@ struct pcache {
     uint32_t nd_cap, nd_used, free_head;
     uint32_t lru_head, lru_tail; /* coldest, warmest */
     sim_u64map map;             /* first hash of a live node -> node */
+    bool chained;               /* pcache_assume_chained */
     pcache_observer obs;        /* KV-event observer, or NULL */
     void *obs_ctx;
 };
@@ -94,6 +95,8 @@ void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx)
     c->obs = fn;
     c->obs_ctx = ctx;
 }
+
+void pcache_assume_chained(pcache *c, bool on) { c->chained = on; }
 
 uint32_t pcache_capacity(const pcache *c) { return c->n; }
 uint32_t pcache_available(const pcache *c) { return c->n_free + c->n_lru; }
@@ -220,9 +223,12 @@ static inline void copy_hashes(uint64_t *restrict dst, const uint64_t *restrict 
     memcpy(dst, src, (size_t)k * sizeof *dst);
 }
 
-/* Length of the common prefix of a[0..n) and b[0..n). */
-static inline uint32_t common(const uint64_t *a, const uint64_t *b, uint32_t n)
+/* Length of the common prefix of a[0..n) and b[0..n); with `chained`
+ * (pcache_assume_chained) equal last hashes stand for equal runs. */
+static inline uint32_t common(const uint64_t *a, const uint64_t *b, uint32_t n, bool chained)
 {
+    if (chained && n && a[n - 1] == b[n - 1])
+        return n;
     if (memcmp(a, b, (size_t)n * sizeof *a) == 0)
         return n;
     uint32_t k = 0;
@@ -337,7 +343,7 @@ uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
             break;
         const node *y = &c->nd[ch];
         const uint32_t lim = y->len < n - pos ? y->len : n - pos;
-        const uint32_t k = common(y->h, hashes + pos, lim);
+        const uint32_t k = common(y->h, hashes + pos, lim, c->chained);
         if (y->ref == 0)
             unp += k;
         pos += k;
@@ -476,7 +482,7 @@ uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uin
          * free s's private copies. */
         const uint32_t len = c->nd[at].len;
         const uint32_t lim = len < full - pos ? len : full - pos;
-        const uint32_t k = common(c->nd[at].h, hashes + pos, lim);
+        const uint32_t k = common(c->nd[at].h, hashes + pos, lim, c->chained);
         const uint32_t y = k < len ? split(c, at, k) : at;
         pin_node(c, y);
         s->node = y;

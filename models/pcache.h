@@ -211,6 +211,25 @@ typedef void (*pcache_observer)(void *ctx, int kind, uint64_t parent, const uint
 /* Set (fn != NULL) or clear (fn == NULL) the observer.  Cannot fail. */
 void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx);
 
+/*
+ * Declare (on = true) that every hash list passed to this cache is chained
+ * the way wl_request.blocks is (workloads/request.h: hash i is the 64-bit
+ * XXH3 of hash i - 1 and block i's content, wl_block_hash), so that equal
+ * hashes at one position stand for equal prefixes up to it.  A run
+ * compare (pcache_match, and pcache_seq_commit meeting a run another
+ * sequence registered) then tests the run's last hash first and returns
+ * the whole run when it is equal, instead of reading every hash of the
+ * run: one cache line for a long cold run (round 12 of
+ * docs/performance.md).  When the last hashes differ it scans as before.
+ * The answers differ from the full compare only if two different chains
+ * meet in one 64-bit value inside one run of one cache (a collision of
+ * XXH3-64; the same assumption vLLM's block-hash prefix cache makes on
+ * every lookup).  Off by default, so that lists that are not chained
+ * (tests/pcache_equiv.sh's random lists) are compared in full.  Set
+ * before the first sequence; cannot fail.
+ */
+void pcache_assume_chained(pcache *c, bool on);
+
 /* Drop every cached block that is not pinned (for tests and resets). */
 void pcache_clear(pcache *c);
 

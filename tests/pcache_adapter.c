@@ -168,3 +168,12 @@ void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx)
     (void)ctx;
     SIM_ALWAYS(fn == NULL);
 }
+
+/* The per-block reference looks every block up, whatever the lists are:
+ * tests/pcache_equiv.sh thereby checks that the tree's chained shortcut
+ * (a run's last hash standing for the run) changes no simulation. */
+void pcache_assume_chained(pcache *c, bool on)
+{
+    (void)c;
+    (void)on;
+}

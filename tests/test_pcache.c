@@ -263,7 +263,7 @@ static void compare(const pcache *c, const pcache_ref *r, const chains *ch)
         }
 }
 
-static void differential(uint32_t pool, uint64_t seed, int iters, bool stable)
+static void differential(uint32_t pool, uint64_t seed, int iters, bool stable, bool chained)
 {
     uint64_t rs = seed;
     chains ch;
@@ -271,6 +271,7 @@ static void differential(uint32_t pool, uint64_t seed, int iters, bool stable)
     pcache *c = pcache_create(pool);
     pcache_ref *r = pcache_ref_create(pool);
     CHECK(c && r);
+    pcache_assume_chained(c, chained); /* make_chains' lists are chained */
     slotst sl[N_SLOT] = {0};
     int commits = 0, evicting = 0;
     for (int it = 0; it < iters; it++) {
@@ -335,12 +336,38 @@ static void test_against_per_block_cache(void)
     /* Runs copied (synthetic requests) and runs that are views of stable
      * hash lists (a trace's shared table), split, extended and evicted:
      * the same per-block behaviour either way. */
-    for (int stable = 0; stable < 2; stable++) {
-        differential(16, 1, 40000, stable);  /* memory very short */
-        differential(40, 2, 40000, stable);
-        differential(120, 3, 20000, stable); /* roomy: long-lived shared prefixes */
+    for (int mode = 0; mode < 4; mode++) {
+        const bool stable = mode & 1, chained = mode & 2; /* also the engine's compare */
+        differential(16, 1, 40000, stable, chained);  /* memory very short */
+        differential(40, 2, 40000, stable, chained);
+        differential(120, 3, 20000, stable, chained); /* roomy: long-lived shared prefixes */
         for (uint64_t s = 10; s < 30; s++)
-            differential(8 + (uint32_t)(s % 5) * 8, s, 4000, stable);
+            differential(8 + (uint32_t)(s % 5) * 8, s, 4000, stable, chained);
+    }
+}
+
+/* pcache_assume_chained: a run's last hash stands for the run.  Lists that
+ * break the contract (equal last hashes after different middles) show the
+ * shortcut is taken -- and why it is off by default; chained lists that
+ * part inside a run are still scanned to the first difference. */
+static void test_assume_chained(void)
+{
+    const uint64_t a[4] = {1, 2, 3, 4};
+    const uint64_t b[4] = {1, 2, 9, 4}; /* not chained: 4 after 9 and after 3 */
+    const uint64_t d[4] = {1, 2, 9, 8}; /* parts from a at block 2 */
+    for (int chained = 0; chained < 2; chained++) {
+        pcache *c = pcache_create(8);
+        pcache_assume_chained(c, chained);
+        pcache_seq s;
+        put_chain(c, &s, a, 4);
+        pcache_seq_release(c, &s);
+        uint32_t unp = 0;
+        CHECK_INT_EQ(pcache_match(c, a, 4, &unp), 4);
+        CHECK_INT_EQ(unp, 4);
+        CHECK_INT_EQ(pcache_match(c, d, 4, NULL), 2);
+        CHECK_INT_EQ(pcache_match(c, a, 3, NULL), 3); /* a run's middle: its own last */
+        CHECK_INT_EQ(pcache_match(c, b, 4, NULL), chained ? 4 : 2);
+        pcache_destroy(c);
     }
 }
 
@@ -424,6 +451,7 @@ int main(void)
     test_duplicate_commit();
     test_collision_stops_registration();
     test_against_per_block_cache();
+    test_assume_chained();
     test_random_invariants();
     puts("pcache: ok");
     return 0;
