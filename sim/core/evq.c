@@ -4,8 +4,13 @@
  *
  * A binary heap is the simple choice that is good enough here: the queue
  * holds one pending arrival, at most one step completion per destination
- * and a few control events, so it has tens of entries, and a calendar queue
- * or ladder queue would not pay for its complexity.
+ * and a few control events, so it has tens of entries on the paper's
+ * fleets and ~R at fleet size R, and a calendar queue or ladder queue
+ * would not pay for its complexity.  Its entries carry the (time, seq)
+ * key beside the event's handle (`hent`): at R = 1000 (a 10-level heap)
+ * a sift loading every compared event from its slab was 7 % of a run;
+ * with the keys in the array, cacheroute at R = 1000 3.76 -> 3.65 us of
+ * user time a request (round 12).
  *
  * Lazy pop (round 4, docs/performance.md): most popped events are
  * scheduled again at once by their handler (an engine's next step, the
@@ -34,13 +39,22 @@
 
 #define SLAB_EVENTS 256
 
+/* A heap entry: the event's key copied beside its handle, so that sifting
+ * compares entries that lie side by side in the heap array instead of
+ * loading each event from its slab (round 12, docs/performance.md). */
+typedef struct hent {
+    double time;
+    uint64_t seq;
+    sim_event *e;
+} hent;
+
 typedef struct slab {
     struct slab *next;
     sim_event ev[SLAB_EVENTS];
 } slab;
 
 struct sim_evq {
-    sim_event **heap;
+    hent *heap;
     uint32_t n, cap;
     uint64_t next_seq;
     uint64_t popped;
@@ -102,35 +116,37 @@ static void drop_top(sim_evq *q);
 void sim_evq_release(sim_evq *q, sim_event *e)
 {
     SIM_ALWAYS(e->heap_idx == SIM_EVQ_IDLE);
-    if (q->top_out && q->heap[0] == e)
+    if (q->top_out && q->heap[0].e == e)
         drop_top(q); /* the popped event, still at the root */
     e->data = q->free_list;
     e->kind = UINT32_MAX; /* poison: a released event must not be used */
     q->free_list = e;
 }
 
-static inline int before(const sim_event *a, const sim_event *b)
+static inline int before(const hent *a, const hent *b)
 {
     return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
-static inline void place(sim_evq *q, uint32_t i, sim_event *e)
+static inline void place(sim_evq *q, uint32_t i, hent h)
 {
-    q->heap[i] = e;
-    e->heap_idx = i;
+    q->heap[i] = h;
+    h.e->heap_idx = i;
 }
+
+static inline hent entry(sim_event *e) { return (hent){e->time, e->seq, e}; }
 
 static void sift_up(sim_evq *q, uint32_t i)
 {
-    sim_event *e = q->heap[i];
+    const hent h = q->heap[i];
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (!before(e, q->heap[parent]))
+        if (!before(&h, &q->heap[parent]))
             break;
         place(q, i, q->heap[parent]);
         i = parent;
     }
-    place(q, i, e);
+    place(q, i, h);
 }
 
 /* Sift heap[i] down (Floyd): move the hole at i down the path of smaller
@@ -139,7 +155,7 @@ static void sift_up(sim_evq *q, uint32_t i)
  * finds (the keys on the path are increasing). */
 static void sift_down(sim_evq *q, uint32_t i)
 {
-    sim_event *e = q->heap[i];
+    const hent h = q->heap[i];
     const uint32_t top = i, n = q->n;
     for (;;) {
         uint32_t c = 2 * i + 1;
@@ -148,7 +164,7 @@ static void sift_down(sim_evq *q, uint32_t i)
         if (c + 1 < n) {
             /* Branch-free choice of the smaller child: the keys are
              * random, so a branch here mispredicts half the time. */
-            const sim_event *a = q->heap[c + 1], *b = q->heap[c];
+            const hent *a = &q->heap[c + 1], *b = &q->heap[c];
             c += (uint32_t)((a->time < b->time) | ((a->time == b->time) & (a->seq < b->seq)));
         }
         place(q, i, q->heap[c]);
@@ -156,12 +172,12 @@ static void sift_down(sim_evq *q, uint32_t i)
     }
     while (i > top) {
         uint32_t parent = (i - 1) / 2;
-        if (!before(e, q->heap[parent]))
+        if (!before(&h, &q->heap[parent]))
             break;
         place(q, i, q->heap[parent]);
         i = parent;
     }
-    place(q, i, e);
+    place(q, i, h);
 }
 
 /* Take the stale root (the last popped event, not scheduled again) out. */
@@ -182,8 +198,10 @@ void sim_evq_schedule(sim_evq *q, sim_event *e, double time)
     SIM_ALWAYS(time >= q->now); /* scheduling into the past */
     e->time = time;
     e->seq = q->next_seq++;
-    if (q->top_out && q->heap[0] == e) { /* the popped event again */
+    if (q->top_out && q->heap[0].e == e) { /* the popped event again */
         q->top_out = 0;
+        q->heap[0].time = time;
+        q->heap[0].seq = e->seq;
         e->heap_idx = 0;
         sift_down(q, 0);
         return;
@@ -193,7 +211,7 @@ void sim_evq_schedule(sim_evq *q, sim_event *e, double time)
         q->cap *= 2;
         q->heap = sim_xrealloc(q->heap, q->cap * sizeof *q->heap);
     }
-    place(q, q->n, e);
+    place(q, q->n, entry(e));
     q->n++;
     sift_up(q, q->n - 1);
 }
@@ -203,7 +221,7 @@ void sim_evq_cancel(sim_evq *q, sim_event *e)
     uint32_t i = e->heap_idx;
     if (i == SIM_EVQ_IDLE)
         return;
-    SIM_ALWAYS(i < q->n && q->heap[i] == e && !(q->top_out && i == 0));
+    SIM_ALWAYS(i < q->n && q->heap[i].e == e && !(q->top_out && i == 0));
     q->n--;
     e->heap_idx = SIM_EVQ_IDLE;
     if (i == q->n)
@@ -211,7 +229,7 @@ void sim_evq_cancel(sim_evq *q, sim_event *e)
     place(q, i, q->heap[q->n]);
     /* The moved event may belong above or below position i (never above
      * a stale root: its key is after the root's). */
-    if (i > 0 && before(q->heap[i], q->heap[(i - 1) / 2]))
+    if (i > 0 && before(&q->heap[i], &q->heap[(i - 1) / 2]))
         sift_up(q, i);
     else
         sift_down(q, i);
@@ -223,7 +241,7 @@ sim_event *sim_evq_pop(sim_evq *q)
         drop_top(q);
     if (q->n == 0)
         return NULL;
-    sim_event *top = q->heap[0];
+    sim_event *top = q->heap[0].e;
     q->top_out = 1; /* left at the root until the next operation */
     top->heap_idx = SIM_EVQ_IDLE;
     SIM_ALWAYS(top->time >= q->now); /* time is monotone */
@@ -235,13 +253,13 @@ sim_event *sim_evq_pop(sim_evq *q)
 const sim_event *sim_evq_peek(const sim_evq *q)
 {
     if (!q->top_out)
-        return q->n ? q->heap[0] : NULL;
+        return q->n ? q->heap[0].e : NULL;
     /* The stale root's successor is the smaller of its children. */
     if (q->n < 2)
         return NULL;
-    if (q->n > 2 && before(q->heap[2], q->heap[1]))
-        return q->heap[2];
-    return q->heap[1];
+    if (q->n > 2 && before(&q->heap[2], &q->heap[1]))
+        return q->heap[2].e;
+    return q->heap[1].e;
 }
 
 double sim_evq_now(const sim_evq *q) { return q->now; }
