@@ -419,6 +419,10 @@ static uint32_t sglang_route(void *state, const wl_request *r, const route_view 
             break;
         const sg_node *cn = &s->nd[c];
         uint32_t k = 1, lim = cn->len < nb - i ? cn->len : nb - i;
+        /* Chained hashes (wl_request.blocks): an equal last hash stands
+         * for an equal stretch; else scan to the first difference. */
+        if (cn->h[lim - 1] == r->blocks[i + lim - 1])
+            k = lim;
         while (k < lim && cn->h[k] == r->blocks[i + k])
             k++;
         s->path[np++] = c;
