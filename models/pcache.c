@@ -163,9 +163,8 @@ static uint32_t node_new(pcache *c, uint32_t len)
     x->h = x->buf;
     if (len > x->cap) { /* nothing to keep: a new buffer, not a realloc's copy */
         free(x->buf);
-        x->h = x->buf = NULL;
-        x->cap = 0;
-        reserve(x, len);
+        x->cap = (len + 7) & ~7u; /* the run's known length (pcache_seq.hint) */
+        x->h = x->buf = sim_xmalloc(x->cap * sizeof *x->buf);
     }
     x->len = 0;
     x->parent = NONE;
