@@ -312,6 +312,33 @@ static void test_shared_buffers(void)
     wl_config_fini(&c);
 }
 
+static void test_buffer_classes(void)
+{
+    /* The pool's size classes (workloads/request.c): at least the blocks
+     * asked for, at most 25 % more above 32 (quarter octaves), and a
+     * released buffer serves the next request of its class, not of
+     * another one. */
+    wl__hpool *p = wl__hpool_create();
+    CHECK(p);
+    for (uint32_t n = 1; n < 5000; n++) {
+        wl__hbuf *b = wl__hpool_get(p, n);
+        CHECK(b && b->cap >= n && b->cap >= 32);
+        CHECK(n <= 32 ? b->cap == 32 : (uint64_t)4 * b->cap < (uint64_t)5 * n);
+        wl__hbuf_release(b);
+    }
+    wl__hbuf *a = wl__hpool_get(p, 300); /* class 320 */
+    CHECK_INT_EQ(a->cap, 320);
+    wl__hbuf_release(a);
+    wl__hbuf *c = wl__hpool_get(p, 257); /* class 320 too: a again */
+    CHECK(c == a);
+    wl__hbuf *d = wl__hpool_get(p, 321); /* class 384: not a */
+    CHECK(d != a && d->cap == 384);
+    CHECK(wl__hpool_get(p, UINT32_MAX) == NULL); /* 5 x 2^30: too large */
+    wl__hbuf_release(c);
+    wl__hbuf_release(d);
+    wl__hpool_close(p);
+}
+
 static void test_structure(void)
 {
     /* One key, one conversation slot, constant lengths, two turns:
@@ -508,6 +535,7 @@ int main(int argc, char **argv)
     test_drift_step();
     test_chained_hashes();
     test_shared_buffers();
+    test_buffer_classes();
     test_rate();
     /* Self-description of the presets at 20 requests/s for 3600 s. */
     describe_preset("paper-main.yaml", 0.3, 0.7);

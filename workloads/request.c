@@ -10,8 +10,12 @@
 
 uint64_t wl_block_hash(uint64_t parent, uint64_t content) { return wl__block_hash(parent, content); }
 
-/* Capacities 2^5 .. 2^31 blocks. */
-enum { HP_MIN_LOG = 5, HP_CLASSES = 32 - HP_MIN_LOG };
+/* Size classes of quarter octaves: 2^o, 1.25, 1.5 and 1.75 times 2^o
+ * blocks for o = 5 .. 31 (those below 2^32), so that a buffer has at most
+ * 25 % more room than asked (a power of two: up to 100 %; round 12,
+ * docs/performance.md: at R = 1000 the buffers held by requests in flight
+ * were most of flat_lb's memory). */
+enum { HP_MIN_LOG = 5, HP_STEPS = 4, HP_CLASSES = HP_STEPS * (32 - HP_MIN_LOG) };
 
 struct wl__hpool {
     uint64_t out;   /* buffers handed out and not yet back */
@@ -21,13 +25,26 @@ struct wl__hpool {
 
 wl__hpool *wl__hpool_create(void) { return calloc(1, sizeof(wl__hpool)); }
 
-static unsigned hp_class(uint32_t cap) { return (unsigned)__builtin_ctz(cap) - HP_MIN_LOG; }
+/* The smallest class capacity >= n (n >= 1), perhaps above UINT32_MAX. */
+static uint64_t hp_cap(uint32_t n)
+{
+    if (n <= (1u << HP_MIN_LOG))
+        return 1u << HP_MIN_LOG;
+    const unsigned o = 31u - (unsigned)__builtin_clz(n - 1); /* 2^o < n <= 2^(o+1) */
+    const uint64_t step = (uint64_t)1 << (o - 2);             /* a quarter of 2^o */
+    return (((uint64_t)n + step - 1) / step) * step;          /* 5..8 steps */
+}
+
+/* The class of a capacity hp_cap gave. */
+static unsigned hp_class(uint32_t cap)
+{
+    const unsigned o = 31u - (unsigned)__builtin_clz(cap);
+    return HP_STEPS * (o - HP_MIN_LOG) + (unsigned)(cap >> (o - 2)) - HP_STEPS;
+}
 
 wl__hbuf *wl__hpool_get(wl__hpool *p, uint32_t n)
 {
-    uint64_t cap = (uint64_t)1 << HP_MIN_LOG;
-    while (cap < n)
-        cap *= 2;
+    const uint64_t cap = hp_cap(n ? n : 1);
     if (cap > UINT32_MAX)
         return NULL;
     wl__hbuf *b = p ? p->idle[hp_class((uint32_t)cap)] : NULL;

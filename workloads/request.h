@@ -52,7 +52,8 @@ enum wl_blocks_mode {
 typedef struct wl__hpool wl__hpool;
 typedef struct wl__hbuf {
     uint32_t refs;   /* holders: the slot (if it still uses it) + requests */
-    uint32_t cap;    /* capacity of h, blocks: a power of two, >= 32 */
+    uint32_t cap;    /* capacity of h, blocks: a size class of the pool,
+                        2^o times 1, 1.25, 1.5 or 1.75 (o >= 5) */
     wl__hpool *pool; /* where it returns; NULL: freed */
     struct wl__hbuf *next; /* in the pool's free list */
     uint64_t h[];
