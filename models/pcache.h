@@ -129,7 +129,9 @@ uint64_t pcache_hash_capacity(const pcache *c);
  * cache.  Returns m, in blocks.  If `n_unpinned` is not NULL it receives
  * how many of the m blocks are unpinned, i.e. how many blocks pinning the
  * prefix would take out of pcache_available().  Cost: one map probe per
- * tree node on the path plus a sequential comparison of the hashes.
+ * tree node on the path plus a sequential comparison of the hashes (with
+ * pcache_assume_chained: of each run's last hash, and a scan only where
+ * the request parts from the run).
  */
 uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
                       uint32_t *n_unpinned);
