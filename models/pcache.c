@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "sim/core/hash.h"
 #include "sim/core/u64map.h"
 
 #define NONE UINT32_MAX
@@ -163,7 +164,8 @@ static uint32_t node_new(pcache *c, uint32_t len)
     x->h = x->buf;
     if (len > x->cap) { /* nothing to keep: a new buffer, not a realloc's copy */
         free(x->buf);
-        x->cap = (len + 7) & ~7u; /* the run's known length (pcache_seq.hint) */
+        x->cap = (len + 7) & ~7u; /* the run's known length: its sequence's hint, or the
+                                    blocks committed now */
         x->h = x->buf = sim_xmalloc(x->cap * sizeof *x->buf);
     }
     x->len = 0;
@@ -223,11 +225,11 @@ static inline void copy_hashes(uint64_t *restrict dst, const uint64_t *restrict 
 }
 
 /* Length of the common prefix of a[0..n) and b[0..n); with `chained`
- * (pcache_assume_chained) equal last hashes stand for equal runs. */
+ * (pcache_assume_chained) by sim_chain_common. */
 static inline uint32_t common(const uint64_t *a, const uint64_t *b, uint32_t n, bool chained)
 {
-    if (chained && n && a[n - 1] == b[n - 1])
-        return n;
+    if (chained)
+        return sim_chain_common(a, b, n);
     if (memcmp(a, b, (size_t)n * sizeof *a) == 0)
         return n;
     uint32_t k = 0;

@@ -227,7 +227,7 @@ void pcache_set_observer(pcache *c, pcache_observer fn, void *ctx);
  * meet in one 64-bit value inside one run of one cache (a collision of
  * XXH3-64; the same assumption vLLM's block-hash prefix cache makes on
  * every lookup).  Off by default, so that lists that are not chained
- * (tests/pcache_equiv.sh's random lists) are compared in full.  Set
+ * (hand-made ones in tests/test_pcache.c) are compared in full.  Set
  * before the first sequence; cannot fail.
  */
 void pcache_assume_chained(pcache *c, bool on);

@@ -65,6 +65,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "sim/core/hash.h"
 #include "sim/core/u64map.h"
 #include "models/route_int.h"
 
@@ -418,13 +419,8 @@ static uint32_t sglang_route(void *state, const wl_request *r, const route_view 
         if (c == SIM_U64MAP_NONE || s->nd[c].parent != cur)
             break;
         const sg_node *cn = &s->nd[c];
-        uint32_t k = 1, lim = cn->len < nb - i ? cn->len : nb - i;
-        /* Chained hashes (wl_request.blocks): an equal last hash stands
-         * for an equal stretch; else scan to the first difference. */
-        if (cn->h[lim - 1] == r->blocks[i + lim - 1])
-            k = lim;
-        while (k < lim && cn->h[k] == r->blocks[i + k])
-            k++;
+        const uint32_t lim = cn->len < nb - i ? cn->len : nb - i;
+        const uint32_t k = sim_chain_common(cn->h, r->blocks + i, lim); /* >= 1 */
         s->path[np++] = c;
         i += k;
         cur = c;

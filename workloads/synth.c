@@ -517,8 +517,8 @@ int wl_synth_next(wl_synth *s, wl_request *out)
      * what is overwritten: every other holder reads only its own leading
      * blocks, at most hn, so either reuse == hn (the next turn) or the slot
      * is the only holder.  Otherwise a new buffer (the pool's size class
-     * of this request's blocks: the next power of two, from the pool of
-     * released ones) with the reused blocks copied, once per conversation
+     * of this request's blocks, at most 25 % larger, workloads/request.c;
+     * from the pool of released ones) with the reused blocks copied, once per conversation
      * or per outgrown class.  Until round 12 it was the class of twice the
      * blocks, room for turns to come that most conversations (single-turn
      * on the flagship: ~78 %) never have: at R = 1000 the buffers were a

@@ -33,4 +33,24 @@ static inline uint64_t sim_hash_pair(uint64_t h, uint32_t v)
     return sim_hash_mix64(h ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)v + 1)));
 }
 
+/* Length of the common prefix of two stretches a[0..n) and b[0..n) of
+ * chained block-hash lists (workloads/request.h: a block's hash covers
+ * its parent's) that start at the same depth: equal hashes at one
+ * position mean equal prefixes up to it, so the last position is tested
+ * first (a request usually passes a run whole or ends inside it) and only
+ * a mismatch is scanned for its first difference.  Exact but for a 64-bit
+ * collision of two different chains.  Used by the engine's prefix cache
+ * (models/pcache.c, pcache_assume_chained) and sglang_cache_aware's
+ * router tree; sim/core/pfxidx.c bisects instead (its runs are in
+ * memory the router just touched).  Cannot fail. */
+static inline uint32_t sim_chain_common(const uint64_t *a, const uint64_t *b, uint32_t n)
+{
+    if (n == 0 || a[n - 1] == b[n - 1])
+        return n;
+    uint32_t k = 0;
+    while (a[k] == b[k]) /* stops before n - 1: a[n - 1] != b[n - 1] */
+        k++;
+    return k;
+}
+
 #endif
