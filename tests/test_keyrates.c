@@ -33,6 +33,18 @@ static void test_hand_vectors(void)
     CHECK_NEAR(st.top10, 0.10, 1e-15);
     CHECK_NEAR(st.max_share, 0.01, 1e-15);
     CHECK_NEAR(st.total, 250.0, 1e-12);
+    /* Equal rates whose Gini sum cancels to a negative rounding error
+     * (about −2e-17 for five keys of 0.1; a fuzz finding): exactly 0. */
+    for (size_t n = 1; n <= 64; n++) {
+        double tenth[64];
+        for (size_t i = 0; i < n; i++)
+            tenth[i] = 0.1;
+        CHECK_INT_EQ(wl_rates_describe(tenth, n, &st), SIM_OK);
+        CHECK(st.gini >= 0 && st.gini <= 1.0 - 1.0 / (double)n);
+    }
+    double five[5] = {0.1, 0.1, 0.1, 0.1, 0.1};
+    CHECK_INT_EQ(wl_rates_describe(five, 5, &st), SIM_OK);
+    CHECK(st.gini == 0);
     /* One key holds everything among n = 4: G = 1 − 1/n = 0.75. */
     double one[4] = {0, 0, 7, 0};
     CHECK_INT_EQ(wl_rates_describe(one, 4, &st), SIM_OK);
