@@ -129,7 +129,7 @@ static int dyn_create(void *state, const route_env *env, const void *const *para
         s->idx = route__kvidx_create(env->n_dest, false, 0);
         route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
     } else {
-        s->lru = route__kvlru_create(env->n_dest, 0);
+        s->lru = route__kvlru_create(env->n_dest, 0, true);
         s->idx = route__kvlru_index(s->lru);
     }
     s->pend = sim_xcalloc(env->n_dest, sizeof *s->pend);

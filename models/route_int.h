@@ -241,8 +241,14 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
 typedef struct route__kvlru route__kvlru;
 
 /* `cap` > 0 bounds each destination's blocks (LRU eviction); 0 =
- * unbounded.  Free with route__kvlru_destroy (accepts NULL). */
-route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap);
+ * unbounded.  `set`: keep the per-block set for route__kvlru_index's
+ * queries (dynamo_kv without events: prefix); without it (llmd
+ * approximate) only route__kvlru_walk reads the index, from the queues'
+ * run heads -- no per-block table (on the flagship 32 MiB less, and no
+ * set change per block entering or leaving a queue) -- unless n_dest >
+ * 64, where the set is kept anyway.  Free with route__kvlru_destroy
+ * (accepts NULL). */
+route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap, bool set);
 void route__kvlru_destroy(route__kvlru *l);
 
 /* Destination d touched the chained list hashes[0..n) at now_s, first to
@@ -255,7 +261,15 @@ void route__kvlru_add(route__kvlru *l, uint32_t d, const uint64_t *hashes, uint3
  * rule).  O(destinations + runs dropped + blocks dropped). */
 void route__kvlru_expire(route__kvlru *l, double before_s);
 
-/* The set, for the queries (owned by l: do not add to or free it). */
+/* The set, for the queries (owned by l: do not add to or free it), or
+ * NULL if it is not kept (route__kvlru_create). */
 route__kvidx *route__kvlru_index(const route__kvlru *l);
+
+/* route__kvidx_walk over the set (the same count and return value),
+ * whether or not the set is kept.  Without it: one probe of the index of
+ * run heads per block walked (a small table) plus, per run met, a probe
+ * of its queue's map and a compare of its hash array; O(walked blocks +
+ * runs met).  Aborts if out of memory (its scratch). */
+uint32_t route__kvlru_walk(route__kvlru *l, const uint64_t *hashes, uint32_t n, uint32_t *count);
 
 #endif

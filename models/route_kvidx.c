@@ -802,21 +802,49 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
  */
 struct route__kvlru {
     uint32_t n_dest;
-    route__kvidx *set;
-    sim_pfxidx **q; /* per destination */
+    route__kvidx *set;   /* the per-block set (kept: `set` at creation, or > 64 destinations) */
+    route__kvidx *heads; /* else: the (run head, destination) pairs of the queues */
+    sim_pfxidx **q;      /* per destination */
+    /* route__kvlru_walk scratch: the runs met, destination and positions */
+    uint32_t *iv_d, *iv_a, *iv_b;
+    uint32_t n_iv, cap_iv;
+    uint32_t ds[64], rs[64]; /* the queues with a run keyed at one position, their runs */
+    /* Counting filter over the heads index's hashes: filt[lru_fslot(h)]
+     * counts them (saturating at UINT8_MAX, which then stays), so 0
+     * proves a block heads no run and spares the walk that probe (most
+     * blocks of a list). */
+    uint8_t *filt;
 };
 
-route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap)
+#define KX_LRU_FBITS 18 /* heads filter: 2^18 one-byte counters (256 KiB) */
+
+static inline size_t lru_fslot(uint64_t h)
+{
+    /* Not the heads table's bits (t_home: the top bits of h * 2^64/phi). */
+    return (size_t)((h * 0xd6e8feb86659fd93ULL) >> (64 - KX_LRU_FBITS));
+}
+
+route__kvlru *route__kvlru_create(uint32_t n_dest, uint32_t cap, bool set)
 {
     route__kvlru *l = sim_xcalloc(1, sizeof *l);
     l->n_dest = n_dest;
-    l->set = route__kvidx_create(n_dest, false, 0);
+    if (n_dest > 64) /* the heads index needs direct mode */
+        set = true;
+    if (set)
+        l->set = route__kvidx_create(n_dest, false, 0);
+    else {
+        l->heads = route__kvidx_create(n_dest, false, 0);
+        l->filt = sim_xcalloc((size_t)1 << KX_LRU_FBITS, 1);
+    }
     l->q = sim_xcalloc(n_dest, sizeof *l->q);
     for (uint32_t d = 0; d < n_dest; d++) {
         l->q[d] = sim_pfxidx_create(cap ? cap : UINT32_MAX, 1);
         if (!l->q[d])
             sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
-        sim_pfxidx_log_on(l->q[d]);
+        if (set)
+            sim_pfxidx_log_on(l->q[d]);
+        else
+            sim_pfxidx_head_log_on(l->q[d]);
     }
     return l;
 }
@@ -829,14 +857,39 @@ void route__kvlru_destroy(route__kvlru *l)
         sim_pfxidx_destroy(l->q[d]);
     free(l->q);
     route__kvidx_destroy(l->set);
+    route__kvidx_destroy(l->heads);
+    free(l->filt);
+    free(l->iv_d);
+    free(l->iv_a);
+    free(l->iv_b);
     free(l);
 }
 
-/* Bring the set up to date with destination d's queue log, in order. */
+/* Bring the set (or the heads index) up to date with destination d's
+ * queue log, in order. */
 static void lru_apply(route__kvlru *l, uint32_t d)
 {
     const uint64_t *h;
     const uint8_t *in;
+    if (l->heads) {
+        const uint32_t n = sim_pfxidx_head_log(l->q[d], &h, &in);
+        route__kvidx *hx = l->heads;
+        for (uint32_t j = 0; j < n; j++) {
+            const size_t tn = hx->tn;
+            uint8_t *c = &l->filt[lru_fslot(h[j])];
+            if (in[j]) {
+                t_add(hx, d, h[j]);
+                if (hx->tn > tn && *c != UINT8_MAX) /* a hash new to the table */
+                    ++*c;
+            } else {
+                t_remove(hx, d, h[j]);
+                if (hx->tn < tn && *c != UINT8_MAX) /* its last destination gone */
+                    --*c;
+            }
+        }
+        sim_pfxidx_head_log_clear(l->q[d]);
+        return;
+    }
     const uint32_t n = sim_pfxidx_log(l->q[d], &h, &in);
     route__kvidx *x = l->set;
     if (x->direct) {
@@ -881,3 +934,77 @@ void route__kvlru_expire(route__kvlru *l, double before_s)
 }
 
 route__kvidx *route__kvlru_index(const route__kvlru *l) { return l->set; }
+
+/*
+ * The walk over the run heads.  Destination d holds hashes[j] exactly when
+ * j lies in a stretch [a, a + k) where hashes[a] heads one of d's runs and
+ * k = sim_pfxidx_run_at(d's queue, hashes + a, n - a): a held block either
+ * continues the run that holds the block before it or heads a run (the
+ * argument at the top of sim/core/pfxidx.c, per destination).  So one
+ * probe of the heads index per position (a table of ~1/30 the blocks on
+ * the flagship: in the L2 cache, where the per-block set is 32 MiB)
+ * finds every stretch; the walk stops at the first position no stretch
+ * covers, and each destination is credited its stretches' positions
+ * before it.  route__kvidx_walk's result on the set, exactly
+ * (tests/test_route_kv.c, tests/router_equiv.sh).
+ */
+uint32_t route__kvlru_walk(route__kvlru *l, const uint64_t *hashes, uint32_t n, uint32_t *count)
+{
+    if (l->set)
+        return route__kvidx_walk(l->set, hashes, n, count);
+    const route__kvidx *hx = l->heads;
+    memset(count, 0, l->n_dest * sizeof *count);
+    l->n_iv = 0;
+    uint32_t cov = 0; /* positions [0, cov) are held by some destination */
+    uint32_t i = 0;
+    const uint8_t *filt = l->filt;
+    for (uint32_t j = 0; j < KX_PF && j < n; j++)
+        SIM_PREFETCH(&filt[lru_fslot(hashes[j])]);
+    for (; i < n; i++) {
+        if (i + KX_PF < n)
+            SIM_PREFETCH(&filt[lru_fslot(hashes[i + KX_PF])]);
+        const uint64_t bits = filt[lru_fslot(hashes[i])] ? t_bits(hx, hashes[i]) : 0;
+        if (!bits) {
+            if (i >= cov)
+                break;
+            continue;
+        }
+        /* The runs keyed hashes[i] in every queue that has one (all of
+         * them at the list's first block, the model hash): each stage for
+         * all of them before the next, so that their misses overlap. */
+        uint32_t nd = 0;
+        for (uint64_t b = bits; b; b &= b - 1) {
+            const uint32_t d = (uint32_t)__builtin_ctzll(b);
+            l->ds[nd++] = d;
+            sim_pfxidx_at_fetch(l->q[d], hashes[i]);
+        }
+        for (uint32_t t = 0; t < nd; t++) {
+            l->rs[t] = sim_pfxidx_at_run(l->q[l->ds[t]], hashes[i]);
+            SIM_ALWAYS(l->rs[t] != SIM_PFXIDX_NONE); /* the heads index says it has one */
+        }
+        for (uint32_t t = 0; t < nd; t++)
+            sim_pfxidx_at_tail(l->q[l->ds[t]], l->rs[t], n - i);
+        if (l->n_iv + nd > l->cap_iv) {
+            while (l->n_iv + nd > l->cap_iv)
+                l->cap_iv = l->cap_iv ? 2 * l->cap_iv : 128;
+            l->iv_d = sim_xrealloc(l->iv_d, l->cap_iv * sizeof *l->iv_d);
+            l->iv_a = sim_xrealloc(l->iv_a, l->cap_iv * sizeof *l->iv_a);
+            l->iv_b = sim_xrealloc(l->iv_b, l->cap_iv * sizeof *l->iv_b);
+        }
+        for (uint32_t t = 0; t < nd; t++) {
+            const uint32_t d = l->ds[t];
+            const uint32_t k = sim_pfxidx_at_common(l->q[d], l->rs[t], hashes + i, n - i);
+            SIM_ALWAYS(k >= 1); /* the run's first live block is hashes[i] */
+            l->iv_d[l->n_iv] = d;
+            l->iv_a[l->n_iv] = i;
+            l->iv_b[l->n_iv++] = i + k;
+            if (i + k > cov)
+                cov = i + k;
+        }
+        if (i >= cov)
+            break;
+    }
+    for (uint32_t t = 0; t < l->n_iv; t++) /* every stretch starts before i */
+        count[l->iv_d[t]] += (l->iv_b[t] < i ? l->iv_b[t] : i) - l->iv_a[t];
+    return i;
+}

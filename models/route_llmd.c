@@ -166,9 +166,10 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
         s->idx = route__kvidx_create(env->n_dest, false, 0);
         route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
     } else { /* at most lru_capacity per destination */
-        s->lru = route__kvlru_create(env->n_dest, (uint32_t)s->p.lru_capacity);
-        s->idx = route__kvlru_index(s->lru);
-        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * (uint64_t)s->p.lru_capacity);
+        s->lru = route__kvlru_create(env->n_dest, (uint32_t)s->p.lru_capacity, false);
+        s->idx = route__kvlru_index(s->lru); /* NULL up to 64 destinations */
+        if (s->idx)
+            route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * (uint64_t)s->p.lru_capacity);
     }
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
@@ -210,7 +211,7 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
     uint32_t nh = 0;
     if (s->p.mode == LLMD_APPROX) {
         nh = hash_list(s, r);
-        route__kvidx_walk(s->idx, s->hl, nh, s->cnt);
+        route__kvlru_walk(s->lru, s->hl, nh, s->cnt);
         for (uint32_t d = 0; d < n; d++)
             s->score[d] = nh ? s->wp * (double)s->cnt[d] / (double)nh : 0;
     } else {

@@ -520,9 +520,13 @@ static uint32_t chained_list(sim_pcg32 *rng, uint64_t *h, uint32_t f)
  * the walk and prefix of a probe list agree. */
 static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t seed)
 {
-    route__kvlru *a = route__kvlru_create(nd, cap);
+    route__kvlru *a = route__kvlru_create(nd, cap, true);
+    route__kvlru *w = route__kvlru_create(nd, cap, false); /* walk over run heads */
     route__kvidx *b = route__kvidx_create(nd, true, cap);
     route__kvidx *ax = route__kvlru_index(a);
+    CHECK((route__kvlru_index(w) == NULL) == (nd <= 64)); /* > 64: the set anyway */
+    static uint32_t cw[70];
+    int walked = 0;
     static uint32_t ca[70], cb[70];
     uint64_t h[48], q[48];
     sim_pcg32 rng;
@@ -534,6 +538,7 @@ static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t see
         const uint32_t n = chained_list(&rng, h, sim_pcg32_bounded(&rng, 6));
         const uint32_t before = route__kvidx_size(b, d);
         route__kvlru_add(a, d, h, n, now);
+        route__kvlru_add(w, d, h, n, now);
         route__kvidx_add(b, d, h, n, now);
         evicted += cap && before + n > cap;
         if (ttl > 0 && step % 7 == 0) {
@@ -541,6 +546,7 @@ static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t see
             for (uint32_t e = 0; e < nd; e++)
                 sz += route__kvidx_size(b, e);
             route__kvlru_expire(a, now - ttl);
+            route__kvlru_expire(w, now - ttl);
             route__kvidx_expire(b, now - ttl);
             for (uint32_t e = 0; e < nd; e++)
                 sz -= route__kvidx_size(b, e);
@@ -551,8 +557,17 @@ static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t see
         for (uint32_t j = 0; j < n; j++)
             bad += route__kvidx_has(ax, d, h[j]) != route__kvidx_has(b, d, h[j]);
         const uint32_t m = chained_list(&rng, q, sim_pcg32_bounded(&rng, 6));
-        bad += route__kvidx_walk(ax, q, m, ca) != route__kvidx_walk(b, q, m, cb);
+        const uint32_t wb = route__kvidx_walk(b, q, m, cb);
+        bad += route__kvidx_walk(ax, q, m, ca) != wb;
         bad += memcmp(ca, cb, nd * sizeof *ca) != 0;
+        bad += route__kvlru_walk(w, q, m, cw) != wb;
+        bad += memcmp(cw, cb, nd * sizeof *cw) != 0;
+        /* The list just added, walked: its own destination's runs met
+         * part-way (holes where eviction took a run's head). */
+        const uint32_t wh = route__kvidx_walk(b, h, n, cb);
+        bad += route__kvlru_walk(w, h, n, cw) != wh;
+        bad += memcmp(cw, cb, nd * sizeof *cw) != 0;
+        walked += wb > 1;
         route__kvidx_prefix(ax, q, m, ca);
         route__kvidx_prefix(b, q, m, cb);
         bad += memcmp(ca, cb, nd * sizeof *ca) != 0;
@@ -560,7 +575,9 @@ static void test_kvlru_equiv(uint32_t nd, uint32_t cap, double ttl, uint64_t see
     CHECK_INT_EQ(bad, 0);
     CHECK(!cap || evicted > 100);  /* the capacity bound was exercised */
     CHECK(ttl <= 0 || expired > 10); /* and the expiry */
+    CHECK(walked > 100);             /* walks that met held blocks */
     route__kvlru_destroy(a);
+    route__kvlru_destroy(w);
     route__kvidx_destroy(b);
 }
 
@@ -734,6 +751,8 @@ int main(void)
     test_kvlru_equiv(70, 60, 0, 4);
     test_kvlru_equiv(70, 0, 0.5, 5);
     test_kvlru_equiv(5, 100, 0.15, 6);
+    test_kvlru_equiv(64, 40, 0, 7); /* walk over run heads at 64 destinations */
+    test_kvlru_equiv(64, 0, 0.3, 8);
     test_kvidx();
     test_kvidx_direct_equiv();
     test_kvidx_queue_equiv();

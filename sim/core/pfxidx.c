@@ -27,6 +27,7 @@
 
 #include "sim/core/error.h"
 #include "sim/core/lruq.h"
+#include "sim/core/prefetch.h"
 #include "sim/core/u64map.h"
 
 #define PX_NONE UINT32_MAX
@@ -66,7 +67,24 @@ struct sim_pfxidx {
     uint64_t *log_h;
     uint8_t *log_in;
     uint32_t log_n, log_cap;
+    /* Run-head log (sim_pfxidx_head_log_on): keys entering / leaving the
+     * head map. */
+    bool hlog;
+    uint64_t *hlog_h;
+    uint8_t *hlog_in;
+    uint32_t hlog_n, hlog_cap;
 };
+
+static void hlog_put(sim_pfxidx *x, uint64_t k, uint8_t in)
+{
+    if (x->hlog_n == x->hlog_cap) {
+        x->hlog_cap = x->hlog_cap ? 2 * x->hlog_cap : 64;
+        x->hlog_h = sim_xrealloc(x->hlog_h, (size_t)x->hlog_cap * sizeof *x->hlog_h);
+        x->hlog_in = sim_xrealloc(x->hlog_in, x->hlog_cap);
+    }
+    x->hlog_h[x->hlog_n] = k;
+    x->hlog_in[x->hlog_n++] = in;
+}
 
 static uint64_t *run_bits(const sim_pfxidx *x, uint32_t r)
 {
@@ -89,6 +107,8 @@ static void head_put(sim_pfxidx *x, uint64_t k, uint32_t r)
     uint16_t *c = &x->filt[fslot(k)];
     if (*c != PX_FSAT)
         ++*c;
+    if (x->hlog)
+        hlog_put(x, k, 1);
 }
 
 /* Remove key k (present) from the head map and the filter. */
@@ -98,6 +118,8 @@ static void head_del(sim_pfxidx *x, uint64_t k)
     uint16_t *c = &x->filt[fslot(k)];
     if (*c != PX_FSAT)
         --*c;
+    if (x->hlog)
+        hlog_put(x, k, 0);
 }
 
 sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
@@ -137,6 +159,8 @@ void sim_pfxidx_destroy(sim_pfxidx *x)
     sim_lruq_fini(&x->q);
     free(x->log_h);
     free(x->log_in);
+    free(x->hlog_h);
+    free(x->hlog_in);
     free(x);
 }
 
@@ -155,6 +179,23 @@ uint32_t sim_pfxidx_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t *
 void sim_pfxidx_log_clear(sim_pfxidx *x)
 {
     x->log_n = 0;
+}
+
+void sim_pfxidx_head_log_on(sim_pfxidx *x)
+{
+    x->hlog = true;
+}
+
+uint32_t sim_pfxidx_head_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in)
+{
+    *h = x->hlog_h;
+    *in = x->hlog_in;
+    return x->hlog_n;
+}
+
+void sim_pfxidx_head_log_clear(sim_pfxidx *x)
+{
+    x->hlog_n = 0;
 }
 
 /* Log h[0..k) entering (in = 1) or leaving (0), if the log is on. */
@@ -365,6 +406,42 @@ static uint32_t common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32
             hi = mid;
     }
     return lo;
+}
+
+uint32_t sim_pfxidx_run_at(const sim_pfxidx *x, const uint64_t *h, uint32_t n)
+{
+    const uint32_t r = lookup(x, h[0]);
+    if (r == PX_NONE)
+        return 0;
+    const px_run *R = &x->run[r];
+    return common(R->h + R->off, R->len - R->off, h, n);
+}
+
+void sim_pfxidx_at_fetch(const sim_pfxidx *x, uint64_t h0)
+{
+    SIM_PREFETCH(&x->filt[fslot(h0)]);
+    sim_u64map_prefetch(&x->head, h0);
+}
+
+uint32_t sim_pfxidx_at_run(const sim_pfxidx *x, uint64_t h0)
+{
+    const uint32_t r = lookup(x, h0);
+    if (r != PX_NONE)
+        SIM_PREFETCH(&x->run[r]);
+    return r;
+}
+
+void sim_pfxidx_at_tail(const sim_pfxidx *x, uint32_t r, uint32_t n)
+{
+    const px_run *R = &x->run[r];
+    const uint32_t live = R->len - R->off;
+    SIM_PREFETCH(R->h + R->off + (live < n ? live : n) - 1);
+}
+
+uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h, uint32_t n)
+{
+    const px_run *R = &x->run[r];
+    return common(R->h + R->off, R->len - R->off, h, n);
 }
 
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d)

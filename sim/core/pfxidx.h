@@ -96,6 +96,42 @@ void sim_pfxidx_log_on(sim_pfxidx *x);
 uint32_t sim_pfxidx_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in);
 void sim_pfxidx_log_clear(sim_pfxidx *x);
 
+/* Run-head log, off until sim_pfxidx_head_log_on: every hash that
+ * becomes the key of a run in the head map (in[i] = 1) or stops being one
+ * (0), in the order it happens.  Between calls (after add and expiry have
+ * returned) the keys are exactly the runs' first live blocks, so a user
+ * who applies the log in order to a set holds the set of run heads -- the
+ * blocks of the table that a walk over a prompt cannot reach from the
+ * block before (the argument at the top of pfxidx.c), which is where
+ * sim_pfxidx_run_at measures from.  Used by route__kvlru's run-level
+ * walk (models/route_kvidx.c).  Returned through *h and *in, owned by the
+ * index, valid until its next change.  Cannot fail (aborts if out of
+ * memory). */
+void sim_pfxidx_head_log_on(sim_pfxidx *x);
+uint32_t sim_pfxidx_head_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in);
+void sim_pfxidx_head_log_clear(sim_pfxidx *x);
+
+/* If h[0] is the first live block of a run (a run head), the number of
+ * leading blocks of h[0..n) (n >= 1) that run holds, in order: >= 1;
+ * else 0.  The blocks from h[0] to h[k-1] are then present, and h[k], if
+ * present, heads another run (hashes chained).  O(1) probes plus a
+ * bisection of the run's hash array on a mismatch.  Cannot fail. */
+uint32_t sim_pfxidx_run_at(const sim_pfxidx *x, const uint64_t *h, uint32_t n);
+
+/* sim_pfxidx_run_at in stages, for the queues of many destinations at
+ * once (their loads are independent, so issuing each stage for all of
+ * them before the next lets the misses overlap): _at_fetch asks for the
+ * lines the lookup of h0 reads; _at_run returns the run keyed h0
+ * (SIM_PFXIDX_NONE if none) and asks for its record; _at_tail asks for
+ * the hash its compare with a prompt of n blocks tests first; _at_common
+ * is sim_pfxidx_run_at's value for that run and prompt h[0..n).  Hints
+ * aside, the same result.  Cannot fail. */
+#define SIM_PFXIDX_NONE UINT32_MAX
+void sim_pfxidx_at_fetch(const sim_pfxidx *x, uint64_t h0);
+uint32_t sim_pfxidx_at_run(const sim_pfxidx *x, uint64_t h0);
+void sim_pfxidx_at_tail(const sim_pfxidx *x, uint32_t r, uint32_t n);
+uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h, uint32_t n);
+
 /* Record that the prompt h[0..n) was sent to d at `now` (semantics
  * above).  O(n) sequential copies + O(runs passed + blocks inserted +
  * blocks evicted) map operations.  Aborts if out of memory. */
