@@ -991,9 +991,11 @@ uint32_t route__kvlru_walk(route__kvlru *l, const uint64_t *hashes, uint32_t n, 
             l->iv_a = sim_xrealloc(l->iv_a, l->cap_iv * sizeof *l->iv_a);
             l->iv_b = sim_xrealloc(l->iv_b, l->cap_iv * sizeof *l->iv_b);
         }
+        uint32_t hint = 0; /* the last answer: most runs part from the list together */
         for (uint32_t t = 0; t < nd; t++) {
             const uint32_t d = l->ds[t];
-            const uint32_t k = sim_pfxidx_at_common(l->q[d], l->rs[t], hashes + i, n - i);
+            const uint32_t k = sim_pfxidx_at_common(l->q[d], l->rs[t], hashes + i, n - i, hint);
+            hint = k;
             SIM_ALWAYS(k >= 1); /* the run's first live block is hashes[i] */
             l->iv_d[l->n_iv] = d;
             l->iv_a[l->n_iv] = i;

@@ -438,10 +438,18 @@ void sim_pfxidx_at_tail(const sim_pfxidx *x, uint32_t r, uint32_t n)
     SIM_PREFETCH(R->h + R->off + (live < n ? live : n) - 1);
 }
 
-uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h, uint32_t n)
+uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h, uint32_t n,
+                              uint32_t hint)
 {
     const px_run *R = &x->run[r];
-    return common(R->h + R->off, R->len - R->off, h, n);
+    const uint64_t *a = R->h + R->off;
+    const uint32_t live = R->len - R->off, m = live < n ? live : n;
+    /* Hashes chained: the blocks that agree are a prefix, so agreeing at
+     * hint - 1 and parting at hint is the answer. */
+    if (hint >= 1 && hint < m && a[m - 1] != h[m - 1] && a[hint - 1] == h[hint - 1] &&
+        a[hint] != h[hint])
+        return hint;
+    return common(a, live, h, n);
 }
 
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d)

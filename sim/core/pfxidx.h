@@ -124,13 +124,16 @@ uint32_t sim_pfxidx_run_at(const sim_pfxidx *x, const uint64_t *h, uint32_t n);
  * lines the lookup of h0 reads; _at_run returns the run keyed h0
  * (SIM_PFXIDX_NONE if none) and asks for its record; _at_tail asks for
  * the hash its compare with a prompt of n blocks tests first; _at_common
- * is sim_pfxidx_run_at's value for that run and prompt h[0..n).  Hints
- * aside, the same result.  Cannot fail. */
+ * is sim_pfxidx_run_at's value for that run and prompt h[0..n), found
+ * without a bisection when it is `hint` (a guess, e.g. another queue's
+ * answer at the same block: 0 = none; any value gives the same result).
+ * Cannot fail. */
 #define SIM_PFXIDX_NONE UINT32_MAX
 void sim_pfxidx_at_fetch(const sim_pfxidx *x, uint64_t h0);
 uint32_t sim_pfxidx_at_run(const sim_pfxidx *x, uint64_t h0);
 void sim_pfxidx_at_tail(const sim_pfxidx *x, uint32_t r, uint32_t n);
-uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h, uint32_t n);
+uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h, uint32_t n,
+                              uint32_t hint);
 
 /* Record that the prompt h[0..n) was sent to d at `now` (semantics
  * above).  O(n) sequential copies + O(runs passed + blocks inserted +
