@@ -41,10 +41,12 @@
  * The decision-fed indexes of the routers (llm-d approximate, dynamo_kv
  * without events) are route__kvlru (end of this file): per destination a
  * one-destination sim/core/pfxidx run queue in place of the ordered
- * index's queue entry and pair-map probe per block, plus an unordered
- * index kept from the queues' change logs for the queries.  The ordered
- * index stays for hash sets that are not chained lists, and is what
- * tests/test_route_kv.c checks route__kvlru against.
+ * index's queue entry and pair-map probe per block, plus, for dynamo_kv's
+ * bisection, an unordered index kept from the queues' change logs, or,
+ * for llm-d's walk (round 13), only an index of the queues' run heads
+ * (route__kvlru_walk).  The ordered index stays for hash sets that are
+ * not chained lists, and is what tests/test_route_kv.c checks
+ * route__kvlru against.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -793,12 +795,21 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
  * of block runs: the hashes one add touches get consecutive LRU places and
  * one time, and chained hashes make a later list meet a run in a leading
  * part of it, so the run loses only its head; pfxidx.c gives the
- * argument), and the union of all destinations' sets in an unordered
- * route__kvidx for the walk and the bisection.  The set is kept from the
- * queues' change logs (blocks entering and leaving each queue, in order),
- * so it is exactly the set the per-pair LRU (an ordered route__kvidx)
- * would hold after the same adds and expiries; tests/test_route_kv.c
- * checks this against the ordered index.
+ * argument), and either
+ *  - (`set`) the union of all destinations' sets in an unordered
+ *    route__kvidx for the walk and the bisection, kept from the queues'
+ *    change logs (blocks entering and leaving each queue, in order), so
+ *    it is exactly the set the per-pair LRU (an ordered route__kvidx)
+ *    would hold after the same adds and expiries; or
+ *  - (no `set`, at most 64 destinations) the (run head, destination)
+ *    pairs of the queues in an unordered route__kvidx, kept from their
+ *    run-head logs, with a counting filter in front, which is all
+ *    route__kvlru_walk needs (below).  On the flagship (30 destinations,
+ *    31,250 blocks each) ~30,000 heads against ~840,000 blocks: a 1-MiB
+ *    table and a 256-KiB filter in place of a 32-MiB table, and a few
+ *    head changes per add in place of one set change per block entering
+ *    or leaving a queue (~19).
+ * tests/test_route_kv.c checks both against the ordered index.
  */
 struct route__kvlru {
     uint32_t n_dest;

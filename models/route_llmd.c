@@ -33,10 +33,13 @@
  * engine blocks it holds; destinations with a raw score > 0 are min-max
  * normalised to [0, 1] (all equal: 1), the others score 0.
  *
- * Cost per request (round 4, docs/performance.md): approximate -- the walk
- * (one probe of the unordered set per hash walked) and the add into the
+ * Cost per request (docs/performance.md): approximate -- the add into the
  * chosen destination's LRU as a queue of block runs (route__kvlru: one
- * probe per run passed or hash absent, plus the set changes); precise --
+ * probe per run passed or hash absent) and, since round 13, a walk over
+ * the queues' run heads (route__kvlru_walk: one probe of a 256-KiB filter
+ * per hash walked, a small heads table behind it, and a compare per run
+ * met; until then one probe per hash of a per-block set of 32 MiB on the
+ * flagship, kept from the queues' change logs); precise --
  * O(log n) bisection probes per distinct answer among the holders of the
  * first block (one bisection shared while they agree), and
  * per KV event O(blocks) set changes.  Until round 4 the approximate LRU
