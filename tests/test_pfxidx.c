@@ -132,17 +132,23 @@ static void against_reference(uint32_t cap, uint32_t n_dest, uint64_t seed, int 
  * grid (exact in binary), so dropping blocks with !(now - t < ttl) is the
  * reference's expire(before) with before = now - ttl + 1/128; a set kept
  * from the log alone has the table's size and holds every block the
- * reference matches. */
+ * reference matches.  And the run-head log with sim_pfxidx_run_at (what
+ * models/route_kvidx.c's walk reads): a set of heads kept from that log
+ * holds exactly the blocks of the prompt where run_at finds a run, and
+ * the stretches run_at gives from them cover exactly the prompt's blocks
+ * the reference holds (holes included). */
 static void idle_and_log(uint32_t cap, uint64_t seed)
 {
     sim_pfxidx *t = sim_pfxidx_create(cap, 1);
     pfxidx_ref *r = pfxidx_ref_create(cap, 1);
     CHECK(t && r);
     sim_pfxidx_log_on(t);
-    sim_u64map shadow;
+    sim_pfxidx_head_log_on(t);
+    sim_u64map shadow, heads;
     CHECK_INT_EQ(sim_u64map_init(&shadow, 64), 0);
+    CHECK_INT_EQ(sim_u64map_init(&heads, 64), 0);
     uint64_t x = seed, h[MAXN];
-    uint32_t held = 0, logged = 0, expired = 0;
+    uint32_t held = 0, logged = 0, expired = 0, holes = 0;
     double now = 0;
     for (int step = 0; step < 20000; step++) {
         now += (double)(rnd(&x) % 64) / 64.0;
@@ -173,6 +179,28 @@ static void idle_and_log(uint32_t cap, uint64_t seed)
         }
         logged += k;
         sim_pfxidx_log_clear(t);
+        const uint32_t kh = sim_pfxidx_head_log(t, &lh, &in);
+        for (uint32_t j = 0; j < kh; j++) {
+            CHECK((sim_u64map_get(&heads, lh[j]) == SIM_U64MAP_NONE) == (in[j] != 0));
+            if (in[j])
+                sim_u64map_put(&heads, lh[j], 1);
+            else
+                sim_u64map_del(&heads, lh[j]);
+        }
+        sim_pfxidx_head_log_clear(t);
+        uint8_t cover[MAXN] = {0};
+        for (uint32_t j = 0; j < n; j++) {
+            const uint32_t run = sim_pfxidx_run_at(t, h + j, n - j);
+            CHECK((run > 0) == (sim_u64map_get(&heads, h[j]) != SIM_U64MAP_NONE));
+            CHECK(run <= n - j);
+            for (uint32_t q = j; q < j + run; q++)
+                cover[q] = 1;
+        }
+        for (uint32_t j = 0; j < n; j++) {
+            const uint32_t has = pfxidx_ref_match(r, h + j, 1, 0);
+            CHECK_INT_EQ(cover[j], has);
+            holes += j > 0 && has && !pfxidx_ref_match(r, h + j - 1, 1, 0);
+        }
         CHECK_INT_EQ(sim_pfxidx_size(t), pfxidx_ref_size(r));
         CHECK_INT_EQ(held, pfxidx_ref_size(r));
         const uint32_t m = pfxidx_ref_match(r, h, n, 0);
@@ -181,7 +209,9 @@ static void idle_and_log(uint32_t cap, uint64_t seed)
             CHECK(sim_u64map_get(&shadow, h[j]) != SIM_U64MAP_NONE);
     }
     CHECK(expired > 100 && logged > 10000); /* both paths exercised */
+    CHECK(cap > 1000 || holes > 100);       /* held blocks after absent ones */
     sim_u64map_fini(&shadow);
+    sim_u64map_fini(&heads);
     sim_pfxidx_destroy(t);
     pfxidx_ref_destroy(r);
 }
