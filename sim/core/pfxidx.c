@@ -42,6 +42,14 @@ typedef struct px_run {
     double last;   /* last touch of every block, s */
 } px_run;
 
+/* A log of hashes entering or leaving something, in order. */
+typedef struct px_log {
+    bool on;
+    uint64_t *h;
+    uint8_t *in;
+    uint32_t n, cap;
+} px_log;
+
 struct sim_pfxidx {
     uint32_t capacity, n_dest, words;
     uint32_t live;   /* blocks held */
@@ -62,28 +70,33 @@ struct sim_pfxidx {
      * head.  Flushed before anything else changes that run's key, and at
      * the end of every add (so match sees an exact map). */
     uint32_t st_run, st_off;
-    /* Change log (sim_pfxidx_log_on). */
-    bool log;
-    uint64_t *log_h;
-    uint8_t *log_in;
-    uint32_t log_n, log_cap;
+    /* Change log (sim_pfxidx_log_on): blocks entering / leaving. */
+    px_log log;
     /* Run-head log (sim_pfxidx_head_log_on): keys entering / leaving the
      * head map. */
-    bool hlog;
-    uint64_t *hlog_h;
-    uint8_t *hlog_in;
-    uint32_t hlog_n, hlog_cap;
+    px_log hlog;
 };
 
-static void hlog_put(sim_pfxidx *x, uint64_t k, uint8_t in)
+/* Append h[0..k) entering (in = 1) or leaving (0) to log g, if it is on. */
+static inline void log_put(px_log *g, const uint64_t *h, uint32_t k, uint8_t in)
 {
-    if (x->hlog_n == x->hlog_cap) {
-        x->hlog_cap = x->hlog_cap ? 2 * x->hlog_cap : 64;
-        x->hlog_h = sim_xrealloc(x->hlog_h, (size_t)x->hlog_cap * sizeof *x->hlog_h);
-        x->hlog_in = sim_xrealloc(x->hlog_in, x->hlog_cap);
+    if (!g->on)
+        return;
+    if (g->n + k > g->cap) {
+        g->cap = g->n + k > 2 * g->cap ? g->n + k : 2 * g->cap;
+        g->h = sim_xrealloc(g->h, (size_t)g->cap * sizeof *g->h);
+        g->in = sim_xrealloc(g->in, g->cap);
     }
-    x->hlog_h[x->hlog_n] = k;
-    x->hlog_in[x->hlog_n++] = in;
+    memcpy(g->h + g->n, h, (size_t)k * sizeof *h);
+    memset(g->in + g->n, in, k);
+    g->n += k;
+}
+
+static uint32_t log_get(const px_log *g, const uint64_t **h, const uint8_t **in)
+{
+    *h = g->h;
+    *in = g->in;
+    return g->n;
 }
 
 static uint64_t *run_bits(const sim_pfxidx *x, uint32_t r)
@@ -107,8 +120,7 @@ static void head_put(sim_pfxidx *x, uint64_t k, uint32_t r)
     uint16_t *c = &x->filt[fslot(k)];
     if (*c != PX_FSAT)
         ++*c;
-    if (x->hlog)
-        hlog_put(x, k, 1);
+    log_put(&x->hlog, &k, 1, 1);
 }
 
 /* Remove key k (present) from the head map and the filter. */
@@ -118,8 +130,7 @@ static void head_del(sim_pfxidx *x, uint64_t k)
     uint16_t *c = &x->filt[fslot(k)];
     if (*c != PX_FSAT)
         --*c;
-    if (x->hlog)
-        hlog_put(x, k, 0);
+    log_put(&x->hlog, &k, 1, 0);
 }
 
 sim_pfxidx *sim_pfxidx_create(uint32_t capacity, uint32_t n_dest)
@@ -157,58 +168,41 @@ void sim_pfxidx_destroy(sim_pfxidx *x)
     free(x->filt);
     sim_u64map_fini(&x->head);
     sim_lruq_fini(&x->q);
-    free(x->log_h);
-    free(x->log_in);
-    free(x->hlog_h);
-    free(x->hlog_in);
+    free(x->log.h);
+    free(x->log.in);
+    free(x->hlog.h);
+    free(x->hlog.in);
     free(x);
 }
 
 void sim_pfxidx_log_on(sim_pfxidx *x)
 {
-    x->log = true;
+    x->log.on = true;
 }
 
 uint32_t sim_pfxidx_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in)
 {
-    *h = x->log_h;
-    *in = x->log_in;
-    return x->log_n;
+    return log_get(&x->log, h, in);
 }
 
 void sim_pfxidx_log_clear(sim_pfxidx *x)
 {
-    x->log_n = 0;
+    x->log.n = 0;
 }
 
 void sim_pfxidx_head_log_on(sim_pfxidx *x)
 {
-    x->hlog = true;
+    x->hlog.on = true;
 }
 
 uint32_t sim_pfxidx_head_log(const sim_pfxidx *x, const uint64_t **h, const uint8_t **in)
 {
-    *h = x->hlog_h;
-    *in = x->hlog_in;
-    return x->hlog_n;
+    return log_get(&x->hlog, h, in);
 }
 
 void sim_pfxidx_head_log_clear(sim_pfxidx *x)
 {
-    x->hlog_n = 0;
-}
-
-/* Log h[0..k) entering (in = 1) or leaving (0), if the log is on. */
-static void log_put(sim_pfxidx *x, const uint64_t *h, uint32_t k, uint8_t in)
-{
-    if (x->log_n + k > x->log_cap) {
-        x->log_cap = x->log_n + k > 2 * x->log_cap ? x->log_n + k : 2 * x->log_cap;
-        x->log_h = sim_xrealloc(x->log_h, (size_t)x->log_cap * sizeof *x->log_h);
-        x->log_in = sim_xrealloc(x->log_in, x->log_cap);
-    }
-    memcpy(x->log_h + x->log_n, h, (size_t)k * sizeof *h);
-    memset(x->log_in + x->log_n, in, k);
-    x->log_n += k;
+    x->hlog.n = 0;
 }
 
 uint32_t sim_pfxidx_size(const sim_pfxidx *x)
@@ -323,8 +317,7 @@ static uint32_t drop_front(sim_pfxidx *x)
     if (x->st_run != PX_NONE) { /* still eating it: it is the queue's front */
         px_run *S = &x->run[x->st_run];
         if (S->off + 1 < S->len) {
-            if (x->log)
-                log_put(x, &S->h[S->off], 1, 0);
+            log_put(&x->log, &S->h[S->off], 1, 0);
             x->live--;
             S->off++;
             return PX_NONE;
@@ -337,8 +330,7 @@ static uint32_t drop_front(sim_pfxidx *x)
         x->st_run = r;
         x->st_off = x->run[r].off;
     }
-    if (x->log)
-        log_put(x, &x->run[r].h[x->run[r].off], 1, 0);
+    log_put(&x->log, &x->run[r].h[x->run[r].off], 1, 0);
     x->live--;
     if (++x->run[r].off < x->run[r].len)
         return PX_NONE;
@@ -351,8 +343,7 @@ static uint32_t drop_front(sim_pfxidx *x)
 static void drop_run(sim_pfxidx *x, uint32_t r)
 {
     sim_lruq_pop_front(&x->q);
-    if (x->log)
-        log_put(x, x->run[r].h + x->run[r].off, x->run[r].len - x->run[r].off, 0);
+    log_put(&x->log, x->run[r].h + x->run[r].off, x->run[r].len - x->run[r].off, 0);
     x->live -= x->run[r].len - x->run[r].off;
     run_behead(x, r, x->run[r].len - x->run[r].off);
 }
@@ -538,14 +529,12 @@ static uint32_t absent_stretch(sim_pfxidx *x, px_run *C, const uint64_t *h, uint
         if (live >= x->capacity) {
             if (!S || S->off + 1 >= S->len)
                 break;
-            if (x->log)
-                log_put(x, &S->h[S->off], 1, 0);
+            log_put(&x->log, &S->h[S->off], 1, 0);
             S->off++;
             live--;
         }
         C->h[C->len++] = hj;
-        if (x->log)
-            log_put(x, h + j, 1, 1);
+        log_put(&x->log, h + j, 1, 1);
         live++;
     }
     x->live = live;
@@ -593,8 +582,7 @@ void sim_pfxidx_add(sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d, do
                 append(x, &cur, h + j, 1, b, n - j, now);
                 cur_d = 1;
             }
-            if (x->log)
-                log_put(x, h + j, 1, 1);
+            log_put(&x->log, h + j, 1, 1);
             x->live++;
             j++;
             if (cur != PX_NONE && cur_d)
