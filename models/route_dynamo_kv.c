@@ -126,8 +126,7 @@ static int dyn_create(void *state, const route_env *env, const void *const *para
     s->block_size = env->block_size ? env->block_size : 16;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
     if (s->p.use_kv_events) { /* at most the engines' pools */
-        s->idx = route__kvidx_create(env->n_dest, false, 0);
-        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
+        s->idx = route__kvidx_create_events(env->n_dest, (uint64_t)env->n_dest * env->pool_blocks);
     } else {
         s->lru = route__kvlru_create(env->n_dest, 0, true);
         s->idx = route__kvlru_index(s->lru);
@@ -282,7 +281,8 @@ static void dyn_kv_event(void *state, const route_kv_event *ev)
     dynamo_kv *s = state;
     if (!s->p.use_kv_events)
         return;
-    route__kvidx_queue(s->idx, ev->dest, ev->kind == ROUTE_KV_STORED, ev->hashes, ev->n);
+    route__kvidx_event(s->idx, ev->dest, ev->kind == ROUTE_KV_STORED, ev->parent, ev->hashes,
+                       ev->n);
 }
 
 const route_type route_dynamo_kv = {

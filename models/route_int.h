@@ -160,6 +160,28 @@ typedef struct route__kvidx route__kvidx;
  * Aborts if out of memory. */
 route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap);
 
+/* An index fed by engine KV events (dynamo_kv, llm-d precise), in *event
+ * mode* for up to 64 destinations: each engine's cache kept as runs of
+ * chained blocks as the events describe them (models/route_kvidx.c,
+ * "event mode"), read only through route__kvidx_prefix and
+ * route__kvidx_size and fed only through route__kvidx_event; the other
+ * calls abort on it.  Its events must be an engine cache's
+ * (models/pcache.h, "Observing the cache": a STORED run extends a block
+ * the destination holds, or starts at the root; a REMOVED block is
+ * removed after the blocks that descend from it; every set closed under
+ * prefixes), else it aborts.  Beyond 64 destinations an unordered index
+ * sized for `pairs` (route__kvidx_reserve) fed through the same calls.
+ * Answers equal the unordered index's.  Aborts if out of memory. */
+route__kvidx *route__kvidx_create_events(uint32_t n_dest, uint64_t pairs);
+
+/* A KV event for an index made by route__kvidx_create_events: destination
+ * d's engine stored (`stored`, below the block `parent`, 0 = the root) or
+ * removed hashes[0..n), chain order (route_kv_event).  hashes are copied.
+ * O(n) sequential plus O(1) map operations per run started, extended or
+ * shortened (event mode).  Aborts on an event no engine cache makes. */
+void route__kvidx_event(route__kvidx *x, uint32_t d, bool stored, uint64_t parent,
+                        const uint64_t *hashes, uint32_t n);
+
 /* Free it.  Accepts NULL. */
 void route__kvidx_destroy(route__kvidx *x);
 

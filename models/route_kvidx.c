@@ -110,7 +110,18 @@ struct route__kvidx {
     /* route__kvidx_prefix scratch: the entry probed per block index */
     uint32_t *memo, *stamp;
     uint32_t cap_memo, pass;
+    /* Event mode (route__kvidx_create_events, at most 64 destinations):
+     * the engines' trees as runs, and no per-block table ("event mode"
+     * below); every other field unused. */
+    struct kx_tree *tree;
 };
+
+static void tree_destroy(struct kx_tree *t);
+static void tree_event(struct kx_tree *t, uint32_t d, bool stored, uint64_t parent,
+                       const uint64_t *h, uint32_t n);
+static void tree_prefix(struct kx_tree *t, const uint64_t *h, uint32_t n, uint32_t *len);
+static uint32_t tree_size(const struct kx_tree *t, uint32_t d);
+static struct kx_tree *tree_create(uint32_t n_dest);
 
 static void t_free(struct kx_slot *tab, size_t n);
 static inline size_t t_slots(const route__kvidx *x);
@@ -149,10 +160,37 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap)
     return x;
 }
 
+route__kvidx *route__kvidx_create_events(uint32_t n_dest, uint64_t pairs)
+{
+    if (n_dest > 64) {
+        route__kvidx *x = route__kvidx_create(n_dest, false, 0);
+        route__kvidx_reserve(x, pairs);
+        return x;
+    }
+    route__kvidx *x = sim_xcalloc(1, sizeof *x);
+    x->n_dest = n_dest;
+    x->tree = tree_create(n_dest);
+    return x;
+}
+
+void route__kvidx_event(route__kvidx *x, uint32_t d, bool stored, uint64_t parent,
+                        const uint64_t *hashes, uint32_t n)
+{
+    if (x->tree)
+        tree_event(x->tree, d, stored, parent, hashes, n);
+    else
+        route__kvidx_queue(x, d, stored, hashes, n);
+}
+
 void route__kvidx_destroy(route__kvidx *x)
 {
     if (!x)
         return;
+    if (x->tree) {
+        tree_destroy(x->tree);
+        free(x);
+        return;
+    }
     for (uint32_t d = 0; d < x->n_dest; d++)
         sim_lruq_fini(&x->dst[d].q);
     free(x->dst);
@@ -355,6 +393,7 @@ static inline int t_remove(route__kvidx *x, uint32_t d, uint64_t hash)
 
 void route__kvidx_reserve(route__kvidx *x, uint64_t pairs)
 {
+    SIM_ALWAYS(!x->tree); /* event mode: event, prefix and size only */
     if (!x->direct || pairs == 0)
         return;
     if (pairs > KX_RESERVE_MAX)
@@ -502,6 +541,7 @@ static inline void pipeline(const route__kvidx *x, const uint64_t *hashes, uint3
 void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n,
                       double now_s)
 {
+    SIM_ALWAYS(!x->tree); /* event mode: event, prefix and size only */
     if (x->direct && !x->ordered) { /* the event-fed indexes: STORED */
         for (uint32_t j = 0; j < KX_PF && j < n; j++) /* events are short: fetch them all */
             t_prefetch_w(x, hashes[j]);
@@ -536,6 +576,7 @@ void route__kvidx_add(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint3
 
 uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes, uint32_t n)
 {
+    SIM_ALWAYS(!x->tree); /* event mode: event, prefix and size only */
     uint32_t held = 0;
     if (x->direct && !x->ordered) { /* REMOVED */
         for (uint32_t j = 0; j < KX_PF && j < n; j++)
@@ -573,6 +614,7 @@ uint32_t route__kvidx_remove(route__kvidx *x, uint32_t d, const uint64_t *hashes
 void route__kvidx_queue(route__kvidx *x, uint32_t d, bool stored, const uint64_t *hashes,
                         uint32_t n)
 {
+    SIM_ALWAYS(!x->tree); /* event mode: event, prefix and size only */
     if (!x->direct || x->ordered) { /* no queue: apply now */
         if (stored)
             route__kvidx_add(x, d, hashes, n, 0);
@@ -643,12 +685,15 @@ void route__kvidx_expire(route__kvidx *x, double before_s)
 
 uint32_t route__kvidx_size(const route__kvidx *x, uint32_t d)
 {
+    if (x->tree)
+        return tree_size(x->tree, d);
     kx_sync(x);
     return x->dst[d].live;
 }
 
 int route__kvidx_has(const route__kvidx *x, uint32_t d, uint64_t hash)
 {
+    SIM_ALWAYS(!x->tree); /* event mode: event, prefix and size only */
     kx_sync(x);
     if (x->direct)
         return (int)(t_bits(x, hash) >> d & 1);
@@ -659,6 +704,7 @@ int route__kvidx_has(const route__kvidx *x, uint32_t d, uint64_t hash)
 uint32_t route__kvidx_walk(const route__kvidx *x, const uint64_t *hashes, uint32_t n,
                            uint32_t *count)
 {
+    SIM_ALWAYS(!x->tree); /* event mode: event, prefix and size only */
     kx_sync(x);
     memset(count, 0, x->n_dest * sizeof *count);
     uint32_t i = 0;
@@ -747,6 +793,10 @@ static void bisect_set(const route__kvidx *x, const uint64_t *hashes, uint32_t l
 
 void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, uint32_t *len)
 {
+    if (x->tree) {
+        tree_prefix(x->tree, hashes, n, len);
+        return;
+    }
     kx_sync(x);
     memset(len, 0, x->n_dest * sizeof *len);
     if (n == 0)
@@ -786,6 +836,255 @@ void route__kvidx_prefix(route__kvidx *x, const uint64_t *hashes, uint32_t n, ui
             }
             len[d] = lo;
         }
+}
+
+/* ---- event mode: the engines' trees as runs (route__kvidx_create_events) ---- */
+
+/*
+ * Per destination, its engine's cache as KV events describe it, kept as
+ * runs of chained blocks: a STORED event whose parent is the last block of
+ * one of the destination's runs extends that run, any other starts a run
+ * of its own; a REMOVED block is always the last live block of its run
+ * once the blocks removed with it that descend from it are gone (the
+ * engines evict from the tails of leaf runs, a block before its parent:
+ * models/pcache.h, "Observing the cache"), so runs only shrink from their
+ * tails.  Per destination a map from each run's first hash and one from
+ * its last hash; across destinations, a (first hash, destination) index
+ * (a route__kvidx in direct mode) tells at one probe which destinations
+ * have a run starting at a block.
+ *
+ * The longest prefix of a list a destination holds: its engine's blocks
+ * are closed under prefixes, so from block 0 the prefix runs through one
+ * run of the destination after another, each starting exactly where the
+ * last one parted from the list (a held block that does not continue the
+ * run holding the block before it starts a run of its own, as in
+ * sim/core/pfxidx.c).  The query follows every destination at once:
+ * one probe of the index at each position where some destination's run
+ * parted from the list (a few a request), and per run met one probe of
+ * its destination's map and a compare (the run's last overlapping hash
+ * first, else a bisection; hashes chained).  It replaced, for up to 64
+ * destinations, the per-block table of every engine's blocks (32 MiB on
+ * the flagship, one change per block stored or removed, ~82 a request):
+ * the same sets, so the same answers (tests/test_route_kv.c against the
+ * per-block table; tests/router_equiv.sh against the routers before
+ * round 4).
+ */
+
+typedef struct kt_run {
+    uint64_t *h;   /* the run's blocks, h[0..len) */
+    uint32_t len, cap;
+    uint32_t next; /* free list */
+} kt_run;
+
+typedef struct kt_dest {
+    sim_u64map head; /* first hash -> run */
+    sim_u64map tail; /* last hash -> run */
+    uint32_t live;   /* blocks held */
+} kt_dest;
+
+struct kx_tree {
+    uint32_t n_dest;
+    kt_dest *dst;
+    kt_run *run;
+    uint32_t n_run, cap_run, free_run;
+    route__kvidx *heads; /* (first hash of a run, destination) pairs */
+    uint64_t *rm;        /* scratch: REMOVED blocks still to take */
+    uint32_t cap_rm;
+    uint32_t pos[64];    /* tree_prefix: where each followed destination's run parted */
+};
+
+static struct kx_tree *tree_create(uint32_t n_dest)
+{
+    struct kx_tree *t = sim_xcalloc(1, sizeof *t);
+    t->n_dest = n_dest;
+    t->dst = sim_xcalloc(n_dest, sizeof *t->dst);
+    for (uint32_t d = 0; d < n_dest; d++)
+        if (sim_u64map_init(&t->dst[d].head, 64) || sim_u64map_init(&t->dst[d].tail, 64))
+            sim_panic(__FILE__, __LINE__, "out of memory creating a block index");
+    t->free_run = KX_NONE;
+    t->heads = route__kvidx_create(n_dest, false, 0);
+    return t;
+}
+
+static void tree_destroy(struct kx_tree *t)
+{
+    for (uint32_t d = 0; d < t->n_dest; d++) {
+        sim_u64map_fini(&t->dst[d].head);
+        sim_u64map_fini(&t->dst[d].tail);
+    }
+    for (uint32_t r = 0; r < t->n_run; r++)
+        free(t->run[r].h);
+    free(t->run);
+    free(t->dst);
+    free(t->rm);
+    route__kvidx_destroy(t->heads);
+    free(t);
+}
+
+static uint32_t tree_size(const struct kx_tree *t, uint32_t d) { return t->dst[d].live; }
+
+/* Append h[0..n) to run r. */
+static void run_push(kt_run *R, const uint64_t *h, uint32_t n)
+{
+    if (R->len + n > R->cap) {
+        R->cap = R->len + n > 2 * R->cap ? R->len + n : 2 * R->cap;
+        R->h = sim_xrealloc(R->h, (size_t)R->cap * sizeof *R->h);
+    }
+    memcpy(R->h + R->len, h, (size_t)n * sizeof *h);
+    R->len += n;
+}
+
+static void tree_store(struct kx_tree *t, uint32_t d, uint64_t parent, const uint64_t *h,
+                       uint32_t n)
+{
+    kt_dest *D = &t->dst[d];
+    uint32_t r = parent ? sim_u64map_get(&D->tail, parent) : KX_NONE;
+    if (r != KX_NONE) { /* continues a run */
+        sim_u64map_del(&D->tail, parent);
+    } else {
+        if (t->free_run != KX_NONE) {
+            r = t->free_run;
+            t->free_run = t->run[r].next;
+        } else {
+            if (t->n_run == t->cap_run) {
+                t->cap_run = t->cap_run ? 2 * t->cap_run : 256;
+                t->run = sim_xrealloc(t->run, t->cap_run * sizeof *t->run);
+            }
+            r = t->n_run++;
+            t->run[r] = (kt_run){0};
+        }
+        t->run[r].len = 0;
+        sim_u64map_put(&D->head, h[0], r);
+        t_add(t->heads, d, h[0]);
+    }
+    run_push(&t->run[r], h, n);
+    sim_u64map_put(&D->tail, h[n - 1], r);
+    D->live += n;
+}
+
+/* Take the blocks of a REMOVED event: in reverse order (a run's blocks are
+ * listed root to leaf), each block the last one of its run when its turn
+ * comes -- or, if a block descending from it in the same event is still
+ * held (listed earlier: evicted by an earlier call of the same instant),
+ * deferred to another pass. */
+static void tree_remove(struct kx_tree *t, uint32_t d, const uint64_t *h, uint32_t n)
+{
+    kt_dest *D = &t->dst[d];
+    if (n > t->cap_rm) {
+        t->cap_rm = n > 2 * t->cap_rm ? n : 2 * t->cap_rm;
+        t->rm = sim_xrealloc(t->rm, (size_t)t->cap_rm * sizeof *t->rm);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        t->rm[i] = h[n - 1 - i];
+    uint32_t left = n;
+    while (left) {
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < left; i++) {
+            const uint64_t z = t->rm[i];
+            const uint32_t r = sim_u64map_get(&D->tail, z);
+            if (r == KX_NONE) {
+                t->rm[kept++] = z;
+                continue;
+            }
+            kt_run *R = &t->run[r];
+            sim_u64map_del(&D->tail, z);
+            R->len--;
+            D->live--;
+            /* The blocks listed next that are this run's next tails. */
+            while (i + 1 < left && R->len && t->rm[i + 1] == R->h[R->len - 1]) {
+                i++;
+                R->len--;
+                D->live--;
+            }
+            if (R->len) {
+                sim_u64map_put(&D->tail, R->h[R->len - 1], r);
+            } else {
+                sim_u64map_del(&D->head, R->h[0]);
+                t_remove(t->heads, d, R->h[0]);
+                if (R->cap > 256) { /* a long run's array is not kept idle */
+                    free(R->h);
+                    R->h = NULL;
+                    R->cap = 0;
+                }
+                R->next = t->free_run;
+                t->free_run = r;
+            }
+        }
+        /* Each pass takes at least the deepest block left. */
+        SIM_ALWAYS(kept < left); /* a REMOVED block the destination does not hold */
+        left = kept;
+    }
+}
+
+static void tree_event(struct kx_tree *t, uint32_t d, bool stored, uint64_t parent,
+                       const uint64_t *h, uint32_t n)
+{
+    if (n == 0)
+        return;
+    if (stored)
+        tree_store(t, d, parent, h, n);
+    else
+        tree_remove(t, d, h, n);
+}
+
+/* Blocks of a[0..na) and b[0..nb) that agree from the start (a[0] ==
+ * b[0]); hashes chained, so they are a prefix: the last one of the
+ * overlap first, then `hint` (agreeing at hint - 1, parting at hint),
+ * then a bisection. */
+static uint32_t tree_common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb,
+                            uint32_t hint)
+{
+    const uint32_t m = na < nb ? na : nb;
+    if (a[m - 1] == b[m - 1])
+        return m;
+    if (hint >= 1 && hint < m && a[hint - 1] == b[hint - 1] && a[hint] != b[hint])
+        return hint;
+    uint32_t lo = 1, hi = m - 1; /* a[lo-1] == b[lo-1]; a[hi] != b[hi] */
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == b[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void tree_prefix(struct kx_tree *t, const uint64_t *h, uint32_t n, uint32_t *len)
+{
+    memset(len, 0, t->n_dest * sizeof *len);
+    if (n == 0)
+        return;
+    /* follow: the destinations whose prefix reached pos[d] so far, where
+     * their run parted from the list (or ended). */
+    uint64_t follow = t_bits(t->heads, h[0]);
+    for (uint64_t b = follow; b; b &= b - 1)
+        t->pos[__builtin_ctzll(b)] = 0;
+    while (follow) {
+        uint32_t at = UINT32_MAX;
+        for (uint64_t b = follow; b; b &= b - 1)
+            at = t->pos[__builtin_ctzll(b)] < at ? t->pos[__builtin_ctzll(b)] : at;
+        const uint64_t here = at ? t_bits(t->heads, h[at]) : follow;
+        uint32_t hint = 0;
+        for (uint64_t b = follow; b; b &= b - 1) {
+            const uint32_t d = (uint32_t)__builtin_ctzll(b);
+            if (t->pos[d] != at)
+                continue;
+            if (!(here >> d & 1)) { /* no run of d starts here: its prefix ends */
+                follow &= ~(1ull << d);
+                continue;
+            }
+            const uint32_t r = sim_u64map_get(&t->dst[d].head, h[at]);
+            SIM_ALWAYS(r != KX_NONE);
+            const kt_run *R = &t->run[r];
+            const uint32_t k = tree_common(R->h, R->len, h + at, n - at, hint);
+            hint = k;
+            len[d] = at + k;
+            t->pos[d] = at + k;
+            if (at + k >= n)
+                follow &= ~(1ull << d);
+        }
+    }
 }
 
 /* ---- decision-fed index over chained hash lists (route__kvlru) ---- */

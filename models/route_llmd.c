@@ -166,8 +166,7 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
         s->per_hash = 1;
     sim_pcg32_seed(&s->rng, env->seed, SIM_STREAM_ROUTER);
     if (precise) { /* at most the engines' pools */
-        s->idx = route__kvidx_create(env->n_dest, false, 0);
-        route__kvidx_reserve(s->idx, (uint64_t)env->n_dest * env->pool_blocks);
+        s->idx = route__kvidx_create_events(env->n_dest, (uint64_t)env->n_dest * env->pool_blocks);
     } else { /* at most lru_capacity per destination */
         s->lru = route__kvlru_create(env->n_dest, (uint32_t)s->p.lru_capacity, false);
         s->idx = route__kvlru_index(s->lru); /* NULL up to 64 destinations */
@@ -267,7 +266,8 @@ static void llmd_kv_event(void *state, const route_kv_event *ev)
     llmd *s = state;
     if (s->p.mode != LLMD_PRECISE)
         return;
-    route__kvidx_queue(s->idx, ev->dest, ev->kind == ROUTE_KV_STORED, ev->hashes, ev->n);
+    route__kvidx_event(s->idx, ev->dest, ev->kind == ROUTE_KV_STORED, ev->parent, ev->hashes,
+                       ev->n);
 }
 
 const route_type route_llmd = {

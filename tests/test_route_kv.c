@@ -12,6 +12,8 @@
 
 #include "models/route_int.h"
 #include "sim/core/error.h"
+#include "sim/core/hash.h"
+#include "sim/core/u64map.h"
 #include "check.h"
 
 enum { R = 3, NB = 6, BS = 16 };
@@ -743,6 +745,164 @@ static void test_kvidx_chunk_all_counted(void)
     route__kvidx_destroy(x);
 }
 
+/* Event mode (route__kvidx_create_events: the engines' trees as runs)
+ * against the unordered per-block index fed the same events.  Each
+ * destination's cache is a random tree over one shared space of chained
+ * hashes (4 tokens a position, so destinations build the same blocks
+ * independently): STORED runs of 1-6 new blocks below a held block or
+ * the root; REMOVED events of 1-3 leaf stretches taken one after the
+ * other (a stretch's parent may become a leaf and go in the next one, as
+ * an engine's eviction calls of one instant), each in chain order.  After
+ * every event the sizes agree, and the prefix of lists through held
+ * blocks (with unheld blocks after) for every destination. */
+enum { EV_MAXB = 4096 };
+typedef struct ev_dest {
+    uint64_t held[EV_MAXB]; /* held blocks, unordered */
+    uint32_t n;
+    sim_u64map at;          /* block -> its index in held */
+    sim_u64map kids;        /* block -> held children */
+} ev_dest;
+
+static uint32_t ev_kids(ev_dest *e, uint64_t h)
+{
+    const uint32_t k = sim_u64map_get(&e->kids, h);
+    return k == SIM_U64MAP_NONE ? 0 : k;
+}
+
+static void ev_hold(ev_dest *e, uint64_t h, uint64_t parent)
+{
+    sim_u64map_put(&e->at, h, e->n);
+    e->held[e->n++] = h;
+    if (parent)
+        sim_u64map_put(&e->kids, parent, ev_kids(e, parent) + 1);
+}
+
+static void ev_drop(ev_dest *e, uint64_t h, uint64_t parent)
+{
+    const uint32_t i = sim_u64map_get(&e->at, h);
+    e->held[i] = e->held[--e->n];
+    if (i < e->n)
+        sim_u64map_put(&e->at, e->held[i], i);
+    sim_u64map_del(&e->at, h);
+    if (parent)
+        sim_u64map_put(&e->kids, parent, ev_kids(e, parent) - 1);
+}
+
+static void test_kvidx_event_mode(uint32_t nd, uint64_t seed, uint64_t *par_of, uint32_t cap_par)
+{
+    (void)cap_par;
+    route__kvidx *a = route__kvidx_create_events(nd, 0);
+    route__kvidx *b = route__kvidx_create(nd, false, 0);
+    ev_dest *e = calloc(nd, sizeof *e);
+    for (uint32_t d = 0; d < nd; d++)
+        CHECK(sim_u64map_init(&e[d].at, 64) == 0 && sim_u64map_init(&e[d].kids, 64) == 0);
+    sim_u64map par; /* block -> index in par_of (its parent) */
+    CHECK(sim_u64map_init(&par, 64) == 0);
+    uint32_t n_par = 0;
+    sim_pcg32 rng;
+    sim_pcg32_seed(&rng, seed, 3);
+    static uint32_t la[70], lb[70];
+    uint64_t ev[64], q[64];
+    int bad = 0, multi = 0, deep = 0;
+#define PARENT(h) (par_of[sim_u64map_get(&par, (h))])
+    for (int step = 0; step < 6000; step++) {
+        const uint32_t d = sim_pcg32_bounded(&rng, nd < 6 ? nd : 6);
+        ev_dest *E = &e[d];
+        uint32_t n = 0;
+        bool stored = E->n == 0 || E->n + 8 < EV_MAXB / 2 ? sim_pcg32_bounded(&rng, 10) < 6
+                                                          : sim_pcg32_bounded(&rng, 10) < 3;
+        if (E->n == 0)
+            stored = true;
+        uint64_t parent = 0;
+        if (stored) {
+            parent = E->n == 0 || sim_pcg32_bounded(&rng, 5) == 0
+                         ? 0
+                         : E->held[sim_pcg32_bounded(&rng, E->n)];
+            const uint32_t k = 1 + sim_pcg32_bounded(&rng, 6);
+            uint64_t p = parent;
+            for (uint32_t j = 0; j < k; j++) {
+                const uint64_t h = sim_hash_pair(p ? p : 0x5eedULL, sim_pcg32_bounded(&rng, 4));
+                if (sim_u64map_get(&E->at, h) != SIM_U64MAP_NONE)
+                    break; /* held: an engine pins it, stores nothing from here */
+                if (sim_u64map_get(&par, h) == SIM_U64MAP_NONE) {
+                    CHECK(n_par < cap_par);
+                    par_of[n_par] = p;
+                    sim_u64map_put(&par, h, n_par++);
+                }
+                ev[n++] = h;
+                ev_hold(E, h, p);
+                p = h;
+            }
+        } else {
+            /* 1-3 stretches, each from a leaf up while the parent would
+             * become a leaf, listed in chain order one after the other. */
+            const uint32_t stretches = 1 + sim_pcg32_bounded(&rng, 3);
+            for (uint32_t s = 0; s < stretches && E->n; s++) {
+                uint64_t leaf = 0;
+                for (int tries = 0; tries < 64 && !leaf; tries++) {
+                    const uint64_t h = E->held[sim_pcg32_bounded(&rng, E->n)];
+                    if (ev_kids(E, h) == 0)
+                        leaf = h;
+                }
+                if (!leaf)
+                    break;
+                uint64_t st[16];
+                uint32_t k = 0;
+                const uint32_t want = 1 + sim_pcg32_bounded(&rng, 8);
+                for (uint64_t h = leaf; h && k < want && k < 16 && n + k < 64;) {
+                    const uint64_t p = PARENT(h);
+                    st[k++] = h;
+                    ev_drop(E, h, p);
+                    if (!p || ev_kids(E, p) != 0)
+                        break;
+                    h = p;
+                }
+                for (uint32_t j = 0; j < k; j++) /* chain order: root side first */
+                    ev[n++] = st[k - 1 - j];
+                multi += s > 0;
+            }
+        }
+        if (n == 0)
+            continue;
+        route__kvidx_event(a, d, stored, parent, ev, n);
+        route__kvidx_queue(b, d, stored, ev, n);
+        for (uint32_t t = 0; t < nd; t++)
+            bad += route__kvidx_size(a, t) != route__kvidx_size(b, t);
+        /* A list through a held block of some destination, then 0-3 more. */
+        const ev_dest *Q = &e[sim_pcg32_bounded(&rng, nd < 6 ? nd : 6)];
+        if (Q->n) {
+            uint64_t path[64];
+            uint32_t m = 0;
+            for (uint64_t h = Q->held[sim_pcg32_bounded(&rng, Q->n)]; h && m < 64; h = PARENT(h))
+                path[m++] = h;
+            if (m < 64) {
+                for (uint32_t j = 0; j < m; j++)
+                    q[j] = path[m - 1 - j];
+                const uint32_t extra = sim_pcg32_bounded(&rng, 4);
+                for (uint32_t j = 0; j < extra && m < 64; j++, m++)
+                    q[m] = sim_hash_pair(q[m - 1], 4 + sim_pcg32_bounded(&rng, 4));
+                route__kvidx_prefix(a, q, m, la);
+                route__kvidx_prefix(b, q, m, lb);
+                bad += memcmp(la, lb, nd * sizeof *la) != 0;
+                for (uint32_t t = 0; t < nd; t++)
+                    deep += la[t] > 8;
+            }
+        }
+    }
+#undef PARENT
+    CHECK_INT_EQ(bad, 0);
+    CHECK(multi > 100); /* REMOVED events of several stretches */
+    CHECK(deep > 100);  /* prefixes through several runs */
+    for (uint32_t d = 0; d < nd; d++) {
+        sim_u64map_fini(&e[d].at);
+        sim_u64map_fini(&e[d].kids);
+    }
+    sim_u64map_fini(&par);
+    free(e);
+    route__kvidx_destroy(a);
+    route__kvidx_destroy(b);
+}
+
 int main(void)
 {
     test_kvlru_equiv(5, 20, 0, 1);
@@ -753,6 +913,12 @@ int main(void)
     test_kvlru_equiv(5, 100, 0.15, 6);
     test_kvlru_equiv(64, 40, 0, 7); /* walk over run heads at 64 destinations */
     test_kvlru_equiv(64, 0, 0.3, 8);
+    {
+        static uint64_t par_of[200000];
+        test_kvidx_event_mode(5, 21, par_of, 200000);
+        test_kvidx_event_mode(64, 22, par_of, 200000);
+        test_kvidx_event_mode(70, 23, par_of, 200000); /* beyond 64: the per-block index */
+    }
     test_kvidx();
     test_kvidx_direct_equiv();
     test_kvidx_queue_equiv();
