@@ -891,6 +891,7 @@ struct kx_tree {
     uint64_t *rm;        /* scratch: REMOVED blocks still to take */
     uint32_t cap_rm;
     uint32_t pos[64];    /* tree_prefix: where each followed destination's run parted */
+    uint32_t ds[64], rs[64]; /* tree_prefix: the destinations met at one block, their runs */
 };
 
 static struct kx_tree *tree_create(uint32_t n_dest)
@@ -1065,7 +1066,11 @@ static void tree_prefix(struct kx_tree *t, const uint64_t *h, uint32_t n, uint32
         for (uint64_t b = follow; b; b &= b - 1)
             at = t->pos[__builtin_ctzll(b)] < at ? t->pos[__builtin_ctzll(b)] : at;
         const uint64_t here = at ? t_bits(t->heads, h[at]) : follow;
-        uint32_t hint = 0;
+        /* The runs starting at `at` of the destinations followed to it (at
+         * block 0 all of them): each stage for all before the next, so
+         * that their misses overlap -- map slot, run record, the run's
+         * last overlapping hash. */
+        uint32_t nd = 0;
         for (uint64_t b = follow; b; b &= b - 1) {
             const uint32_t d = (uint32_t)__builtin_ctzll(b);
             if (t->pos[d] != at)
@@ -1074,9 +1079,22 @@ static void tree_prefix(struct kx_tree *t, const uint64_t *h, uint32_t n, uint32
                 follow &= ~(1ull << d);
                 continue;
             }
-            const uint32_t r = sim_u64map_get(&t->dst[d].head, h[at]);
-            SIM_ALWAYS(r != KX_NONE);
-            const kt_run *R = &t->run[r];
+            t->ds[nd++] = d;
+            sim_u64map_prefetch(&t->dst[d].head, h[at]);
+        }
+        for (uint32_t i = 0; i < nd; i++) {
+            t->rs[i] = sim_u64map_get(&t->dst[t->ds[i]].head, h[at]);
+            SIM_ALWAYS(t->rs[i] != KX_NONE);
+            SIM_PREFETCH(&t->run[t->rs[i]]);
+        }
+        for (uint32_t i = 0; i < nd; i++) {
+            const kt_run *R = &t->run[t->rs[i]];
+            SIM_PREFETCH(&R->h[(R->len < n - at ? R->len : n - at) - 1]);
+        }
+        uint32_t hint = 0;
+        for (uint32_t i = 0; i < nd; i++) {
+            const uint32_t d = t->ds[i];
+            const kt_run *R = &t->run[t->rs[i]];
             const uint32_t k = tree_common(R->h, R->len, h + at, n - at, hint);
             hint = k;
             len[d] = at + k;
