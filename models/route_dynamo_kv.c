@@ -23,11 +23,16 @@
  * worker is drawn with probability proportional to
  * exp(-(logit - min) / ((max - min) * T)) (all equal: uniform).
  *
- * Cost per request: O(log n) index probes per distinct overlap among the
- * k workers holding the request's first block (the index is closed under
- * prefixes, so each worker's overlap is found by bisection, shared by the
- * workers that agree so far), O(workers) for the logits, and
- * per KV event O(blocks) index updates.  Without events, the decision-fed
+ * Cost per request: with events and up to 64 workers (round 13), the
+ * index keeps each worker's cache as runs of chained blocks
+ * (route__kvidx_create_events, "event mode" in models/route_kvidx.c):
+ * per KV event O(1) map operations per run started, extended or
+ * shortened plus a sequential copy, and per request one probe per block
+ * where some worker's run parts from the request's blocks plus a probe
+ * and a compare per run met (the workers' caches are closed under
+ * prefixes); beyond 64 workers a per-block index, O(log n) probes per
+ * distinct overlap by bisection and O(blocks) updates per event; and
+ * O(workers) for the logits.  Without events, the decision-fed
  * index is route__kvlru (per-worker queues of block runs; round 4), equal
  * to the per-block index of tests/route_dynamo_kv_ref.c and
  * tests/route_kvidx_ref.c (tests/router_equiv.sh).

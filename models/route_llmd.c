@@ -39,10 +39,13 @@
  * the queues' run heads (route__kvlru_walk: one probe of a 256-KiB filter
  * per hash walked, a small heads table behind it, and a compare per run
  * met; until then one probe per hash of a per-block set of 32 MiB on the
- * flagship, kept from the queues' change logs); precise --
- * O(log n) bisection probes per distinct answer among the holders of the
- * first block (one bisection shared while they agree), and
- * per KV event O(blocks) set changes.  Until round 4 the approximate LRU
+ * flagship, kept from the queues' change logs); precise -- up to 64
+ * destinations the engines' caches as runs (route__kvidx_create_events,
+ * round 13: per KV event O(1) map operations per run touched, per
+ * request a probe per block where a run parts from the list and a
+ * compare per run met), beyond that O(log n) bisection probes per
+ * distinct answer among the holders of the first block over a per-block
+ * index and per KV event O(blocks) set changes.  Until round 4 the approximate LRU
  * was one queue entry and pair-map probe per hash (tests/route_llmd_ref.c
  * with tests/route_kvidx_ref.c; tests/router_equiv.sh checks they agree).
  */
