@@ -1028,29 +1028,6 @@ static void tree_event(struct kx_tree *t, uint32_t d, bool stored, uint64_t pare
         tree_remove(t, d, h, n);
 }
 
-/* Blocks of a[0..na) and b[0..nb) that agree from the start (a[0] ==
- * b[0]); hashes chained, so they are a prefix: the last one of the
- * overlap first, then `hint` (agreeing at hint - 1, parting at hint),
- * then a bisection. */
-static uint32_t tree_common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb,
-                            uint32_t hint)
-{
-    const uint32_t m = na < nb ? na : nb;
-    if (a[m - 1] == b[m - 1])
-        return m;
-    if (hint >= 1 && hint < m && a[hint - 1] == b[hint - 1] && a[hint] != b[hint])
-        return hint;
-    uint32_t lo = 1, hi = m - 1; /* a[lo-1] == b[lo-1]; a[hi] != b[hi] */
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] == b[mid])
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void tree_prefix(struct kx_tree *t, const uint64_t *h, uint32_t n, uint32_t *len)
 {
     memset(len, 0, t->n_dest * sizeof *len);
@@ -1095,7 +1072,7 @@ static void tree_prefix(struct kx_tree *t, const uint64_t *h, uint32_t n, uint32
         for (uint32_t i = 0; i < nd; i++) {
             const uint32_t d = t->ds[i];
             const kt_run *R = &t->run[t->rs[i]];
-            const uint32_t k = tree_common(R->h, R->len, h + at, n - at, hint);
+            const uint32_t k = sim_chain_common_bisect(R->h, R->len, h + at, n - at, hint);
             hint = k;
             len[d] = at + k;
             t->pos[d] = at + k;

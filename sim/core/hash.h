@@ -53,4 +53,33 @@ static inline uint32_t sim_chain_common(const uint64_t *a, const uint64_t *b, ui
     return k;
 }
 
+/* The same question for stretches whose first entries are known equal
+ * (a[0] == b[0], na and nb >= 1) and whose other entries may be cold
+ * lines: the number of leading entries of a[0..na) and b[0..nb) that
+ * agree, found by the last entry of the overlap, then by `hint` (agreeing
+ * at hint - 1 and parting at hint settles it: a guess such as another
+ * stretch's answer against the same b; 0 = none; any value gives the same
+ * answer), then by a bisection of the rest (the agreeing entries are a
+ * prefix: chained).  O(1) probes on a hit, O(log n) otherwise.  Used by
+ * sim/core/pfxidx.c and the run indexes of models/route_kvidx.c.  Cannot
+ * fail. */
+static inline uint32_t sim_chain_common_bisect(const uint64_t *a, uint32_t na, const uint64_t *b,
+                                               uint32_t nb, uint32_t hint)
+{
+    const uint32_t m = na < nb ? na : nb;
+    if (a[m - 1] == b[m - 1])
+        return m;
+    if (hint >= 1 && hint < m && a[hint - 1] == b[hint - 1] && a[hint] != b[hint])
+        return hint;
+    uint32_t lo = 1, hi = m - 1; /* a[lo-1] == b[lo-1]; a[hi] != b[hi] */
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == b[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #endif

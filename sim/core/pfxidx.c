@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "sim/core/hash.h"
 #include "sim/core/lruq.h"
 #include "sim/core/prefetch.h"
 #include "sim/core/u64map.h"
@@ -383,20 +384,9 @@ void sim_pfxidx_expire_idle(sim_pfxidx *x, double now, double ttl)
  * ~log2 n compares instead of a scan of the whole stretch. */
 static uint32_t common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
 {
-    const uint32_t n = na < nb ? na : nb;
-    if (n == 0 || a[0] != b[0])
+    if (na == 0 || nb == 0 || a[0] != b[0])
         return 0;
-    if (a[n - 1] == b[n - 1])
-        return n;
-    uint32_t lo = 1, hi = n - 1; /* a[lo-1] == b[lo-1]; a[hi] != b[hi] */
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] == b[mid])
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return sim_chain_common_bisect(a, na, b, nb, 0);
 }
 
 uint32_t sim_pfxidx_run_at(const sim_pfxidx *x, const uint64_t *h, uint32_t n)
@@ -433,14 +423,8 @@ uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h
                               uint32_t hint)
 {
     const px_run *R = &x->run[r];
-    const uint64_t *a = R->h + R->off;
-    const uint32_t live = R->len - R->off, m = live < n ? live : n;
-    /* Hashes chained: the blocks that agree are a prefix, so agreeing at
-     * hint - 1 and parting at hint is the answer. */
-    if (hint >= 1 && hint < m && a[m - 1] != h[m - 1] && a[hint - 1] == h[hint - 1] &&
-        a[hint] != h[hint])
-        return hint;
-    return common(a, live, h, n);
+    /* The run is keyed h[0]: its first live block is h[0]. */
+    return sim_chain_common_bisect(R->h + R->off, R->len - R->off, h, n, hint);
 }
 
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d)
