@@ -1110,9 +1110,6 @@ struct route__kvlru {
     route__kvidx *set;   /* the per-block set (kept: `set` at creation, or > 64 destinations) */
     route__kvidx *heads; /* else: the (run head, destination) pairs of the queues */
     sim_pfxidx **q;      /* per destination */
-    /* route__kvlru_walk scratch: the runs met, destination and positions */
-    uint32_t *iv_d, *iv_a, *iv_b;
-    uint32_t n_iv, cap_iv;
     uint32_t ds[64], rs[64]; /* the queues with a run keyed at one position, their runs */
     /* Counting filter over the heads index's hashes: filt[lru_fslot(h)]
      * counts them (saturating at UINT8_MAX, which then stays), so 0
@@ -1164,9 +1161,6 @@ void route__kvlru_destroy(route__kvlru *l)
     route__kvidx_destroy(l->set);
     route__kvidx_destroy(l->heads);
     free(l->filt);
-    free(l->iv_d);
-    free(l->iv_a);
-    free(l->iv_b);
     free(l);
 }
 
@@ -1259,8 +1253,10 @@ uint32_t route__kvlru_walk(route__kvlru *l, const uint64_t *hashes, uint32_t n, 
         return route__kvidx_walk(l->set, hashes, n, count);
     const route__kvidx *hx = l->heads;
     memset(count, 0, l->n_dest * sizeof *count);
-    l->n_iv = 0;
-    uint32_t cov = 0; /* positions [0, cov) are held by some destination */
+    /* Positions [0, cov) are held by some destination.  The walk stops at
+     * the first position >= cov, so every stretch found ends at or before
+     * it: each is credited whole as it is found. */
+    uint32_t cov = 0;
     uint32_t i = 0;
     const uint8_t *filt = l->filt;
     for (uint32_t j = 0; j < KX_PF && j < n; j++)
@@ -1269,49 +1265,36 @@ uint32_t route__kvlru_walk(route__kvlru *l, const uint64_t *hashes, uint32_t n, 
         if (i + KX_PF < n)
             SIM_PREFETCH(&filt[lru_fslot(hashes[i + KX_PF])]);
         const uint64_t bits = filt[lru_fslot(hashes[i])] ? t_bits(hx, hashes[i]) : 0;
-        if (!bits) {
-            if (i >= cov)
-                break;
-            continue;
-        }
-        /* The runs keyed hashes[i] in every queue that has one (all of
-         * them at the list's first block, the model hash): each stage for
-         * all of them before the next, so that their misses overlap. */
-        uint32_t nd = 0;
-        for (uint64_t b = bits; b; b &= b - 1) {
-            const uint32_t d = (uint32_t)__builtin_ctzll(b);
-            l->ds[nd++] = d;
-            sim_pfxidx_at_fetch(l->q[d], hashes[i]);
-        }
-        for (uint32_t t = 0; t < nd; t++) {
-            l->rs[t] = sim_pfxidx_at_run(l->q[l->ds[t]], hashes[i]);
-            SIM_ALWAYS(l->rs[t] != SIM_PFXIDX_NONE); /* the heads index says it has one */
-        }
-        for (uint32_t t = 0; t < nd; t++)
-            sim_pfxidx_at_tail(l->q[l->ds[t]], l->rs[t], n - i);
-        if (l->n_iv + nd > l->cap_iv) {
-            while (l->n_iv + nd > l->cap_iv)
-                l->cap_iv = l->cap_iv ? 2 * l->cap_iv : 128;
-            l->iv_d = sim_xrealloc(l->iv_d, l->cap_iv * sizeof *l->iv_d);
-            l->iv_a = sim_xrealloc(l->iv_a, l->cap_iv * sizeof *l->iv_a);
-            l->iv_b = sim_xrealloc(l->iv_b, l->cap_iv * sizeof *l->iv_b);
-        }
-        uint32_t hint = 0; /* the last answer: most runs part from the list together */
-        for (uint32_t t = 0; t < nd; t++) {
-            const uint32_t d = l->ds[t];
-            const uint32_t k = sim_pfxidx_at_common(l->q[d], l->rs[t], hashes + i, n - i, hint);
-            hint = k;
-            SIM_ALWAYS(k >= 1); /* the run's first live block is hashes[i] */
-            l->iv_d[l->n_iv] = d;
-            l->iv_a[l->n_iv] = i;
-            l->iv_b[l->n_iv++] = i + k;
-            if (i + k > cov)
-                cov = i + k;
+        if (bits) {
+            /* The runs keyed hashes[i] in every queue that has one (all
+             * of them at the list's first block, the model hash): each
+             * stage for all of them before the next, so that their misses
+             * overlap. */
+            uint32_t nd = 0;
+            for (uint64_t b = bits; b; b &= b - 1) {
+                const uint32_t d = (uint32_t)__builtin_ctzll(b);
+                l->ds[nd++] = d;
+                sim_pfxidx_at_fetch(l->q[d], hashes[i]);
+            }
+            for (uint32_t t = 0; t < nd; t++) {
+                l->rs[t] = sim_pfxidx_at_run(l->q[l->ds[t]], hashes[i]);
+                SIM_ALWAYS(l->rs[t] != SIM_PFXIDX_NONE); /* the heads index says so */
+            }
+            for (uint32_t t = 0; t < nd; t++)
+                sim_pfxidx_at_tail(l->q[l->ds[t]], l->rs[t], n - i);
+            uint32_t hint = 0; /* the last answer: most runs part from the list together */
+            for (uint32_t t = 0; t < nd; t++) {
+                const uint32_t k =
+                    sim_pfxidx_at_common(l->q[l->ds[t]], l->rs[t], hashes + i, n - i, hint);
+                SIM_ALWAYS(k >= 1); /* the run's first live block is hashes[i] */
+                hint = k;
+                count[l->ds[t]] += k;
+                if (i + k > cov)
+                    cov = i + k;
+            }
         }
         if (i >= cov)
             break;
     }
-    for (uint32_t t = 0; t < l->n_iv; t++) /* every stretch starts before i */
-        count[l->iv_d[t]] += (l->iv_b[t] < i ? l->iv_b[t] : i) - l->iv_a[t];
     return i;
 }
