@@ -389,15 +389,6 @@ static uint32_t common(const uint64_t *a, uint32_t na, const uint64_t *b, uint32
     return sim_chain_common_bisect(a, na, b, nb, 0);
 }
 
-uint32_t sim_pfxidx_run_at(const sim_pfxidx *x, const uint64_t *h, uint32_t n)
-{
-    const uint32_t r = lookup(x, h[0]);
-    if (r == PX_NONE)
-        return 0;
-    const px_run *R = &x->run[r];
-    return common(R->h + R->off, R->len - R->off, h, n);
-}
-
 void sim_pfxidx_at_fetch(const sim_pfxidx *x, uint64_t h0)
 {
     SIM_PREFETCH(&x->filt[fslot(h0)]);
@@ -425,6 +416,12 @@ uint32_t sim_pfxidx_at_common(const sim_pfxidx *x, uint32_t r, const uint64_t *h
     const px_run *R = &x->run[r];
     /* The run is keyed h[0]: its first live block is h[0]. */
     return sim_chain_common_bisect(R->h + R->off, R->len - R->off, h, n, hint);
+}
+
+uint32_t sim_pfxidx_run_at(const sim_pfxidx *x, const uint64_t *h, uint32_t n)
+{
+    const uint32_t r = sim_pfxidx_at_run(x, h[0]);
+    return r == PX_NONE ? 0 : sim_pfxidx_at_common(x, r, h, n, 0);
 }
 
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d)
