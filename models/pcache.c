@@ -344,6 +344,11 @@ uint32_t pcache_match(const pcache *c, const uint64_t *hashes, uint32_t n,
             break;
         const node *y = &c->nd[ch];
         const uint32_t lim = y->len < n - pos ? y->len : n - pos;
+        /* The next level's map slot, asked for while this run's last
+         * hash is fetched (with hundreds of destinations both are cold:
+         * the two misses overlap when the run matches whole; a hint). */
+        if (lim < n - pos)
+            sim_u64map_prefetch(&c->map, hashes[pos + lim]);
         const uint32_t k = common(y->h, hashes + pos, lim, c->chained);
         if (y->ref == 0)
             unp += k;
