@@ -14,14 +14,18 @@
  * Steady decoders cost nothing per step (docs/performance.md).  A running
  * request whose prompt is computed and that only decodes changes in a
  * fixed way each step it is scheduled (computed and generated +1, one more
- * token of decode context) until one of two events: it needs a new KV
- * block (every block_size steps) or it emits its last token.  Such a
- * request is "steady": its counters are kept as of tick `tick0` of the
- * engine's tick counter (steps so far) and brought up to date only when
- * needed; the engine keeps Σ computed and their number for the cost batch,
- * and a timing wheel of the ticks of their next events.  A step visits only
- * the other running requests (prefills, recomputes) and the steady ones
- * with an event.  That is exact while every running request is scheduled
+ * token of decode context, a new KV block every block_size steps) until it
+ * emits its last token.  Such a request is "steady": its counters are kept
+ * as of tick `tick0` of the engine's tick counter (steps so far) and
+ * brought up to date only when needed; the engine keeps Σ computed and
+ * their number for the cost batch, a timing wheel of the ticks they finish
+ * at, and per phase (tick mod block_size) the number of them that take a
+ * new KV block in a step of that phase: the blocks are taken from the pool
+ * at their tick without visiting anyone and credited to each decoder when
+ * it leaves steady decode (until round 15 every new block was a visit, a
+ * cold cache line each with hundreds of engines: docs/performance.md).  A
+ * step visits only the other running requests (prefills, recomputes) and
+ * the steady ones that finish in it.  That is exact while every running request is scheduled
  * in full and no allocation fails, which the engine checks before the
  * step from the sums (tokens ≤ budget, blocks ≤ available): then the
  * order of allocations within the step cannot matter (they only take
@@ -57,12 +61,16 @@ struct engine {
     /* Running requests that are not steady decoders, in admission order. */
     engine_req **act;
     uint32_t n_act, cap_act;
-    /* Steady decoders by the tick of their next event: a timing wheel of
-     * wmask + 1 slots (> block_size, so that every event is within one
-     * turn; a farther one is parked in the last slot of the turn and moved
-     * on when that slot comes round), each an intrusive list. */
+    /* Steady decoders by the tick of their next event (the step they
+     * finish in): a timing wheel of wmask + 1 slots (a farther event is
+     * parked in the last slot of the turn and moved on when that slot
+     * comes round), each an intrusive list. */
     engine_req **wheel;
     uint64_t wmask;
+    /* Steady decoders by the phase of their block ticks (tb0 mod
+     * block_size, block_size entries): the step at tick t gives a new KV
+     * block to ph_cnt[t mod block_size] of them, without visiting them. */
+    uint32_t *ph_cnt;
     /* Steady decoders whose event is due in the step being formed or run
      * (taken from the wheel; after try_start: those finishing in it). */
     engine_req **due;
@@ -127,17 +135,23 @@ engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
         return NULL;
     e->cache = pcache_create(n_blocks);
     e->cap_act = e->cap_due = 64;
-    uint64_t w = 16;
+    /* Wheel slots: a power of two > 2 block sizes, and at least 256 so
+     * that most decoders' finish ticks (their only event) are within one
+     * turn and are not parked and moved on (docs/performance.md, round
+     * 15: 2.4 % of the run at R = 1000 against 64 slots). */
+    uint64_t w = 256;
     while (w <= 2ull * p->block_size)
         w <<= 1;
     e->wmask = w - 1;
     e->act = malloc(e->cap_act * sizeof *e->act);
     e->wheel = calloc(w, sizeof *e->wheel);
+    e->ph_cnt = calloc(p->block_size, sizeof *e->ph_cnt);
     e->due = malloc(e->cap_due * sizeof *e->due);
-    if (!e->cache || !e->act || !e->wheel || !e->due) {
+    if (!e->cache || !e->act || !e->wheel || !e->ph_cnt || !e->due) {
         pcache_destroy(e->cache);
         free(e->act);
         free(e->wheel);
+        free(e->ph_cnt);
         free(e->due);
         free(e);
         return NULL;
@@ -160,6 +174,7 @@ void engine_destroy(engine *e)
     pcache_destroy(e->cache);
     free(e->act);
     free(e->wheel);
+    free(e->ph_cnt);
     free(e->due);
     free(e);
 }
@@ -397,32 +412,48 @@ static inline void wheel_take_due(engine *e)
     }
 }
 
-static inline uint64_t next_event(const engine *e, const engine_req *er)
-{
-    const uint64_t tb = tick_block(e, er), tf = tick_finish(er);
-    return tb < tf ? tb : tf;
-}
-
 /* Running request `er` (not in `act`) starts steady decode at the current
- * tick.  Its prompt blocks are all offered to the cache already. */
+ * tick.  Its prompt blocks are all offered to the cache already.  Its KV
+ * blocks to come (one at tick_block, then one every block_size ticks up to
+ * and including its finish tick) are counted in its phase, not visited:
+ * its only wheel event is the step it finishes in. */
 static void steady_join(engine *e, engine_req *er)
 {
-    SIM_ALWAYS(er->nblk * (uint64_t)e->p.block_size >= er->computed);
+    const uint32_t bs = e->p.block_size;
+    SIM_ALWAYS(er->nblk * (uint64_t)bs >= er->computed);
     er->steady = true;
     er->tick0 = e->tick;
     e->n_steady++;
     e->s_ctx += er->computed;
-    er->ev = next_event(e, er);
+    er->tb0 = tick_block(e, er);
+    er->ev = tick_finish(er);
+    /* A steady decoder's last block is at most one block ahead of it, so
+     * its first block tick is within block_size of now: no tick of its
+     * phase comes before it. */
+    SIM_ALWAYS(er->tb0 - e->tick < bs);
+    if (er->tb0 <= er->ev)
+        e->ph_cnt[er->tb0 % bs]++;
     wheel_put(e, er);
 }
 
-/* Bring steady `er`'s counters up to the current tick and take it out of
- * the steady sums (the caller has taken it out of the wheel). */
+/* Bring steady `er`'s counters up to the current tick (its tokens, and the
+ * KV blocks its phase was given by the steps before this tick) and take it
+ * out of the steady sums (the caller has taken it out of the wheel). */
 static void steady_leave(engine *e, engine_req *er)
 {
+    const uint32_t bs = e->p.block_size;
     const uint64_t d = e->tick - er->tick0;
     er->computed += (uint32_t)d;
     er->generated += (uint32_t)d;
+    if (er->tb0 <= er->ev) {
+        const uint64_t last = e->tick - 1 < er->ev ? e->tick - 1 : er->ev;
+        if (last >= er->tb0) {
+            const uint32_t k = (uint32_t)((last - er->tb0) / bs + 1);
+            er->nblk += k;
+            pcache_seq_grant(e->cache, &er->kv, k);
+        }
+        e->ph_cnt[er->tb0 % bs]--;
+    }
     er->steady = false;
     e->n_steady--;
     e->s_ctx -= er->computed;
@@ -490,23 +521,31 @@ static void pure_done(engine *e, double now)
     count_step(e, now);
 }
 
-/* The formation of a planned step whose wheel slot holds entries:
- * engine_try_start's fast path with nothing in `act`, nothing waiting and
- * nobody finishing (the plan's guarantees), in the same order: parked
- * entries moved on, then each due decoder's new KV block and its next
- * event.  The batch is the pure one (the caller sets it). */
+/* This tick's new KV blocks of the steady decoders (those of its phase),
+ * taken one at a time as the decoders' own allocations would be: all of
+ * them succeed (the caller checked), so which decoder a block goes to
+ * does not matter to the cache; each decoder is credited its blocks when
+ * it leaves steady decode (steady_leave). */
+static void take_phase_blocks(engine *e)
+{
+    const uint32_t need = e->ph_cnt[e->tick % e->p.block_size];
+    for (uint32_t i = 0; i < need; i++)
+        SIM_ALWAYS(pcache_take(e->cache, 1) == 1);
+}
+
+/* The formation of a planned step: engine_try_start's fast path with
+ * nothing in `act`, nothing waiting and nobody finishing (the plan's
+ * guarantees), in the same order: parked entries moved on, then the
+ * phase's new KV blocks.  The batch is the pure one (the caller sets
+ * it). */
 static void cruise_form(engine *e)
 {
     SIM_ALWAYS(e->n_due == 0 && e->n_act == 0);
-    wheel_take_due(e);
-    for (uint32_t i = 0; i < e->n_due; i++) {
-        engine_req *er = e->due[i];
-        SIM_ALWAYS(tick_block(e, er) == e->tick && tick_finish(er) != e->tick);
-        SIM_ALWAYS(ensure_blocks(e, er, er->nblk + 1));
-        er->ev = next_event(e, er);
-        wheel_put(e, er);
+    if (e->wheel[e->tick & e->wmask]) {
+        wheel_take_due(e);
+        SIM_ALWAYS(e->n_due == 0); /* nobody finishes in a planned step */
     }
-    e->n_due = 0;
+    take_phase_blocks(e);
 }
 
 /* Materialise the planned steps that end at or before `now` (strictly
@@ -523,8 +562,7 @@ static void cruise_run(engine *e, double now, bool incl)
         if (incl ? !(t <= now) : !(t < now))
             break;
         pure_done(e, t);
-        if (e->wheel[e->tick & e->wmask])
-            cruise_form(e);
+        cruise_form(e);
         pure_batch(e, &e->batch);
         e->step_start = t;
         e->cr_m++;
@@ -553,20 +591,19 @@ uint32_t engine_cruise(engine *e, double t0, double t1, double factor, double *t
     for (; e->tick + k < stop; k++) {
         const uint64_t t = e->tick + k;
         bool ok = true;
+        /* The wheel holds each decoder at its finish tick, or parked on
+         * the way there: an entry due at t finishes in step t; one parked
+         * at t moves on at t, possibly into this plan's window, so the
+         * plan ends before its finish. */
         for (const engine_req *er = e->wheel[t & e->wmask]; er && ok; er = er->wnext) {
-            if (er->ev != t)
-                continue; /* parked: only moved on in the wheel */
-            const uint64_t tf = tick_finish(er);
-            if (tf == t || blank == 0) {
-                ok = false;
-            } else {
-                blank--;
-                const uint64_t nx = t + e->p.block_size < tf ? t + e->p.block_size : tf;
-                stop = nx < stop ? nx : stop;
-            }
+            ok = er->ev != t;
+            if (er->ev < stop)
+                stop = er->ev;
         }
-        if (!ok)
+        const uint32_t need = e->ph_cnt[t % e->p.block_size];
+        if (!ok || need > blank)
             break;
+        blank -= need;
     }
     if (k == 1)
         return 0;
@@ -639,10 +676,8 @@ double engine_try_start(engine *e, double now)
      * can run without visiting the others: every running request gets all
      * it asks for (tokens and blocks). */
     SIM_ALWAYS(e->n_due == 0);
-    wheel_take_due(e);
-    uint64_t tokens = e->n_steady, blocks = 0;
-    for (uint32_t i = 0; i < e->n_due; i++)
-        blocks += tick_block(e, e->due[i]) == e->tick;
+    wheel_take_due(e); /* the steady decoders finishing in this step */
+    uint64_t tokens = e->n_steady, blocks = e->ph_cnt[e->tick % bs];
     for (uint32_t i = 0; i < e->n_act; i++) {
         const engine_req *er = e->act[i];
         const uint32_t todo = seq_len(er) - er->computed;
@@ -660,19 +695,7 @@ double engine_try_start(engine *e, double now)
             SIM_ALWAYS(ensure_blocks(e, er, blocks_needed(er, n, bs)));
             batch_add(e, er, n);
         }
-        uint32_t kept = 0;
-        for (uint32_t i = 0; i < e->n_due; i++) {
-            engine_req *er = e->due[i];
-            if (tick_block(e, er) == e->tick)
-                SIM_ALWAYS(ensure_blocks(e, er, er->nblk + 1));
-            if (tick_finish(er) == e->tick) {
-                e->due[kept++] = er; /* finishes in this step */
-            } else {
-                er->ev = next_event(e, er);
-                wheel_put(e, er);
-            }
-        }
-        e->n_due = kept;
+        take_phase_blocks(e); /* the due ones stay in `due`: they finish */
         /* Each steady decoder: one token with context computed + 1. */
         e->batch.decode_tokens += e->n_steady;
         e->batch.decode_ctx += e->s_ctx + e->n_steady;

@@ -62,7 +62,12 @@ typedef struct engine_req {
     uint64_t seq;         /* admission order */
     uint64_t tick0;       /* steady decode: engine tick at which computed
                              and generated above were exact */
-    uint64_t ev;          /* steady decode: tick of its next event */
+    uint64_t ev;          /* steady decode: tick of its next event (the
+                             step it finishes in) */
+    uint64_t tb0;         /* steady decode: first tick whose step gives it
+                             a new KV block (then every block_size ticks;
+                             the blocks are counted per phase by the
+                             engine and credited when it leaves) */
     struct engine_req *wnext; /* steady decode: next in its wheel slot */
     bool steady;          /* in steady decode (state kept lazily) */
 } engine_req;

@@ -410,7 +410,7 @@ static uint32_t evict_some(pcache *c, uint32_t k)
     return e;
 }
 
-uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
+uint32_t pcache_take(pcache *c, uint32_t n)
 {
     const uint32_t avail = c->n_free + c->n_lru;
     const uint32_t take = n < avail ? n : avail;
@@ -418,6 +418,18 @@ uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
         evict_some(c, take - c->n_free);
     c->n_free -= take;
     c->n_pinned += take;
+    return take;
+}
+
+void pcache_seq_grant(pcache *c, pcache_seq *s, uint32_t n)
+{
+    (void)c; /* blocks are counted, not named: nothing to hand over */
+    s->n_priv += n;
+}
+
+uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
+{
+    const uint32_t take = pcache_take(c, n);
     s->n_priv += take;
     return take;
 }

@@ -166,6 +166,23 @@ void pcache_seq_pin(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t m
 uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n);
 
 /*
+ * pcache_seq_alloc without naming the sequence yet: up to `n` blocks leave
+ * the pool as private blocks (blank first, then evicting the coldest, the
+ * same way and in the same order as pcache_seq_alloc) and are held until
+ * pcache_seq_grant() gives them to their sequence.  For many sequences
+ * that each take one block at the same tick, in any order when all of them
+ * succeed (an engine's steady decoders, models/engine.c): the cache ends
+ * in the same state as with one pcache_seq_alloc(…, 1) per sequence.
+ * Returns how many were taken.  Cost and failure as pcache_seq_alloc.
+ */
+uint32_t pcache_take(pcache *c, uint32_t n);
+
+/* Give `s` `n` private blocks taken earlier from `c` with pcache_take()
+ * (s->n_priv grows; the pool's counts do not change).  At most as many as
+ * were taken and not granted yet. */
+void pcache_seq_grant(pcache *c, pcache_seq *s, uint32_t n);
+
+/*
  * Register the content of sequence `s`'s blocks up to `full` (exclusive):
  * blocks s->n_tree .. full-1, whose chained hashes are `hashes[i]`, must be
  * private (full <= s->n_tree + s->n_priv) and full.  They join the tree

@@ -27,6 +27,8 @@ struct pcache {
     uint32_t n_free_h;
     uint32_t *tmp;
     uint32_t cap_tmp;
+    blist anon;         /* blocks taken by pcache_take, not granted yet: */
+    uint32_t anon_head; /* anon.b[anon_head .. anon.n) */
 };
 
 pcache *pcache_create(uint32_t n_blocks)
@@ -48,6 +50,7 @@ void pcache_destroy(pcache *c)
     free(c->l);
     free(c->free_h);
     free(c->tmp);
+    free(c->anon.b);
     pcache_ref_destroy(c->r);
     free(c);
 }
@@ -120,6 +123,33 @@ uint32_t pcache_seq_alloc(pcache *c, pcache_seq *s, uint32_t n)
     l->n += got;
     s->n_priv += got;
     return got;
+}
+
+uint32_t pcache_take(pcache *c, uint32_t n)
+{
+    if (c->anon_head > 0 && 2 * c->anon_head >= c->anon.n) { /* compact */
+        memmove(c->anon.b, c->anon.b + c->anon_head,
+                (c->anon.n - c->anon_head) * sizeof *c->anon.b);
+        c->anon.n -= c->anon_head;
+        c->anon_head = 0;
+    }
+    reserve(&c->anon, c->anon.n + n + 1);
+    const uint32_t got = pcache_ref_alloc_run(c->r, c->anon.b + c->anon.n, n);
+    c->anon.n += got;
+    return got;
+}
+
+/* Which taken block goes to which sequence does not matter (block indices
+ * are free, pcache_ref_alloc_run): first taken, first granted. */
+void pcache_seq_grant(pcache *c, pcache_seq *s, uint32_t n)
+{
+    SIM_ALWAYS(c->anon.n - c->anon_head >= n);
+    blist *l = list_of(c, s);
+    reserve(l, l->n + n + 1);
+    memcpy(l->b + l->n, c->anon.b + c->anon_head, (size_t)n * sizeof *l->b);
+    l->n += n;
+    s->n_priv += n;
+    c->anon_head += n;
 }
 
 uint32_t pcache_seq_commit(pcache *c, pcache_seq *s, const uint64_t *hashes, uint32_t full)
