@@ -25,15 +25,15 @@
  * it leaves steady decode (until round 15 every new block was a visit, a
  * cold cache line each with hundreds of engines: docs/performance.md).  A
  * step visits only the other running requests (prefills, recomputes) and
- * the steady ones that finish in it.  That is exact while every running request is scheduled
- * in full and no allocation fails, which the engine checks before the
- * step from the sums (tokens ≤ budget, blocks ≤ available): then the
- * order of allocations within the step cannot matter (they only take
- * blank blocks: never-used ones first, then the coldest cached ones,
- * whoever asks).  Otherwise (chunked prefill over budget, memory short)
- * every steady request is brought up to date and the step runs as the
- * plain loop over all running requests in admission order.  Releases and
- * hooks of one step happen in admission order in both cases.
+ * the steady ones that finish in it.  That is exact while every running
+ * request is scheduled in full and no allocation fails, which the engine
+ * checks before the step from the sums (tokens ≤ budget, blocks ≤
+ * available): then the order of allocations within the step cannot matter
+ * (they only take blank blocks: never-used ones first, then the coldest
+ * cached ones, whoever asks).  Otherwise (chunked prefill over budget,
+ * memory short) every steady request is brought up to date and the step
+ * runs as the plain loop over all running requests in admission order.
+ * Releases and hooks of one step happen in admission order in both cases.
  */
 #include "models/engine.h"
 
