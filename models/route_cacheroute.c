@@ -64,6 +64,19 @@ typedef struct cr_keystat {
     double ewma;            /* EWMA of the per-interval rate (not bias-corrected), requests/s */
 } cr_keystat;
 
+/* One stored depth of a key's history: the request's hash at that depth
+ * beside the depth, so that the check reads one line. */
+typedef struct cr_ref {
+    uint64_t hash;
+    uint32_t depth; /* blocks */
+} cr_ref;
+
+/* One slot of the per-interval counts: key and count (0 = empty slot). */
+typedef struct cr_count {
+    uint64_t key;
+    uint32_t n;
+} cr_count;
+
 typedef struct cacheroute {
     plan pl;
     int have_plan;
@@ -81,17 +94,16 @@ typedef struct cacheroute {
      * XXH3 slots).  Deliberately not the shared sim_u64map: the plan is
      * built from the keys in this table's slot order, plan_build sums
      * their rates in that order, and the sum's last bits decide LPT ties,
-     * so another table (or order) changes recorded cacheroute results. */
-    uint64_t *ck;
-    uint32_t *cc;
+     * so another table (or order) changes recorded cacheroute results.
+     * A slot's key and count side by side: one cache line a request. */
+    cr_count *cs;
     uint64_t cmask;
     size_t cn;
     /* Per-key history (cr_keystat) and the stored block hashes. */
     sim_u64map kidx;
     cr_keystat *ks;
     size_t n_ks, cap_ks;
-    uint32_t *ref_depth;
-    uint64_t *ref_hash;
+    cr_ref *ref;
     size_t n_ref, cap_ref;
     uint32_t window;        /* `window`: intervals kept (N) */
     uint32_t *win;          /* n_ks x window counts, ring by interval */
@@ -112,42 +124,37 @@ typedef struct cacheroute {
 
 static int counts_init(cacheroute *s, uint64_t slots)
 {
-    s->ck = calloc(slots, sizeof *s->ck);
-    s->cc = calloc(slots, sizeof *s->cc);
+    s->cs = calloc(slots, sizeof *s->cs);
     s->cmask = slots - 1;
     s->cn = 0;
-    return s->ck && s->cc ? SIM_OK : SIM_ERROR(SIM_ENOMEM, "out of memory (cacheroute counts)");
+    return s->cs ? SIM_OK : SIM_ERROR(SIM_ENOMEM, "out of memory (cacheroute counts)");
 }
 
 /* Count one request of `key`; count 0 marks an empty slot. */
 static void count_key(cacheroute *s, uint64_t key)
 {
     if (2 * (s->cn + 1) > s->cmask + 1) { /* keep load <= 1/2 */
-        uint64_t *ok = s->ck;
-        uint32_t *oc = s->cc;
+        cr_count *oc = s->cs;
         uint64_t old = s->cmask + 1;
-        s->ck = sim_xcalloc(2 * old, sizeof *s->ck);
-        s->cc = sim_xcalloc(2 * old, sizeof *s->cc);
+        s->cs = sim_xcalloc(2 * old, sizeof *s->cs);
         s->cmask = 2 * old - 1;
         for (uint64_t i = 0; i < old; i++)
-            if (oc[i]) {
-                uint64_t j = XXH3_64bits(&ok[i], 8) & s->cmask;
-                while (s->cc[j])
+            if (oc[i].n) {
+                uint64_t j = XXH3_64bits(&oc[i].key, 8) & s->cmask;
+                while (s->cs[j].n)
                     j = (j + 1) & s->cmask;
-                s->ck[j] = ok[i];
-                s->cc[j] = oc[i];
+                s->cs[j] = oc[i];
             }
-        free(ok);
         free(oc);
     }
     uint64_t i = XXH3_64bits(&key, 8) & s->cmask;
-    while (s->cc[i] && s->ck[i] != key)
+    while (s->cs[i].n && s->cs[i].key != key)
         i = (i + 1) & s->cmask;
-    if (!s->cc[i]) {
-        s->ck[i] = key;
+    if (!s->cs[i].n) {
+        s->cs[i].key = key;
         s->cn++;
     }
-    s->cc[i]++;
+    s->cs[i].n++;
 }
 
 /* ---- per-key history ---- */
@@ -156,11 +163,9 @@ static void ref_push(cacheroute *s, uint32_t depth, uint64_t hash)
 {
     if (s->n_ref == s->cap_ref) {
         s->cap_ref = s->cap_ref ? 2 * s->cap_ref : 1024;
-        s->ref_depth = sim_xrealloc(s->ref_depth, s->cap_ref * sizeof *s->ref_depth);
-        s->ref_hash = sim_xrealloc(s->ref_hash, s->cap_ref * sizeof *s->ref_hash);
+        s->ref = sim_xrealloc(s->ref, s->cap_ref * sizeof *s->ref);
     }
-    s->ref_depth[s->n_ref] = depth;
-    s->ref_hash[s->n_ref++] = hash;
+    s->ref[s->n_ref++] = (cr_ref){.hash = hash, .depth = depth};
 }
 
 /* Full prompt blocks of `r` (blocks past the prompt are output blocks). */
@@ -194,14 +199,14 @@ static void note_request(cacheroute *s, const wl_request *r)
             if (p2 >= 2 && mid < 2 * p2 && mid <= pb)
                 ref_push(s, mid, r->blocks[mid - 1]), k->n_ref++;
         }
-        if (k->n_ref && s->ref_depth[s->n_ref - 1] != pb)
+        if (k->n_ref && s->ref[s->n_ref - 1].depth != pb)
             ref_push(s, pb, r->blocks[pb - 1]), k->n_ref++;
         k->sp = (int16_t)(k->n_ref - 1);
     } else {
         cr_keystat *k = &s->ks[i];
         while (k->sp >= 0) {
-            const uint32_t d = s->ref_depth[k->ref_off + (uint32_t)k->sp];
-            if (d <= pb && r->blocks[d - 1] == s->ref_hash[k->ref_off + (uint32_t)k->sp])
+            const cr_ref *x = &s->ref[k->ref_off + (uint32_t)k->sp];
+            if (x->depth <= pb && r->blocks[x->depth - 1] == x->hash)
                 break;
             k->sp--;
         }
@@ -220,7 +225,7 @@ static double key_footprint(const cacheroute *s, uint32_t i)
     const cr_keystat *k = &s->ks[i];
     if (!s->block_size)
         return k->n_req ? k->sum_prompt / (double)k->n_req : 0;
-    return k->sp < 0 ? 0 : (double)s->ref_depth[k->ref_off + (uint32_t)k->sp] * s->block_size;
+    return k->sp < 0 ? 0 : (double)s->ref[k->ref_off + (uint32_t)k->sp].depth * s->block_size;
 }
 
 /* Expected work per request of key `i`, tokens: mean uncached prefill
@@ -375,13 +380,11 @@ static void free_state(cacheroute *s)
 {
     plan_fini(&s->pl);
     free(s->cap);
-    free(s->ck);
-    free(s->cc);
+    free(s->cs);
     free(s->iv);
     sim_u64map_fini(&s->kidx);
     free(s->ks);
-    free(s->ref_depth);
-    free(s->ref_hash);
+    free(s->ref);
     free(s->win);
     free(s->win_len);
     free(s->nominal);
@@ -497,8 +500,10 @@ static uint32_t cr_route(void *state, const wl_request *r, const route_view *v)
     if (s->have_plan) {
         int64_t a = plan_lookup(&s->pl, r->key);
         if (a >= 0) {
+            /* k_b from the offsets (off[a + 1] - off[a] == k[a], models/
+             * plan.c): the line of off[a] instead of a second array's. */
             const uint32_t *d = s->pl.dest + s->pl.off[a];
-            const uint32_t k = s->pl.k[a];
+            const uint32_t k = s->pl.off[a + 1] - s->pl.off[a];
             if (v->down && own->fallback == ROUTE__CR_FALLBACK_FAST)
                 return fast_fallback(own, d, k, v);
             uint32_t best = d[0];
@@ -520,11 +525,9 @@ static void cr_attach(void *state, void *primary)
 {
     cacheroute *s = state;
     plan_fini(&s->pl);
-    free(s->ck);
-    free(s->cc);
+    free(s->cs);
     free(s->iv);
-    s->ck = NULL;
-    s->cc = NULL;
+    s->cs = NULL;
     s->iv = NULL;
     s->have_plan = 0;
     s->primary = primary;
@@ -572,9 +575,9 @@ static size_t estimate_rates(cacheroute *s, double len, plan_key **keys_out, dou
     *total = 0;
     if (s->estimate == ROUTE__CR_RATE_INTERVAL) {
         for (uint64_t i = 0; i <= s->cmask; i++)
-            if (s->cc[i]) {
-                keys[n++] = (plan_key){s->ck[i], s->cc[i] / len};
-                *total += s->cc[i] / len;
+            if (s->cs[i].n) {
+                keys[n++] = (plan_key){s->cs[i].key, s->cs[i].n / len};
+                *total += s->cs[i].n / len;
             }
     } else if (nominal) {
         for (size_t i = 0; i < s->n_nominal; i++)
@@ -655,7 +658,7 @@ static void cr_interval(void *state, double now_s)
     s->n_ended++;
     for (size_t i = 0; i < s->n_ks; i++)
         s->ks[i].cur = 0;
-    memset(s->cc, 0, (s->cmask + 1) * sizeof *s->cc);
+    memset(s->cs, 0, (s->cmask + 1) * sizeof *s->cs); /* count 0: empty */
     s->cn = 0;
 
     if (s->have_plan && s->policy == ROUTE__CR_PLAN_HOLD && s->pl.n_admitted == 0) {
