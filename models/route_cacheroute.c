@@ -48,7 +48,7 @@
  * lowers the estimate to the deepest stored depth it still matches.  So
  * the estimate is the longest prefix every request of the key seen so far
  * shares with the first one, rounded down by at most a factor 1.5 (a
- * factor 2 below depth 4), at 12 bytes per stored depth (about
+ * factor 2 below depth 4), at 16 bytes per stored depth (about
  * 2 log2(prompt blocks) + 1 of them) instead of the first prompt's whole
  * block list.
  */
