@@ -446,9 +446,16 @@ static void steady_leave(engine *e, engine_req *er)
     er->computed += (uint32_t)d;
     er->generated += (uint32_t)d;
     if (er->tb0 <= er->ev) {
-        const uint64_t last = e->tick - 1 < er->ev ? e->tick - 1 : er->ev;
-        if (last >= er->tb0) {
-            const uint32_t k = (uint32_t)((last - er->tb0) / bs + 1);
+        /* Its block ticks whose steps have been formed (their blocks
+         * taken), up to its finish tick: those before the current tick,
+         * and the current one when its step is in progress (a crash or
+         * the end of a run in the middle of a step).  In step_done, where
+         * the tick has advanced while busy, only decoders finishing in
+         * that step leave, and their finish tick is the bound. */
+        const uint64_t formed = e->tick + (e->busy ? 1u : 0u);
+        const uint64_t end = formed < er->ev + 1 ? formed : er->ev + 1;
+        if (end > er->tb0) {
+            const uint32_t k = (uint32_t)((end - 1 - er->tb0) / bs + 1);
             er->nblk += k;
             pcache_seq_grant(e->cache, &er->kv, k);
         }

@@ -6,7 +6,8 @@
  * both; a request larger than the pool is rejected; pinned prompt blocks
  * of a running request are shared by a concurrent identical request;
  * steady decoders hold exactly the blocks of their computed tokens when
- * brought up to date, whatever the phase of their block ticks.
+ * brought up to date, whatever the phase of their block ticks, also when
+ * a crash interrupts a step.
  */
 #include <stdlib.h>
 
@@ -313,6 +314,50 @@ static void test_steady_blocks(void)
         free_req(&r[i], &er[i]);
 }
 
+static void count_lost(void *ctx, engine_req *er)
+{
+    (void)er;
+    (*(int *)ctx)++;
+}
+
+static void test_steady_crash(void)
+{
+    /* A crash in the middle of a step, at each of 16 consecutive steps of
+     * the decode (every phase of the steady decoders' block ticks): the
+     * blocks the step in progress took for them are theirs, so the crash
+     * leaves the pool with nothing pinned; the same when idle. */
+    const uint32_t prompt[5] = {20, 37, 50, 64, 81}, out[5] = {70, 90, 45, 120, 33};
+    for (int crash_at = 20; crash_at < 36 + 2; crash_at++) {
+        log_ctx l = {0};
+        engine *e = new_engine(&l, 1000, 4096, 8, true);
+        wl_request r[5];
+        engine_req er[5];
+        for (int i = 0; i < 5; i++) {
+            r[i] = make_req((uint64_t)i, prompt[i], out[i], 16, 21 + (uint64_t)i);
+            er[i] = (engine_req){.r = &r[i]};
+            engine_submit(e, &er[i], 0.0);
+        }
+        double t = 0, d = 0;
+        for (int step = 0; step < crash_at && (d = engine_try_start(e, t)) > 0; step++) {
+            t += d;
+            engine_step_done(e, t);
+        }
+        const bool mid = crash_at < 36; /* the last two crash idle */
+        if (mid)
+            CHECK(engine_try_start(e, t) > 0); /* a step in progress */
+        int lost = 0;
+        CHECK_INT_EQ(engine_crash(e, false, count_lost, &lost), (uint32_t)lost);
+        CHECK(lost >= 4);
+        CHECK_INT_EQ(pcache_pinned(engine_cache(e)), 0);
+        pcache_check(engine_cache(e));
+        engine_destroy(e);
+        for (int i = 0; i < 5; i++) {
+            wl_request_fini(&r[i]);
+            CHECK(er[i].nblk == 0 && er[i].kv.n_priv == 0);
+        }
+    }
+}
+
 int main(void)
 {
     test_lone_request();
@@ -321,6 +366,7 @@ int main(void)
     test_withdraw();
     test_output_blocks();
     test_steady_blocks();
+    test_steady_crash();
     puts("engine: ok");
     return 0;
 }
