@@ -272,23 +272,31 @@ static void check_blocks(void *ctx, engine_req *er)
     b->running++;
 }
 
+/* Five requests, submitted at t = 0, whose block ticks fall in different
+ * phases of block_size 16 (prompts 20..81 tokens) and that decode 33..120
+ * tokens together; `salt` makes their prompts distinct from other
+ * tests'. */
+static void submit_phases(engine *e, wl_request r[5], engine_req er[5], uint64_t salt)
+{
+    static const uint32_t prompt[5] = {20, 37, 50, 64, 81}, out[5] = {70, 90, 45, 120, 33};
+    for (int i = 0; i < 5; i++) {
+        r[i] = make_req((uint64_t)i, prompt[i], out[i], 16, salt + (uint64_t)i);
+        er[i] = (engine_req){.r = &r[i]};
+        engine_submit(e, &er[i], 0.0);
+    }
+}
+
 static void test_steady_blocks(void)
 {
-    /* Five requests whose block ticks fall in different phases (prompts
-     * 20..81 tokens) decode 33..120 tokens together; every 7 steps the
-     * running ones are brought up to date and their blocks checked
+    /* The five requests of submit_phases decode together; every 7 steps
+     * the running ones are brought up to date and their blocks checked
      * against the pool's pinned count (distinct prompts: nothing shared).
      * Then all finish and the pool holds nothing. */
     log_ctx l = {0};
     engine *e = new_engine(&l, 1000, 4096, 8, true);
-    const uint32_t prompt[5] = {20, 37, 50, 64, 81}, out[5] = {70, 90, 45, 120, 33};
     wl_request r[5];
     engine_req er[5];
-    for (int i = 0; i < 5; i++) {
-        r[i] = make_req((uint64_t)i, prompt[i], out[i], 16, 11 + (uint64_t)i);
-        er[i] = (engine_req){.r = &r[i]};
-        engine_submit(e, &er[i], 0.0);
-    }
+    submit_phases(e, r, er, 11);
     double t = 0, d;
     int steps = 0, checks = 0;
     while ((d = engine_try_start(e, t)) > 0) {
@@ -326,23 +334,18 @@ static void test_steady_crash(void)
      * the decode (every phase of the steady decoders' block ticks): the
      * blocks the step in progress took for them are theirs, so the crash
      * leaves the pool with nothing pinned; the same when idle. */
-    const uint32_t prompt[5] = {20, 37, 50, 64, 81}, out[5] = {70, 90, 45, 120, 33};
     for (int crash_at = 20; crash_at < 36 + 2; crash_at++) {
         log_ctx l = {0};
         engine *e = new_engine(&l, 1000, 4096, 8, true);
         wl_request r[5];
         engine_req er[5];
-        for (int i = 0; i < 5; i++) {
-            r[i] = make_req((uint64_t)i, prompt[i], out[i], 16, 21 + (uint64_t)i);
-            er[i] = (engine_req){.r = &r[i]};
-            engine_submit(e, &er[i], 0.0);
-        }
+        submit_phases(e, r, er, 21);
         double t = 0, d = 0;
         for (int step = 0; step < crash_at && (d = engine_try_start(e, t)) > 0; step++) {
             t += d;
             engine_step_done(e, t);
         }
-        const bool mid = crash_at < 36; /* the last two crash idle */
+        const bool mid = crash_at < 36; /* the last two crash between steps */
         if (mid)
             CHECK(engine_try_start(e, t) > 0); /* a step in progress */
         int lost = 0;
