@@ -20,7 +20,7 @@
 
 #include "models/cost.h"
 #include "models/engine.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "models/spec.h"
 
 /* How requests are spread over gateway replicas. */
@@ -47,7 +47,7 @@ enum cluster_assign {
  * longer than the interval, is exact.
  *
  * Replicas: `replicas` independent router states (each made by the
- * router's create(), then attach() for replicas >= 1, models/route.h);
+ * router's create(), then attach() for replicas >= 1, models/routers/route.h);
  * each request is routed by one replica, chosen by `assign`, which alone
  * counts it in its route_view.outstanding and receives its completion.
  * Replica 0 uses the run seed, so replicas = 1 reproduces a one-router

@@ -2,7 +2,7 @@
 # The docs stand on their own (issue 12): README.md, docs/*.md and
 # data/README.md cite no file outside the repository — no DESIGN.md,
 # nothing under ../shared/ — and every repository path they name
-# (sim/exp/store.c, models/route.h, tests/layers.sh, scripts/bench,
+# (sim/exp/store.c, models/routers/route.h, tests/layers.sh, scripts/bench,
 # experiments/*.yaml, docs/engine.md, data/mooncake/*.xz, ...) exists in
 # the tree.  Paths are recognised only under the tree's top-level folders
 # and only where they start a word, so prose ("requests/s") and other

@@ -33,8 +33,16 @@ $out"
 # 3. Internal headers stay inside their module.
 #    (Tests of routers may; so may the reference copy of a router that
 #    equiv_ref_sim links in its place, tests/route_*_ref.c.)
-out=$(grep -rln --include='*.[ch]' '"models/route_int.h"' sim workloads tests | grep -Ev '^tests/(test_route|route_[a-z_]+_ref\.c$)')
-[ -n "$out" ] && report "models/route_int.h included outside models/: $out"
+out=$(grep -rln --include='*.[ch]' '"models/routers/route_int.h"' sim workloads tests | grep -Ev '^tests/(test_route|route_[a-z_]+_ref\.c$)')
+[ -n "$out" ] && report "models/routers/route_int.h included outside models/routers/: $out"
+out=$(grep -rln --include='*.[ch]' '"models/routers/route_int.h"' models | grep -v '^models/routers/')
+[ -n "$out" ] && report "models/routers/route_int.h included in models/ outside the routers folder (the plug-in boundary is models/routers/route.h): $out"
+#    Routers are plug-ins: every router file lives in models/routers/, and
+#    nothing outside it defines a router type.
+out=$(ls models/route*.c models/route*.h 2>/dev/null)
+[ -n "$out" ] && report "router files outside models/routers/: $out"
+out=$(grep -ln '^const route_type route_' models/*.c sim/exp/*.c workloads/*.c 2>/dev/null)
+[ -n "$out" ] && report "a router type defined outside models/routers/: $out"
 out=$(grep -rln --include='*.[ch]' '"sim/exp/report_int.h"' models workloads sim/core tests sim/exp | grep -Ev 'sim/exp/(report|plot)\.c')
 [ -n "$out" ] && report "sim/exp/report_int.h included outside report.c/plot.c: $out"
 # 4. The result store is a boundary: SQL lives in sim/exp/store*.c, and

@@ -1,7 +1,7 @@
 /*
  * The per-block global prefix index: the sim/core/pfxidx.h interface
  * (as pfxidx_ref_*, see pfxidx_ref.h) as dualmap's global index was
- * before the run queue (models/route_dualmap.c
+ * before the run queue (models/routers/route_dualmap.c
  * gidx_*, crsim 0.2): one map entry per block hash, its destination bitset
  * and last touch, and a lazy LRU queue of blocks.  Kept unchanged as the
  * definition of the interface's semantics: tests/test_pfxidx.c drives it

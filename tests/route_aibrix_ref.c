@@ -1,5 +1,5 @@
 /*
- * TEST REFERENCE, not built into crsim: models/route_aibrix_prefix.c as it
+ * TEST REFERENCE, not built into crsim: models/routers/route_aibrix_prefix.c as it
  * was before the round-4 optimisations (crsim at 6d8feb8: a per-block LRU
  * map of the prefix table: one map probe, insertion or eviction per prompt
  * block). Linked instead of it into equiv_ref_sim (tests/meson.build), so
@@ -65,7 +65,7 @@
 #include "sim/core/error.h"
 #include "sim/core/lruq.h"
 #include "sim/core/u64map.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define AB_NONE UINT32_MAX
 #define AB_PF 16 /* blocks ahead the add pass prefetches */

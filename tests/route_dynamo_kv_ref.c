@@ -1,5 +1,5 @@
 /*
- * TEST REFERENCE, not built into crsim: models/route_dynamo_kv.c as it was
+ * TEST REFERENCE, not built into crsim: models/routers/route_dynamo_kv.c as it was
  * before the round-4 optimisations (crsim at 6d8feb8: its index per block,
  * route__kvidx, as frozen in tests/route_kvidx_ref.c). Linked instead of
  * it into equiv_ref_sim (tests/meson.build), so that tests/router_equiv.sh
@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 #include "sim/core/u64map.h"
 

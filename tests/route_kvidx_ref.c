@@ -1,5 +1,5 @@
 /*
- * TEST REFERENCE, not built into crsim: models/route_kvidx.c as it was
+ * TEST REFERENCE, not built into crsim: models/routers/route_kvidx.c as it was
  * before the round-4 optimisations (crsim at 6d8feb8: ordered indexes as
  * per-destination lazy LRU queues of (hash, destination) pairs behind a
  * pair map: one probe and one queue touch per block added). Linked instead
@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/lruq.h"

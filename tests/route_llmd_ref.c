@@ -1,5 +1,5 @@
 /*
- * TEST REFERENCE, not built into crsim: models/route_llmd.c as it was
+ * TEST REFERENCE, not built into crsim: models/routers/route_llmd.c as it was
  * before the round-4 optimisations (crsim at 6d8feb8: its approximate
  * index per block, route__kvidx in ordered mode, as frozen in
  * tests/route_kvidx_ref.c). Linked instead of it into equiv_ref_sim
@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 
 enum { LLMD_APPROX = 0, LLMD_PRECISE = 1 };

@@ -1,10 +1,10 @@
 /*
- * TEST REFERENCE, not built into crsim: models/route_preble.c as it was
+ * TEST REFERENCE, not built into crsim: models/routers/route_preble.c as it was
  * before the round-4 optimisations (crsim at 9c90368: a full pass over the
  * active nodes per rebalancing, the candidate scan over all of them, a
  * per-node walk of a migrated subtree, a sort of the TPOT ring per
  * completion, a map walk per completion).  Linked instead of
- * models/route_preble.c into equiv_ref_sim (tests/meson.build), so that
+ * models/routers/route_preble.c into equiv_ref_sim (tests/meson.build), so that
  * tests/router_equiv.sh can check that the optimised router gives
  * bit-identical simulations.  Unchanged below this comment.
  */
@@ -123,7 +123,7 @@
 #include "sim/core/prefetch.h"
 #include "sim/core/lruq.h"
 #include "sim/core/u64map.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define PB_NONE UINT32_MAX
 #define PB_WINDOW_S 180.0

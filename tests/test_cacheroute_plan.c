@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/plan.h"
-#include "models/route.h"
+#include "models/routers/plan.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "check.h"
 

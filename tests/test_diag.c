@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "models/cluster.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
 #include "sim/exp/setup.h"

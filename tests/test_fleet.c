@@ -16,8 +16,8 @@
 
 #include "models/cluster.h"
 #include "models/cost.h"
-#include "models/plan.h"
-#include "models/route.h"
+#include "models/routers/plan.h"
+#include "models/routers/route.h"
 #include "sim/core/config.h"
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"

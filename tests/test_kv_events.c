@@ -20,7 +20,7 @@
 
 #include "models/cluster.h"
 #include "models/engine.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "models/spec_load.h"
 #include "sim/core/error.h"
 #include "sim/core/u64map.h"

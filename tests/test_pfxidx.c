@@ -133,7 +133,7 @@ static void against_reference(uint32_t cap, uint32_t n_dest, uint64_t seed, int 
  * reference's expire(before) with before = now - ttl + 1/128; a set kept
  * from the log alone has the table's size and holds every block the
  * reference matches.  And the run-head log with sim_pfxidx_run_at (what
- * models/route_kvidx.c's walk reads): a set of heads kept from that log
+ * models/routers/route_kvidx.c's walk reads): a set of heads kept from that log
  * holds exactly the blocks of the prompt where run_at finds a run, and
  * the stretches run_at gives from them cover exactly the prompt's blocks
  * the reference holds (holes included). */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/plan.h"
+#include "models/routers/plan.h"
 #include "sim/core/error.h"
 #include "check.h"
 

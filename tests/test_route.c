@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "models/cost.h"
-#include "models/plan.h"
-#include "models/route.h"
+#include "models/routers/plan.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "check.h"
 

@@ -26,7 +26,7 @@
 #endif
 
 #include "models/cost.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "sim/core/rng.h"
 #include "check.h"

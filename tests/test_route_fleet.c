@@ -23,8 +23,8 @@
 
 #include "models/cluster.h"
 #include "models/cost.h"
-#include "models/route.h"
-#include "models/route_int.h"
+#include "models/routers/route.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
 #include "sim/exp/setup.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/u64map.h"
@@ -638,7 +638,7 @@ static void test_kvidx_direct_limits(void)
     route__kvidx_destroy(x);
 }
 
-/* The direct table's chunk overflow (models/route_kvidx.c, "direct
+/* The direct table's chunk overflow (models/routers/route_kvidx.c, "direct
  * mode"): 700 hashes made to share one home chunk of the first table (the
  * last of its 256 chunks, so that the probe wraps to chunk 0), by
  * inverting its Fibonacci hashing -- a white-box construction: if the

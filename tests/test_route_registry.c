@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "models/cost.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/config.h"
 #include "sim/core/error.h"
 #include "check.h"

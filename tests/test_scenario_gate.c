@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "check.h"
 

@@ -61,7 +61,7 @@ static inline uint32_t sim_chain_common(const uint64_t *a, const uint64_t *b, ui
  * stretch's answer against the same b; 0 = none; any value gives the same
  * answer), then by a bisection of the rest (the agreeing entries are a
  * prefix: chained).  O(1) probes on a hit, O(log n) otherwise.  Used by
- * sim/core/pfxidx.c and the run indexes of models/route_kvidx.c.  Cannot
+ * sim/core/pfxidx.c and the run indexes of models/routers/route_kvidx.c.  Cannot
  * fail. */
 static inline uint32_t sim_chain_common_bisect(const uint64_t *a, uint32_t na, const uint64_t *b,
                                                uint32_t nb, uint32_t hint)

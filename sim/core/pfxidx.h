@@ -3,9 +3,9 @@
  * most `capacity` blocks, each with the set of destinations it was sent to
  * and the time of its last touch -- the router-side table of AIBrix's
  * PrefixHashTable (vllm-project/aibrix pkg/utils/prefixcacheindexer/hash.go), used
- * by dualmap (models/route_dualmap.c, index_blocks > 0) and aibrix_prefix
- * (models/route_aibrix_prefix.c); with one destination, a chained-list
- * LRU (models/route_kvidx.c route__kvlru: llmd approximate, dynamo_kv
+ * by dualmap (models/routers/route_dualmap.c, index_blocks > 0) and aibrix_prefix
+ * (models/routers/route_aibrix_prefix.c); with one destination, a chained-list
+ * LRU (models/routers/route_kvidx.c route__kvlru: llmd approximate, dynamo_kv
  * without events).
  *
  * Semantics (the per-block table it replaces, kept as the test reference
@@ -66,7 +66,7 @@ void sim_pfxidx_expire(sim_pfxidx *x, double before);
 uint32_t sim_pfxidx_match(const sim_pfxidx *x, const uint64_t *h, uint32_t n, uint32_t d);
 
 /* sim_pfxidx_match for a set of destinations in one walk (AIBrix's
- * matching loop, models/route_aibrix_prefix.c): on entry `alive` (one bit
+ * matching loop, models/routers/route_aibrix_prefix.c): on entry `alive` (one bit
  * per destination, ceil(n_dest / 64) words) is the set; for every d in it
  * len[d] becomes sim_pfxidx_match(x, h, n, d); other entries of len are
  * untouched and `alive` is clobbered.  The walk stops where no destination
@@ -78,7 +78,7 @@ void sim_pfxidx_match_set(const sim_pfxidx *x, const uint64_t *h, uint32_t n, ui
 /* Drop blocks idle for `ttl` or longer, least recent first: every block
  * whose last touch t has !(now - t < ttl), i.e. AIBrix's test
  * (prefixcacheindexer/hash.go: time.Since(lastAccess) >= ttl) spelt as
- * models/route_aibrix_prefix.c did (the same floating-point expression,
+ * models/routers/route_aibrix_prefix.c did (the same floating-point expression,
  * not sim_pfxidx_expire(now - ttl), which may round differently).
  * O(runs dropped). */
 void sim_pfxidx_expire_idle(sim_pfxidx *x, double now, double ttl);
@@ -104,7 +104,7 @@ void sim_pfxidx_log_clear(sim_pfxidx *x);
  * blocks of the table that a walk over a prompt cannot reach from the
  * block before (the argument at the top of pfxidx.c), which is where
  * sim_pfxidx_run_at measures from.  Used by route__kvlru's run-level
- * walk (models/route_kvidx.c).  Returned through *h and *in, owned by the
+ * walk (models/routers/route_kvidx.c).  Returned through *h and *in, owned by the
  * index, valid until its next change.  Cannot fail (aborts if out of
  * memory). */
 void sim_pfxidx_head_log_on(sim_pfxidx *x);

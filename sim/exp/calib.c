@@ -18,7 +18,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "models/cluster.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "sim/exp/pool.h"
 #include "sim/exp/setup.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/config.h"
 #include "sim/core/error.h"
 #include "workloads/wl_config.h"

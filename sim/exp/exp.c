@@ -18,7 +18,7 @@
 
 
 #include "models/cluster.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "workloads/describe.h"
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"

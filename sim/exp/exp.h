@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "workloads/wl_config.h"
 #include "sim/core/config.h"
 #include "sim/core/xenum.h"
@@ -144,7 +144,7 @@ typedef struct exp_config {
     char *cost_profile;       /* "" = the deployment's default profile */
     /* workload (its own schema: workloads/wl_config.h) */
     wl_config wl;
-    /* router.*: every router section's parameters (models/route.h), owned;
+    /* router.*: every router section's parameters (models/routers/route.h), owned;
      * shallow copies of the config share it */
     route_config *router;
 } exp_config;

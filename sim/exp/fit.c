@@ -18,7 +18,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/config.h"
 #include "sim/core/error.h"
 #include "sim/core/wall.h"

@@ -1,5 +1,5 @@
 /*
- * The plan command: read rates, run the planner (models/plan.c), report.
+ * The plan command: read rates, run the planner (models/routers/plan.c), report.
  */
 #include "sim/exp/plan_cli.h"
 
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/plan.h"
+#include "models/routers/plan.h"
 #include "workloads/keyrates.h"
 #include "sim/core/error.h"
 #include "sim/core/wall.h"

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "models/plan.h"
-#include "models/route.h"
+#include "models/routers/plan.h"
+#include "models/routers/route.h"
 #include "workloads/diag.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "models/cost_profile.h"
-#include "models/plan.h"
+#include "models/routers/plan.h"
 #include "models/spec_load.h"
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "models/cluster.h"
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "models/spec.h"
 #include "workloads/keyrates.h"
 #include "workloads/mooncake.h"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "models/plan.h"
+#include "models/routers/plan.h"
 #include "sim/core/rng.h"
 #include "sim/core/wall.h"
 

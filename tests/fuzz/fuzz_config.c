@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: the YAML config loader (sim/core/config.c) and the
  * whole experiment schema (harness keys, every router section, the
- * workload section: sim/exp/exp.c, workloads/wl_config.c, models/route*.c)
+ * workload section: sim/exp/exp.c, workloads/wl_config.c, models/routers/route*.c)
  * through exp_config_load on a file holding the input, the routers'
  * checks included.  Checks: an error is one line of text starting with
  * the file's path; a config that loads dumps to canonical text that loads

@@ -130,7 +130,7 @@
 #include "sim/core/prefetch.h"
 #include "sim/core/lruq.h"
 #include "sim/core/u64map.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define PB_NONE UINT32_MAX
 #define PB_WINDOW_S 180.0

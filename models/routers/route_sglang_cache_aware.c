@@ -67,7 +67,7 @@
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/u64map.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define SG_NONE UINT32_MAX
 #define SG_ROOT 0u

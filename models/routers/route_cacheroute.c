@@ -7,7 +7,7 @@
  * (router.cacheroute.rate_estimate: the last interval's count / its length
  * by default, or a window of intervals, an EWMA, or the workload's nominal
  * rates) and re-plans (router.cacheroute.plan_policy: `fresh` rebuilds the
- * table from scratch with the planner, models/plan.c, by default; `hold`
+ * table from scratch with the planner, models/routers/plan.c, by default; `hold`
  * keeps the first table; `churn_aware` adjusts the previous table within a
  * move budget, plan_rebalance); the table then stays fixed until the next
  * interval.  Dispatch: an admitted key goes to the member of T(b) with the
@@ -34,8 +34,8 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
-#include "models/plan.h"
-#include "models/route_int.h"
+#include "models/routers/plan.h"
+#include "models/routers/route_int.h"
 #include "sim/core/wall.h"
 
 /*

@@ -2,7 +2,7 @@
  * Internal to the routers in models/route*.c and the planner (as SQLite
  * pairs btree.h with btreeInt.h): the consistent-hash ring, power of two
  * choices and the ring key hash that several policies share.  Not part of
- * the router API (models/route.h); the harness never includes it.
+ * the router API (models/routers/route.h); the harness never includes it.
  */
 #ifndef CRSIM_MODELS_ROUTE_INT_H
 #define CRSIM_MODELS_ROUTE_INT_H
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "models/route.h"
+#include "models/routers/route.h"
 #include "sim/core/rng.h"
 
 /* ---- consistent-hash ring shared by sticky (and later chwbl, dualmap) ---- */
@@ -51,7 +51,7 @@ uint64_t route__key_hash(uint64_t key, uint64_t salt);
 
 /* ---- config sections read by more than one router file ---- */
 
-/* router.sticky (models/route_sticky.c): the hash ring's size, read by
+/* router.sticky (models/routers/route_sticky.c): the hash ring's size, read by
  * sticky, chwbl and the cacheroute family (hash placement). */
 typedef struct route__sticky_params {
     int64_t vnodes; /* virtual nodes per destination, [1, 1e5] */
@@ -63,7 +63,7 @@ extern const route_section route__sec_sticky;
 int route__check_ring(uint32_t n_dest, int64_t vnodes, const char *key,
                       const route_locate *loc);
 
-/* router.dualmap (models/route_dualmap.c), read by dualmap and preble
+/* router.dualmap (models/routers/route_dualmap.c), read by dualmap and preble
  * (ttft_slo_s and tp_s). */
 typedef struct route__dualmap_params {
     double ttft_slo_s;   /* s; 0 = route_env.ttft_slo_s */
@@ -98,7 +98,7 @@ double route__preble_tp_s(const void *state, uint32_t d);
 double route__preble_prefill_s(const void *state, uint32_t d, uint32_t new_tokens, uint32_t ctx);
 uint32_t route__preble_batch_tokens(const void *state, uint32_t d);
 
-/* router.cacheroute (models/route_cacheroute.c), read by the cacheroute
+/* router.cacheroute (models/routers/route_cacheroute.c), read by the cacheroute
  * family and, for its control interval, by preble (which prunes its
  * window on the same tick). */
 typedef struct route__cacheroute_params {
@@ -113,7 +113,7 @@ typedef struct route__cacheroute_params {
     int plan_policy;   /* ROUTE__CR_PLAN_* */
     double churn_epsilon;  /* imbalance tolerance ε of churn_aware, >= 0 */
     double churn_budget;   /* moves per re-plan / admitted keys, [0, 1] */
-    int plan_weight;   /* enum plan_weight (models/plan.h) */
+    int plan_weight;   /* enum plan_weight (models/routers/plan.h) */
     int admission;     /* enum plan_admission */
     int fallback;      /* ROUTE__CR_FALLBACK_* (faults: a table entry's
                           destination marked down) */
@@ -132,7 +132,7 @@ extern const route_section route__sec_cacheroute;
  * when that is 0. */
 double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
 
-/* ---- per-destination block index (models/route_kvidx.c) ---- */
+/* ---- per-destination block index (models/routers/route_kvidx.c) ---- */
 
 /*
  * Which destination holds which block, as a router believes: a map from a
@@ -147,7 +147,7 @@ double route__ttft_slo(const route__dualmap_params *p, const route_env *env);
  * equal but run-level route__kvlru below for these).  Memory: ~(16 + 8 *
  * ceil(n_dest / 64)) bytes per distinct hash plus the map, and for an
  * ordered index ~24 bytes per pair plus its map and queues; up to 64
- * destinations ("direct mode", models/route_kvidx.c) a 16-byte table slot
+ * destinations ("direct mode", models/routers/route_kvidx.c) a 16-byte table slot
  * per hash at most half full (32-64 bytes per hash) and 24 bytes per
  * pair.  Results do not depend on the mode.
  */
@@ -162,7 +162,7 @@ route__kvidx *route__kvidx_create(uint32_t n_dest, bool ordered, uint32_t cap);
 
 /* An index fed by engine KV events (dynamo_kv, llm-d precise), in *event
  * mode* for up to 64 destinations: each engine's cache kept as runs of
- * chained blocks as the events describe them (models/route_kvidx.c,
+ * chained blocks as the events describe them (models/routers/route_kvidx.c,
  * "event mode"), read only through route__kvidx_prefix and
  * route__kvidx_size and fed only through route__kvidx_event; the other
  * calls abort on it.  Its events must be an engine cache's

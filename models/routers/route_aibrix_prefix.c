@@ -64,7 +64,7 @@
 
 #include "sim/core/error.h"
 #include "sim/core/pfxidx.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define AB_NONE UINT32_MAX
 

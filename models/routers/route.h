@@ -99,7 +99,7 @@ static inline int route_view_down(const route_view *v, uint32_t d)
 }
 
 struct cost_model; /* models/cost.h */
-struct plan_key;   /* models/plan.h */
+struct plan_key;   /* models/routers/plan.h */
 
 /*
  * What a gateway knows when a router is created: the deployment it fronts,

@@ -25,7 +25,7 @@
  *
  * Cost per request: with events and up to 64 workers (round 13), the
  * index keeps each worker's cache as runs of chained blocks
- * (route__kvidx_create_events, "event mode" in models/route_kvidx.c):
+ * (route__kvidx_create_events, "event mode" in models/routers/route_kvidx.c):
  * per KV event O(1) map operations per run started, extended or
  * shortened plus a sequential copy, and per request one probe per block
  * where some worker's run parts from the request's blocks plus a probe
@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 #include "sim/core/u64map.h"
 

@@ -54,7 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 
 enum { LLMD_APPROX = 0, LLMD_PRECISE = 1 };

@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 #include "sim/core/error.h"
 #include "sim/core/hash.h"
 #include "sim/core/hugemem.h"

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 
 #include "sim/core/error.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define CHWBL_SALT 0x5eedc0ffee123457ULL /* same ring as sticky */
 

@@ -2,7 +2,7 @@
  * Router registry, the router configuration (every section's params
  * struct) and the consistent-hash ring that several routers share.
  */
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "sim/core/error.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 /* Salt of the ring and key hashes; fixed so a key's destination does not
  * depend on the run seed (a deployed ring does not change per run). */

@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "sim/core/error.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 enum { SIGNAL_INFLIGHT = 0, SIGNAL_QUEUE = 1 };
 enum { CHOICES_TWO = 0, CHOICES_ALL = 1 };

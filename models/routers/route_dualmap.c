@@ -127,7 +127,7 @@
 #include "sim/core/lruq.h"
 #include "sim/core/pfxidx.h"
 #include "sim/core/u64map.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 #define DM_SALT1 0xd1a1a9a1c0ffee01ULL
 #define DM_SALT2 0x2b7e151628aed2a7ULL

@@ -3,16 +3,16 @@
  * binary min-heap of destinations, or hash placement for the ablation),
  * then an open-addressing index from key to admitted entry for O(1)
  * dispatch; and the churn-aware re-plan that starts from the previous
- * table (plan_rebalance, models/plan.h).
+ * table (plan_rebalance, models/routers/plan.h).
  */
-#include "models/plan.h"
+#include "models/routers/plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/core/error.h"
-#include "models/route_int.h"
+#include "models/routers/route_int.h"
 
 /*
  * A candidate key: its sort value v (the weight w, or the weight per warm
