@@ -661,6 +661,22 @@ int engine_cruise_stop(engine *e, double now, bool incl, double *t_next)
     return moved;
 }
 
+/* `todo` tokens to compute capped by long_prefill_token_threshold (vLLM
+ * V1 Scheduler.schedule: `if 0 < threshold < num_new_tokens`), before the
+ * token budget applies. */
+static inline uint32_t long_cap(const engine *e, uint32_t todo)
+{
+    const uint32_t thr = e->p.long_prefill_token_threshold;
+    return thr && todo > thr ? thr : todo;
+}
+
+/* Tokens running request `er` asks for in the next step: the rest of its
+ * sequence, capped by long_prefill_token_threshold. */
+static inline uint32_t step_tokens(const engine *e, const engine_req *er)
+{
+    return long_cap(e, seq_len(er) - er->computed);
+}
+
 /* Blocks `er` must hold to compute its next `n` tokens. */
 static inline uint32_t blocks_needed(const engine_req *er, uint32_t n, uint32_t bs)
 {
@@ -687,18 +703,19 @@ double engine_try_start(engine *e, double now)
     uint64_t tokens = e->n_steady, blocks = e->ph_cnt[e->tick % bs];
     for (uint32_t i = 0; i < e->n_act; i++) {
         const engine_req *er = e->act[i];
-        const uint32_t todo = seq_len(er) - er->computed;
+        const uint32_t todo = step_tokens(e, er);
         tokens += todo;
         blocks += blocks_needed(er, todo, bs) - er->nblk;
     }
     const bool fast = tokens <= budget && blocks <= pcache_available(e->cache);
 
     if (fast) {
-        /* 1a. Every running request in full; no allocation can fail, so
-         * the order of allocations does not matter. */
+        /* 1a. Every running request in full (up to
+         * long_prefill_token_threshold); no allocation can fail, so the
+         * order of allocations does not matter. */
         for (uint32_t i = 0; i < e->n_act; i++) {
             engine_req *er = e->act[i];
-            const uint32_t n = seq_len(er) - er->computed;
+            const uint32_t n = step_tokens(e, er);
             SIM_ALWAYS(ensure_blocks(e, er, blocks_needed(er, n, bs)));
             batch_add(e, er, n);
         }
@@ -713,7 +730,7 @@ double engine_try_start(engine *e, double now)
         steady_flush(e);
         for (uint32_t i = 0; i < e->n_act && budget > 0; i++) {
             engine_req *er = e->act[i];
-            uint32_t todo = seq_len(er) - er->computed;
+            uint32_t todo = step_tokens(e, er);
             uint32_t n = todo < budget ? todo : budget;
             bool self_preempted = false;
             const uint32_t need = blocks_needed(er, n, bs);
@@ -751,7 +768,7 @@ double engine_try_start(engine *e, double now)
             m = head_match(e, er, r->n_blocks < cap ? r->n_blocks : cap, &unpinned);
         }
         uint32_t ctok = m * bs;
-        uint32_t todo = seq_len(er) - ctok;
+        uint32_t todo = long_cap(e, seq_len(er) - ctok);
         uint32_t n = todo < budget ? todo : budget;
         uint32_t need = ceil_div((uint64_t)ctok + n, bs) - m;
         if (pcache_available(e->cache) < unpinned + need)

@@ -5,7 +5,8 @@
  *
  * Each step the engine serves its running requests first, in admission
  * order (a decode needs 1 token, a prefill the next chunk of its prompt,
- * within max_num_batched_tokens), then admits waiting requests FCFS while
+ * at most long_prefill_token_threshold tokens when set, within
+ * max_num_batched_tokens), then admits waiting requests FCFS while
  * the token budget, max_num_seqs and free KV blocks allow.  On admission the
  * longest cached prefix of the prompt (full blocks only, at least one token
  * left to compute) is reused.  When a running request needs a block and
@@ -34,6 +35,16 @@ typedef struct engine_params {
     uint32_t max_num_batched_tokens; /* token budget per step */
     uint32_t max_num_seqs;         /* running requests at most */
     bool prefix_caching;           /* reuse cached prefixes */
+    /* vLLM V1 long_prefill_token_threshold: a request computing more than
+     * this many tokens in a step (a prefill chunk or a recompute) takes at
+     * most this many, before the token budget applies; 0 = off (vLLM's
+     * default).  Source: vllm/v1/core/sched/scheduler.py, Scheduler.schedule
+     * (running and waiting loops: `if 0 < threshold < num_new_tokens:
+     * num_new_tokens = threshold`), vllm/config/scheduler.py SchedulerConfig
+     * (default 0; derived as int(0.04 * max_model_len) only when
+     * max_num_partial_prefills > 1, a key crsim does not have), vLLM main
+     * at 00024d31 / 01230b40 (v0.11 line).  Tokens. */
+    uint32_t long_prefill_token_threshold;
 } engine_params;
 
 /* Per-request state inside an engine.  Allocated zero-initialised by the

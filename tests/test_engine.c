@@ -7,7 +7,8 @@
  * of a running request are shared by a concurrent identical request;
  * steady decoders hold exactly the blocks of their computed tokens when
  * brought up to date, whatever the phase of their block ticks, also when
- * a crash interrupts a step.
+ * a crash interrupts a step; long_prefill_token_threshold bounds short
+ * prompts' TTFT behind a 64k-token prompt.
  */
 #include <stdlib.h>
 
@@ -361,6 +362,76 @@ static void test_steady_crash(void)
     }
 }
 
+/* One 64k-token prompt (65,536 tokens, 2 output tokens) at t = 0 and four
+ * 100-token prompts (2 output tokens) at t = 20 ms share an engine with
+ * budget 8,192 tokens; a step costs 1 ms + 1 us per token.  Returns the
+ * short prompts' TTFT (all four equal) and the long one's in *long_ttft. */
+static double long_and_short(uint32_t threshold, double *long_ttft)
+{
+    log_ctx l = {0};
+    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
+    engine_params p = {.block_size = 16, .max_num_batched_tokens = 8192, .max_num_seqs = 8,
+                       .prefix_caching = true, .long_prefill_token_threshold = threshold};
+    cost_model cm = simple_cost();
+    engine *e = engine_create(0, 5000, &p, &cm, &h);
+    wl_request r[5];
+    engine_req er[5];
+    r[0] = make_req(0, 65536, 2, 16, 40);
+    for (int i = 1; i < 5; i++)
+        r[i] = make_req((uint64_t)i, 100, 2, 16, 40 + (uint64_t)i);
+    for (int i = 0; i < 5; i++)
+        er[i] = (engine_req){.r = &r[i]};
+    engine_submit(e, &er[0], 0.0);
+    const double t_short = 0.020;
+    bool submitted = false;
+    double t = 0, d;
+    for (;;) {
+        if (!submitted && t >= t_short) { /* they wait for the step in progress */
+            for (int i = 1; i < 5; i++)
+                engine_submit(e, &er[i], t_short);
+            submitted = true;
+        }
+        if ((d = engine_try_start(e, t)) <= 0)
+            break;
+        t += d;
+        engine_step_done(e, t);
+    }
+    CHECK_INT_EQ(l.finishes, 5);
+    for (int i = 2; i < 5; i++)
+        CHECK_NEAR(l.first_t[i], l.first_t[1], 0);
+    *long_ttft = l.first_t[0];
+    engine_destroy(e);
+    for (int i = 0; i < 5; i++)
+        free_req(&r[i], &er[i]);
+    return l.first_t[1] - t_short;
+}
+
+static void test_long_prefill_threshold(void)
+{
+    double long_ttft;
+    /* Off (vLLM's default): the long prompt takes the whole budget, 8
+     * steps of 1 ms + 8,192 us = 9.192 ms; the short prompts arrive during
+     * step 3 and are admitted in step 9, beside the long one's first
+     * decode: 1 ms + (1 + 400) us.  TTFT = 8 x 9.192 + 1.401 - 20 ms. */
+    double ttft = long_and_short(0, &long_ttft);
+    CHECK_NEAR(ttft, 8 * 0.009192 + 0.001401 - 0.020, 1e-12);
+    CHECK_NEAR(long_ttft, 8 * 0.009192, 1e-12);
+    /* Threshold 2,048: the long prompt takes 2,048 tokens a step (3.048
+     * ms); the short ones arrive during step 7 (18.288-21.336 ms) and are
+     * all prefilled in step 8 beside its chunk: 1 ms + 2,448 us.  Their
+     * TTFT is bounded by one threshold step in progress plus one step of
+     * threshold + their tokens, not by the long prefill (~74 ms). */
+    ttft = long_and_short(2048, &long_ttft);
+    CHECK_NEAR(ttft, 7 * 0.003048 + 0.003448 - 0.020, 1e-12);
+    CHECK(ttft <= 0.003048 + 0.003448);
+    /* The long prompt: 32 chunks; step 9 also holds the four decodes
+     * (1 ms + 2,052 us), the rest 1 ms + 2,048 us. */
+    CHECK_NEAR(long_ttft, 30 * 0.003048 + 0.003448 + 0.003052, 1e-12);
+    /* A threshold above the budget changes nothing. */
+    double ttft_big = long_and_short(100000, &long_ttft);
+    CHECK_NEAR(ttft_big, 8 * 0.009192 + 0.001401 - 0.020, 1e-12);
+}
+
 int main(void)
 {
     test_lone_request();
@@ -370,6 +441,7 @@ int main(void)
     test_output_blocks();
     test_steady_blocks();
     test_steady_crash();
+    test_long_prefill_threshold();
     puts("engine: ok");
     return 0;
 }

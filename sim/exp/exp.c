@@ -255,6 +255,12 @@ const sim_cfg_key exp_config_schema[] = {
      .max = 1e6, .def = "256", .help = "running requests per engine at most"},
     {.path = "engine.prefix_caching", .type = SIM_CFG_BOOL, .offset = OFF(prefix_caching),
      .def = "true", .help = "reuse cached prompt prefixes"},
+    {.path = "engine.long_prefill_token_threshold", .type = SIM_CFG_INT,
+     .offset = OFF(long_prefill_token_threshold), .min = 0, .max = 1e7, .def = "0",
+     .unit = "tokens",
+     .help = "vLLM V1 --long-prefill-token-threshold: a request computes at most this many "
+             "tokens per step (a long prompt's prefill spread over more steps, so short "
+             "prompts behind it start sooner); 0 = off, vLLM's default (docs/engine.md)"},
     {.path = "engine.max_model_len", .type = SIM_CFG_INT, .offset = OFF(max_model_len),
      .min = 0, .max = 1e9, .def = "0", .unit = "tokens",
      .help = "context limit (vLLM --max-model-len): a request whose prompt + output tokens "

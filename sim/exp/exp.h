@@ -124,6 +124,7 @@ typedef struct exp_config {
     int64_t max_num_batched_tokens;
     int64_t max_num_seqs;
     bool prefix_caching;
+    int64_t long_prefill_token_threshold; /* tokens per request per step; 0 = off */
     int64_t max_model_len;    /* context limit, tokens; 0 = none */
     /* gateway (models/cluster.h cluster_gateway) */
     double scrape_interval_s; /* s; 0 = exact view */

@@ -181,7 +181,9 @@ static int groups_init(const exp_config *cfg, exp_setup *s)
             .engine = {.block_size = (uint32_t)cfg->block_size,
                        .max_num_batched_tokens = (uint32_t)x->g.max_num_batched_tokens,
                        .max_num_seqs = (uint32_t)x->g.max_num_seqs,
-                       .prefix_caching = cfg->prefix_caching}};
+                       .prefix_caching = cfg->prefix_caching,
+                       .long_prefill_token_threshold =
+                           (uint32_t)cfg->long_prefill_token_threshold}};
         for (uint32_t d = x->g.first; d < x->g.first + x->g.n_dest; d++)
             s->group_of[d] = (uint32_t)i;
     }
@@ -279,7 +281,8 @@ shared:
         .engine = {.block_size = (uint32_t)cfg->block_size,
                    .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
                    .max_num_seqs = (uint32_t)cfg->max_num_seqs,
-                   .prefix_caching = cfg->prefix_caching},
+                   .prefix_caching = cfg->prefix_caching,
+                   .long_prefill_token_threshold = (uint32_t)cfg->long_prefill_token_threshold},
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
         .timeline_s = cfg->timeline_s,
