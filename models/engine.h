@@ -29,6 +29,19 @@
 #include "models/cost.h"
 #include "models/pcache.h"
 
+/* Engine flavours: whose scheduler and prefix cache the engine follows
+ * (docs/engine.md). */
+enum engine_flavor {
+    ENGINE_VLLM = 0,   /* vLLM V1 (the default) */
+    ENGINE_SGLANG = 1, /* SGLang (see engine_params) */
+};
+
+/* Order of the waiting queue. */
+enum engine_policy {
+    ENGINE_FCFS = 0, /* first come, first served (both flavours' default) */
+    ENGINE_LPM = 1,  /* SGLang only: longest cached prefix first */
+};
+
 /* Scheduler settings (vLLM names). */
 typedef struct engine_params {
     uint32_t block_size;           /* tokens per KV block */
@@ -45,6 +58,25 @@ typedef struct engine_params {
      * max_num_partial_prefills > 1, a key crsim does not have), vLLM main
      * at 00024d31 / 01230b40 (v0.11 line).  Tokens. */
     uint32_t long_prefill_token_threshold;
+    /* ENGINE_SGLANG follows SGLang's scheduler (python/sglang/srt/managers/
+     * scheduler.py, schedule_policy.py; mem_cache/radix_cache.py;
+     * server_args.py; SGLang main of the v0.5.3 line, docs/engine.md):
+     *  - a step is a prefill batch or a decode batch, never both
+     *    (enable_mixed_chunk off, its default): a prefill batch, taken
+     *    whenever there is prefill work that fits, holds the chunk of the
+     *    request in progress and new requests up to max_num_batched_tokens
+     *    (here SGLang's chunked_prefill_size; engine_sglang_chunk_default),
+     *    the last one possibly truncated; decoders wait during it;
+     *  - the waiting queue is ordered by `policy` at every prefill batch;
+     *  - a request's prefix enters the cache when the result of the batch
+     *    that completed its prefill is processed, which the overlap
+     *    scheduler (its default) does after forming the next batch: a
+     *    prefill that ends with step N is matched from step N + 2 on (the
+     *    chunks of a prefill still in progress, from step N + 1);
+     *  - long_prefill_token_threshold must be 0, and no request is ever a
+     *    steady decoder (engine_cruise plans nothing). */
+    enum engine_flavor flavor;
+    enum engine_policy policy;
 } engine_params;
 
 /* Per-request state inside an engine.  Allocated zero-initialised by the
@@ -128,6 +160,12 @@ typedef struct engine engine;
  * of memory.  Free with engine_destroy(). */
 engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
                       const cost_model *cost, const engine_hooks *hooks);
+
+/* SGLang's default chunked_prefill_size for a GPU of `gpu_mem_bytes`
+ * bytes (server_args.py, ServerArgs._handle_gpu_memory_settings, by the
+ * memory in MiB): < 35 GiB 2048, < 60 GiB 4096, < 160 GiB 8192, else
+ * 16384 tokens.  Cannot fail. */
+uint32_t engine_sglang_chunk_default(double gpu_mem_bytes);
 
 /* Free the engine.  Requests still inside are not freed (their owner frees
  * them).  Accepts NULL. */

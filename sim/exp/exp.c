@@ -36,6 +36,9 @@ const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
 const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SIM_XENUM_NAME) NULL};
 /* gateway.replica_assignment, in enum cluster_assign order. */
 static const char *const assign_names[] = {"round_robin", "random", NULL};
+/* enum engine_flavor and enum engine_policy order. */
+static const char *const flavor_names[] = {"vllm", "sglang", NULL};
+static const char *const sched_policy_names[] = {"fcfs", "lpm", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
@@ -261,6 +264,23 @@ const sim_cfg_key exp_config_schema[] = {
      .help = "vLLM V1 --long-prefill-token-threshold: a request computes at most this many "
              "tokens per step (a long prompt's prefill spread over more steps, so short "
              "prompts behind it start sooner); 0 = off, vLLM's default (docs/engine.md)"},
+    {.path = "engine.flavor", .type = SIM_CFG_ENUM, .offset = OFF(engine_flavor),
+     .choices = flavor_names, .def = "vllm",
+     .help = "whose scheduler and prefix cache the engines follow: vllm (V1: prefill chunks "
+             "and decodes in one step, decodes first) or sglang (prefill and decode batches "
+             "apart, prefill first; chunked_prefill_size; schedule_policy; a prefix cached "
+             "one step after its prefill ends) (docs/engine.md)"},
+    {.path = "engine.chunked_prefill_size", .type = SIM_CFG_INT,
+     .offset = OFF(chunked_prefill_size), .min = 0, .max = 1e7, .def = "0", .unit = "tokens",
+     .help = "engine.flavor sglang: prompt tokens per prefill batch (SGLang "
+             "--chunked-prefill-size); 0 = SGLang's default by GPU memory: < 35 GiB 2048, "
+             "< 60 GiB 4096, < 160 GiB 8192, else 16384; with vllm it must be 0 (the budget "
+             "is engine.max_num_batched_tokens)"},
+    {.path = "engine.schedule_policy", .type = SIM_CFG_ENUM, .offset = OFF(schedule_policy),
+     .choices = sched_policy_names, .def = "fcfs",
+     .help = "waiting-queue order: fcfs, or with engine.flavor sglang lpm (longest cached "
+             "prefix first, FCFS while more than 128 wait; SGLang --schedule-policy, whose "
+             "default is fcfs)"},
     {.path = "engine.max_model_len", .type = SIM_CFG_INT, .offset = OFF(max_model_len),
      .min = 0, .max = 1e9, .def = "0", .unit = "tokens",
      .help = "context limit (vLLM --max-model-len): a request whose prompt + output tokens "
@@ -516,6 +536,48 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
 /* faults.events: parse every entry (models/cluster.h cluster_fault_parse)
  * and check them against cluster.destinations, each error at its list
  * item; mtbf_s with its mttr_s. */
+/* The engine keys of one flavour only: with vllm, chunked_prefill_size 0
+ * and schedule_policy fcfs; with sglang, no long_prefill_token_threshold
+ * and no max_num_batched_tokens written (its budget is
+ * chunked_prefill_size), in the engine section or a group. */
+static int check_flavor(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    char at[512];
+    const char *key = NULL, *want = NULL;
+    if (cfg->engine_flavor == 0) {
+        if (cfg->chunked_prefill_size)
+            key = "engine.chunked_prefill_size", want = "0 (the vLLM budget is "
+                                                        "engine.max_num_batched_tokens)";
+        else if (cfg->schedule_policy)
+            key = "engine.schedule_policy", want = "fcfs (lpm is SGLang's)";
+        if (key && !sim_cfgdoc_locate(d, key, NULL, at, sizeof at))
+            snprintf(at, sizeof at, "%s", sim_cfgdoc_path(d));
+        if (key)
+            return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is set with engine.flavor vllm; expected "
+                             "%s, or engine.flavor sglang", at, key, want);
+        return SIM_OK;
+    }
+    char gkey[96] = "";
+    want = "SGLang's prefill budget is engine.chunked_prefill_size";
+    if (cfg->long_prefill_token_threshold)
+        key = "engine.long_prefill_token_threshold", want = "SGLang has no such cap; its "
+                                                            "chunks are "
+                                                            "engine.chunked_prefill_size";
+    else if (sim_cfgdoc_locate(d, "engine.max_num_batched_tokens", NULL, at, sizeof at))
+        key = "engine.max_num_batched_tokens";
+    for (size_t i = 0; !key && i < cfg->n_groups; i++)
+        if (cfg->groups[i].max_num_batched_tokens) {
+            snprintf(gkey, sizeof gkey, "cluster.groups[%zu].engine.max_num_batched_tokens", i);
+            key = gkey;
+        }
+    if (!key)
+        return SIM_OK;
+    if (!sim_cfgdoc_locate(d, key, NULL, at, sizeof at))
+        snprintf(at, sizeof at, "%s", sim_cfgdoc_path(d));
+    return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is vLLM's, set with engine.flavor sglang; "
+                     "expected it absent (%s)", at, key, want);
+}
+
 static int check_faults(const sim_cfgdoc *d, exp_config *cfg)
 {
     char at[512], why[320];
@@ -572,6 +634,8 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
                        "gateway.scrape_interval_s 0 (the exact view); expected 0, or a scrape "
                        "interval > 0", at, cfg->scrape_delay_s);
     }
+    if (rc == SIM_OK)
+        rc = check_flavor(d, cfg);
     if (rc == SIM_OK && strcmp(cfg->wl.type, "mooncake") == 0 &&
         cfg->wl.trace_block_tokens % cfg->block_size != 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: engine.block_size %lld does not divide "

@@ -125,6 +125,9 @@ typedef struct exp_config {
     int64_t max_num_seqs;
     bool prefix_caching;
     int64_t long_prefill_token_threshold; /* tokens per request per step; 0 = off */
+    int engine_flavor;        /* enum engine_flavor */
+    int64_t chunked_prefill_size; /* sglang: prefill tokens per step; 0 = by GPU memory */
+    int schedule_policy;      /* enum engine_policy */
     int64_t max_model_len;    /* context limit, tokens; 0 = none */
     /* gateway (models/cluster.h cluster_gateway) */
     double scrape_interval_s; /* s; 0 = exact view */

@@ -163,6 +163,28 @@ fail:
     return rc;
 }
 
+/* The engine settings of a destination on GPUs `hw` with vLLM budget
+ * `batch` and `seqs` running requests at most: with engine.flavor sglang
+ * the step's prefill budget is engine.chunked_prefill_size, or SGLang's
+ * default for the GPU's memory when that is 0 (docs/engine.md). */
+static engine_params engine_of(const exp_config *cfg, const spec_hw *hw, int64_t batch,
+                               int64_t seqs)
+{
+    engine_params p = {.block_size = (uint32_t)cfg->block_size,
+                       .max_num_batched_tokens = (uint32_t)batch,
+                       .max_num_seqs = (uint32_t)seqs,
+                       .prefix_caching = cfg->prefix_caching,
+                       .long_prefill_token_threshold =
+                           (uint32_t)cfg->long_prefill_token_threshold,
+                       .flavor = (enum engine_flavor)cfg->engine_flavor,
+                       .policy = (enum engine_policy)cfg->schedule_policy};
+    if (p.flavor == ENGINE_SGLANG)
+        p.max_num_batched_tokens = cfg->chunked_prefill_size
+                                       ? (uint32_t)cfg->chunked_prefill_size
+                                       : engine_sglang_chunk_default(hw->mem_bytes);
+    return p;
+}
+
 /* The groups of cluster.groups into s (cp is set afterwards): every
  * group built, group 0 also into the setup's single-deployment fields. */
 static int groups_init(const exp_config *cfg, exp_setup *s)
@@ -178,12 +200,7 @@ static int groups_init(const exp_config *cfg, exp_setup *s)
         const exp_setup_group *x = &s->groups[i];
         s->cgroups[i] = (cluster_group){
             .n_dest = x->g.n_dest, .deploy = x->dep, .cost = x->cost,
-            .engine = {.block_size = (uint32_t)cfg->block_size,
-                       .max_num_batched_tokens = (uint32_t)x->g.max_num_batched_tokens,
-                       .max_num_seqs = (uint32_t)x->g.max_num_seqs,
-                       .prefix_caching = cfg->prefix_caching,
-                       .long_prefill_token_threshold =
-                           (uint32_t)cfg->long_prefill_token_threshold}};
+            .engine = engine_of(cfg, &x->hw, x->g.max_num_batched_tokens, x->g.max_num_seqs)};
         for (uint32_t d = x->g.first; d < x->g.first + x->g.n_dest; d++)
             s->group_of[d] = (uint32_t)i;
     }
@@ -278,11 +295,7 @@ shared:
         .n_dest = (uint32_t)cfg->destinations,
         .deploy = s->dep,
         .cost = s->cost,
-        .engine = {.block_size = (uint32_t)cfg->block_size,
-                   .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
-                   .max_num_seqs = (uint32_t)cfg->max_num_seqs,
-                   .prefix_caching = cfg->prefix_caching,
-                   .long_prefill_token_threshold = (uint32_t)cfg->long_prefill_token_threshold},
+        .engine = engine_of(cfg, &s->hw, cfg->max_num_batched_tokens, cfg->max_num_seqs),
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
         .timeline_s = cfg->timeline_s,
@@ -568,6 +581,15 @@ void exp_setup_print(const exp_setup *s, FILE *out)
         fprintf(out, "cost model: %s, calibration profile %s\n",
                 cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
     }
+    if (cfg->engine_flavor == ENGINE_SGLANG)
+        fprintf(out, "engine: SGLang flavour, prefill and decode batches apart, "
+                "chunked_prefill_size %u%s, schedule_policy %s (docs/engine.md)\n",
+                s->cp.engine.max_num_batched_tokens,
+                cfg->chunked_prefill_size ? "" : " (SGLang's default for the GPU memory)",
+                cfg->schedule_policy == ENGINE_LPM ? "lpm" : "fcfs");
+    else if (cfg->long_prefill_token_threshold)
+        fprintf(out, "engine: vLLM V1, long_prefill_token_threshold %lld tokens "
+                "(docs/engine.md)\n", (long long)cfg->long_prefill_token_threshold);
     if (cfg->scrape_interval_s > 0)
         fprintf(out, "gateway: %lld replica%s (%s), engine metrics scraped every %g s, visible "
                 "%g s later (docs/information-model.md)\n", (long long)cfg->replicas,
