@@ -394,6 +394,7 @@ route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
 {
     route_env env = exp_config_route_env(s->cfg);
     env.seed = seed;
+    env.batch_tokens = s->cp.engine.max_num_batched_tokens; /* SGLang: its chunk size */
     env.pool_blocks = s->pool_blocks;
     env.cost = &s->cost;
     env.nominal = s->nominal;
