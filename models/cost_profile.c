@@ -17,16 +17,23 @@
 #include "sim/core/error.h"
 #include "models/spec_load.h"
 
-char *cost_profile_path(const char *name_or_path)
+int cost_profile_path(const char *name_or_path, char **out)
 {
+    *out = NULL;
     size_t n = strlen(name_or_path);
-    if (strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".yaml") == 0))
-        return sim_xstrdup(name_or_path);
-    const char *dir = spec_dir();
+    if (strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".yaml") == 0)) {
+        *out = sim_xstrdup(name_or_path);
+        return SIM_OK;
+    }
+    char *dir;
+    int rc = spec_dir(&dir);
+    if (rc)
+        return rc;
     size_t len = strlen(dir) + n + 16;
-    char *p = sim_xmalloc(len);
-    snprintf(p, len, "%s/cost/%s.yaml", dir, name_or_path);
-    return p;
+    *out = sim_xmalloc(len);
+    snprintf(*out, len, "%s/cost/%s.yaml", dir, name_or_path);
+    free(dir);
+    return SIM_OK;
 }
 
 /* File layout: dtypes bind as enum indices into an int first, because a
@@ -82,9 +89,12 @@ static const sim_cfg_key profile_schema[] = {
 int cost_profile_load(const char *name_or_path, cost_profile *out)
 {
     memset(out, 0, sizeof *out);
-    char *path = cost_profile_path(name_or_path);
+    char *path;
+    int rc = cost_profile_path(name_or_path, &path);
+    if (rc)
+        return rc;
     sim_cfgdoc *doc = NULL;
-    int rc = sim_cfgdoc_load(path, &doc);
+    rc = sim_cfgdoc_load(path, &doc);
     free(path);
     if (rc)
         return rc;

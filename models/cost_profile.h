@@ -33,12 +33,13 @@ typedef struct cost_profile {
 } cost_profile;
 
 /*
- * Path of profile `name_or_path`: a string containing '/' or ending in
- * ".yaml" is a path and returned as is; otherwise "<spec dir>/cost/<name>.yaml"
- * (spec dir as spec_dir()).  Returns a new string the caller frees.
- * Cannot fail (aborts on OOM).
+ * Path of profile `name_or_path` into *out: a string containing '/' or
+ * ending in ".yaml" is a path and copied as is; otherwise
+ * "<spec dir>/cost/<name>.yaml" (spec dir as spec_dir()).  *out is a new
+ * string the caller frees.  Returns SIM_OK, or spec_dir's SIM_EIO (*out
+ * NULL).  Aborts on OOM.
  */
-char *cost_profile_path(const char *name_or_path);
+int cost_profile_path(const char *name_or_path, char **out);
 
 /*
  * Load a cost profile into *out (zeroed first).  Keys (all required except

@@ -672,8 +672,8 @@ static void print_commands_usage(FILE *f)
     fputs("\ncrsim <command> --help (or -h) prints the usage and options of a command.\n"
           "exit status: 0 ok, 2 bad input, 1 other error, 130 interrupted\n"
           "environment: CRSIM_HUGEPAGES=0 runs without malloc's transparent huge pages\n"
-          "(docs/harness.md, \"Huge pages\"); CRSIM_SPEC_DIR, CRSIM_GNUPLOT (docs/config.md,\n"
-          "docs/report.md)\n"
+          "(docs/harness.md, \"Huge pages\"); CRSIM_SPEC_DIR, CRSIM_SCRIPT_DIR, CRSIM_GNUPLOT\n"
+          "(docs/install.md, docs/config.md, docs/report.md)\n"
           "docs: README.md, docs/config.md, docs/harness.md, docs/results-schema.md\n",
           f);
 }
