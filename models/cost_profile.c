@@ -39,7 +39,7 @@ int cost_profile_path(const char *name_or_path, char **out)
 /* File layout: dtypes bind as enum indices into an int first, because a
  * SIM_CFG_ENUM writes an int and enum spec_dtype need not be one. */
 typedef struct profile_file {
-    char *name, *model, *hardware, *source;
+    char *name, *model, *hardware, *source, *transferred;
     int64_t tp;
     int weight_dtype, kv_dtype;
     double mfu, mbu, step_overhead_s, allreduce_latency_s;
@@ -82,6 +82,9 @@ static const sim_cfg_key profile_schema[] = {
      .unit = "s/token", .help = "time per context token read by decodes"},
     {.path = "source", .type = SIM_CFG_STRING, .offset = OFF(source),
      .help = "what the constants were fitted to"},
+    {.path = "transferred", .type = SIM_CFG_STRING, .offset = OFF(transferred), .def = "\"\"",
+     .help = "factors not fitted to this deployment and where they come from (\"\" = every "
+             "factor fitted)"},
     {0},
 };
 #undef OFF
@@ -110,6 +113,7 @@ int cost_profile_load(const char *name_or_path, cost_profile *out)
         .model = f.model,
         .hardware = f.hardware,
         .source = f.source,
+        .transferred = f.transferred,
         .tp = f.tp,
         .weight_dtype = (enum spec_dtype)f.weight_dtype,
         .kv_dtype = (enum spec_dtype)f.kv_dtype,
@@ -127,7 +131,8 @@ void cost_profile_fini(cost_profile *p)
     free(p->model);
     free(p->hardware);
     free(p->source);
-    p->name = p->model = p->hardware = p->source = NULL;
+    free(p->transferred);
+    p->name = p->model = p->hardware = p->source = p->transferred = NULL;
 }
 
 /* fp16 and bf16 share a profile (see the header). */

@@ -223,7 +223,7 @@ static void test_fit_steps(void)
     CHECK(exp_costfit_read_steps(path, 6, &rd, &nr) == SIM_OK);
     CHECK_INT_EQ(nr, n);
     exp_costfit_result res;
-    CHECK(exp_costfit_steps(&dep, &prior, rd, nr, &res) == SIM_OK);
+    CHECK(exp_costfit_steps(&dep, &prior, EXP_COSTFIT_ALL, rd, nr, &res) == SIM_OK);
     printf("steps from the roofline: mfu %.5f (%.5f), mbu %.5f (%.5f), overhead %.6f (%.6f), "
            "rms %.2e\n", res.roofline.mfu, truth.mfu, res.roofline.mbu, truth.mbu,
            res.roofline.step_overhead_s, truth.step_overhead_s, res.rms_roofline);
@@ -240,7 +240,7 @@ static void test_fit_steps(void)
         s[i].seconds = cost_step_time(&m, &s[i].b);
     path = write_csv(s, n);
     CHECK(exp_costfit_read_steps(path, 6, &rd, &nr) == SIM_OK);
-    CHECK(exp_costfit_steps(&dep, &prior, rd, nr, &res) == SIM_OK);
+    CHECK(exp_costfit_steps(&dep, &prior, EXP_COSTFIT_ALL, rd, nr, &res) == SIM_OK);
     printf("steps from the linear model: a %.4g b %.4g c %.4g d %.4g e %.4g, rms %.2e\n",
            res.linear.a_s, res.linear.b_s_per_token, res.linear.c_s_per_attn,
            res.linear.d_s_per_decode, res.linear.e_s_per_ctx, res.rms_linear);
@@ -307,7 +307,8 @@ static void test_fit_vllm(void)
     CHECK_INT_EQ(n, N);
     CHECK_INT_EQ(conc, 8);
     exp_costfit_result res;
-    CHECK(exp_costfit_vllm(&dep, blocks, &ep, &prior, rd, n, conc, &res) == SIM_OK);
+    CHECK(exp_costfit_vllm(&dep, blocks, &ep, &prior, EXP_COSTFIT_ALL,
+                           EXP_COSTFIT_TTFT | EXP_COSTFIT_ITL, rd, n, conc, &res) == SIM_OK);
     printf("vllm bench from the engine: mfu %.5f (%.5f), mbu %.5f (%.5f), overhead %.6f "
            "(%.6f), rms %.2e\n", res.roofline.mfu, truth.mfu, res.roofline.mbu, truth.mbu,
            res.roofline.step_overhead_s, truth.step_overhead_s, res.rms_roofline);

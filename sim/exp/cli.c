@@ -418,6 +418,15 @@ static const exp_cli_opt fit_cost_opts[] = {
      .help = "write the fitted profile there (default: print it)"},
     {.name = "name", .kind = EXP_CLI_STR, .metavar = "NAME",
      .help = "profile name (default: the deployment's default profile name)"},
+    {.name = "free", .kind = EXP_CLI_STR, .metavar = "LIST",
+     .help = "roofline factors to fit, of mfu,mbu,overhead (default all); the others keep "
+             "--prior's values and the profile says they are transferred"},
+    {.name = "prior", .kind = EXP_CLI_STR, .metavar = "PROFILE",
+     .help = "profile (name or file) whose roofline factors the fit starts from and keeps "
+             "where not --free (default mfu 0.5, mbu 0.8, overhead 2 ms)"},
+    {.name = "targets", .kind = EXP_CLI_STR, .metavar = "LIST",
+     .help = "--vllm-bench quantities fitted, of ttft,itl (default both; TTFT includes the "
+             "server's HTTP and tokenisation time, which the model has not)"},
     {0},
 };
 

@@ -217,7 +217,10 @@ int exp_costfit_read_vllm(const char *path, size_t min_rows, exp_costfit_req **o
         (*out)[i] = (exp_costfit_req){
             .input_tokens = (uint32_t)json_integer_value(a),
             .output_tokens = (uint32_t)json_integer_value(b), .ttft_s = json_number_value(t),
-            .itl_s = json_array_size(l) ? sum / (double)json_array_size(l) : 0};
+            /* Σ ITL / (output − 1), vLLM's TPOT: the same per token whether
+             * the server streamed one token per chunk or several (multi-step
+             * scheduling sends 10 at a time, one ITL entry each). */
+            .itl_s = json_integer_value(b) > 1 ? sum / (double)(json_integer_value(b) - 1) : 0};
     }
     *n = m;
     if (m < min_rows)
@@ -324,18 +327,12 @@ static int fit_linear(const exp_costfit_step *s, size_t n, cost_linear *out, dou
     return SIM_OK;
 }
 
-static cost_params params_of(const gsl_vector *x, double ar)
-{
-    return (cost_params){.mfu = 1.0 / (1.0 + exp(-gsl_vector_get(x, 0))),
-                         .mbu = 1.0 / (1.0 + exp(-gsl_vector_get(x, 1))),
-                         .step_overhead_s = exp(gsl_vector_get(x, 2)),
-                         .allreduce_latency_s = ar};
-}
-
 /* What one residual evaluation needs. */
 typedef struct rfit {
     const spec_deploy *d;
-    double ar;
+    cost_params prior;  /* the values of the factors not freed */
+    unsigned free;      /* EXP_COSTFIT_MFU | _MBU | _OVERHEAD */
+    unsigned targets;   /* vllm bench: EXP_COSTFIT_TTFT | _ITL */
     /* steps */
     const exp_costfit_step *s;
     /* vllm bench */
@@ -344,14 +341,36 @@ typedef struct rfit {
     uint32_t conc, n_blocks;
     const engine_params *ep;
     exp_costfit_req *pred;
-    size_t n_res;
     int err;
 } rfit;
+
+static double logistic(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* The free variables x (logit mfu, logit mbu, log overhead, in that order,
+ * only the freed ones) over the prior. */
+static cost_params params_of(const rfit *c, const gsl_vector *x)
+{
+    cost_params p = c->prior;
+    size_t k = 0;
+    if (c->free & EXP_COSTFIT_MFU)
+        p.mfu = logistic(gsl_vector_get(x, k++));
+    if (c->free & EXP_COSTFIT_MBU)
+        p.mbu = logistic(gsl_vector_get(x, k++));
+    if (c->free & EXP_COSTFIT_OVERHEAD)
+        p.step_overhead_s = exp(gsl_vector_get(x, k++));
+    return p;
+}
+
+static size_t n_free(unsigned free_f)
+{
+    return (size_t)(!!(free_f & EXP_COSTFIT_MFU) + !!(free_f & EXP_COSTFIT_MBU) +
+                    !!(free_f & EXP_COSTFIT_OVERHEAD));
+}
 
 static int steps_f(const gsl_vector *x, void *params, gsl_vector *f)
 {
     const rfit *c = params;
-    cost_params p = params_of(x, c->ar);
+    cost_params p = params_of(c, x);
     cost_model m;
     cost_roofline_init(&m, c->d, &p);
     for (size_t i = 0; i < c->n; i++)
@@ -359,10 +378,15 @@ static int steps_f(const gsl_vector *x, void *params, gsl_vector *f)
     return GSL_SUCCESS;
 }
 
+static int uses_itl(const rfit *c, const exp_costfit_req *r)
+{
+    return (c->targets & EXP_COSTFIT_ITL) && r->output_tokens > 1 && r->itl_s > 0;
+}
+
 static int vllm_f(const gsl_vector *x, void *params, gsl_vector *f)
 {
     rfit *c = params;
-    cost_params p = params_of(x, c->ar);
+    cost_params p = params_of(c, x);
     cost_model m;
     cost_roofline_init(&m, c->d, &p);
     if (exp_costfit_simulate(&m, c->n_blocks, c->ep, c->r, c->n, c->conc, c->pred)) {
@@ -371,8 +395,9 @@ static int vllm_f(const gsl_vector *x, void *params, gsl_vector *f)
     }
     size_t k = 0;
     for (size_t i = 0; i < c->n; i++) {
-        gsl_vector_set(f, k++, log(c->pred[i].ttft_s / c->r[i].ttft_s));
-        if (c->r[i].output_tokens > 1 && c->r[i].itl_s > 0)
+        if (c->targets & EXP_COSTFIT_TTFT)
+            gsl_vector_set(f, k++, log(c->pred[i].ttft_s / c->r[i].ttft_s));
+        if (uses_itl(c, &c->r[i]))
             gsl_vector_set(f, k++, log(c->pred[i].itl_s / c->r[i].itl_s));
     }
     return GSL_SUCCESS;
@@ -381,21 +406,31 @@ static int vllm_f(const gsl_vector *x, void *params, gsl_vector *f)
 /* Trust-region least squares from a few starting points (the max() of the
  * roofline has a kink, so one start can stop on the wrong side of it);
  * the best end point wins. */
-static int fit_roofline(rfit *c, size_t n_res, int (*fn)(const gsl_vector *, void *, gsl_vector *),
-                        cost_params *out, double *rms)
+static int fit_roofline(rfit *c, size_t n_res,
+                        int (*fn)(const gsl_vector *, void *, gsl_vector *), cost_params *out,
+                        double *rms)
 {
     static const double starts[][N_ROOF] = {
         {0.5, 0.8, 2e-3}, {0.3, 0.6, 5e-3}, {0.7, 0.9, 1e-3}};
+    const size_t np = n_free(c->free);
+    if (np == 0 || n_res <= np)
+        return SIM_ERROR(SIM_EINVAL, "fit-cost: %zu measurement%s for %zu free factor%s; "
+                         "expected more measurements than free factors", n_res,
+                         n_res == 1 ? "" : "s", np, np == 1 ? "" : "s");
     double best = INFINITY;
-    gsl_multifit_nlinear_fdf fdf = {.f = fn, .n = n_res, .p = N_ROOF, .params = c};
+    gsl_multifit_nlinear_fdf fdf = {.f = fn, .n = n_res, .p = np, .params = c};
     gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
     gsl_multifit_nlinear_workspace *w =
-        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n_res, N_ROOF);
-    gsl_vector *x0 = gsl_vector_alloc(N_ROOF);
+        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n_res, np);
+    gsl_vector *x0 = gsl_vector_alloc(np);
     for (size_t s = 0; s < sizeof starts / sizeof starts[0]; s++) {
-        gsl_vector_set(x0, 0, log(starts[s][0] / (1 - starts[s][0])));
-        gsl_vector_set(x0, 1, log(starts[s][1] / (1 - starts[s][1])));
-        gsl_vector_set(x0, 2, log(starts[s][2]));
+        size_t k = 0;
+        if (c->free & EXP_COSTFIT_MFU)
+            gsl_vector_set(x0, k++, log(starts[s][0] / (1 - starts[s][0])));
+        if (c->free & EXP_COSTFIT_MBU)
+            gsl_vector_set(x0, k++, log(starts[s][1] / (1 - starts[s][1])));
+        if (c->free & EXP_COSTFIT_OVERHEAD)
+            gsl_vector_set(x0, k++, log(starts[s][2]));
         c->err = 0;
         if (gsl_multifit_nlinear_init(x0, &fdf, w) != GSL_SUCCESS || c->err)
             continue;
@@ -407,7 +442,7 @@ static int fit_roofline(rfit *c, size_t n_res, int (*fn)(const gsl_vector *, voi
                          sqrt((double)n_res);
         if (r < best) {
             best = r;
-            *out = params_of(gsl_multifit_nlinear_position(w), c->ar);
+            *out = params_of(c, gsl_multifit_nlinear_position(w));
         }
     }
     gsl_vector_free(x0);
@@ -419,7 +454,7 @@ static int fit_roofline(rfit *c, size_t n_res, int (*fn)(const gsl_vector *, voi
     return SIM_OK;
 }
 
-int exp_costfit_steps(const spec_deploy *d, const cost_params *prior,
+int exp_costfit_steps(const spec_deploy *d, const cost_params *prior, unsigned free_f,
                       const exp_costfit_step *s, size_t n, exp_costfit_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -427,7 +462,7 @@ int exp_costfit_steps(const spec_deploy *d, const cost_params *prior,
     if (rc)
         return rc;
     out->linear_fitted = 1;
-    rfit c = {.d = d, .ar = prior->allreduce_latency_s, .s = s, .n = n};
+    rfit c = {.d = d, .prior = *prior, .free = free_f, .s = s, .n = n};
     return fit_roofline(&c, n, steps_f, &out->roofline, &out->rms_roofline);
 }
 
@@ -446,16 +481,17 @@ static cost_linear linearise(const spec_deploy *d, const cost_params *p)
 }
 
 int exp_costfit_vllm(const spec_deploy *d, uint32_t n_blocks, const engine_params *p,
-                     const cost_params *prior, const exp_costfit_req *r, size_t n,
-                     uint32_t conc, exp_costfit_result *out)
+                     const cost_params *prior, unsigned free_f, unsigned targets,
+                     const exp_costfit_req *r, size_t n, uint32_t conc,
+                     exp_costfit_result *out)
 {
     memset(out, 0, sizeof *out);
+    exp_costfit_req *pred = sim_xcalloc(n ? n : 1, sizeof *pred);
+    rfit c = {.d = d, .prior = *prior, .free = free_f, .targets = targets, .r = r, .n = n,
+              .conc = conc, .n_blocks = n_blocks, .ep = p, .pred = pred};
     size_t n_res = 0;
     for (size_t i = 0; i < n; i++)
-        n_res += 1 + (r[i].output_tokens > 1 && r[i].itl_s > 0);
-    exp_costfit_req *pred = sim_xcalloc(n, sizeof *pred);
-    rfit c = {.d = d, .ar = prior->allreduce_latency_s, .r = r, .n = n, .conc = conc,
-              .n_blocks = n_blocks, .ep = p, .pred = pred};
+        n_res += !!(targets & EXP_COSTFIT_TTFT) + (size_t)uses_itl(&c, &r[i]);
     /* A request that cannot fit is an input error, found before the fit. */
     cost_model m;
     cost_roofline_init(&m, d, prior);
@@ -567,7 +603,8 @@ static void lower(char *dst, size_t n, const char *src)
 }
 
 static void write_profile(FILE *f, const char *name, const spec_deploy *d, const char *what,
-                          const char *file, const exp_costfit_result *res, const char *table)
+                          const char *file, const exp_costfit_result *res, const char *table,
+                          const char *transferred, unsigned free_f)
 {
     char model[128], hw[128];
     lower(model, sizeof model, d->model->name);
@@ -582,15 +619,20 @@ static void write_profile(FILE *f, const char *name, const spec_deploy *d, const
             100 * res->rms_roofline, res->rms_linear >= 0 ? ", linear likewise below" : "",
             table);
     fprintf(f, "name: %s\nmodel: %s\nhardware: %s\ntp: %lld\nweight_dtype: %s\nkv_dtype: %s\n"
-            "roofline:\n  mfu: %.6g   # fitted\n  mbu: %.6g   # fitted\n"
-            "  step_overhead_s: %.6g   # fitted\n"
+            "roofline:\n  mfu: %.6g   # %s\n  mbu: %.6g   # %s\n"
+            "  step_overhead_s: %.6g   # %s\n"
             "  allreduce_latency_s: %g   # prior: assumed NVLink all-reduce latency\nlinear:\n",
-            name, model, hw, (long long)d->tp, wd, kd, res->roofline.mfu, res->roofline.mbu,
-            res->roofline.step_overhead_s, res->roofline.allreduce_latency_s);
+            name, model, hw, (long long)d->tp, wd, kd, res->roofline.mfu,
+            free_f & EXP_COSTFIT_MFU ? "fitted" : "transferred", res->roofline.mbu,
+            free_f & EXP_COSTFIT_MBU ? "fitted" : "transferred", res->roofline.step_overhead_s,
+            free_f & EXP_COSTFIT_OVERHEAD ? "fitted" : "transferred",
+            res->roofline.allreduce_latency_s);
     cost_linear l = res->linear;
     for (int k = 0; k < N_LIN; k++)
         fprintf(f, "  %s: %.6g   # %s\n", lin_names[k], *lin_ptr(&l, k),
                 res->linear_fitted ? "fitted" : "linearisation of the fitted roofline");
+    if (*transferred)
+        fprintf(f, "transferred: \"%s\"\n", transferred);
     fprintf(f, "source: \"fitted by crsim fit-cost to %s\"\n", file);
 }
 
@@ -610,6 +652,30 @@ static void tbl(char **s, size_t *len, const char *fmt, ...)
     *s = sim_xrealloc(*s, *len + k + 1);
     memcpy(*s + *len, line, k + 1);
     *len += k;
+}
+
+/* A comma-separated subset of `names` into bits (name i = bit i). */
+static int parse_set(const char *v, const char *opt, const char *const *names, unsigned *out)
+{
+    *out = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int i = 0;
+        while (names[i] && strcmp(names[i], t) != 0)
+            i++;
+        if (!names[i])
+            return SIM_ERROR(SIM_EINVAL, "fit-cost: %s '%s': unknown '%s'; expected a "
+                             "comma-separated list of %s%s%s%s%s", opt, v, t, names[0],
+                             names[1] ? ", " : "", names[1] ? names[1] : "",
+                             names[1] && names[2] ? ", " : "", names[1] && names[2] ? names[2]
+                                                                                  : "");
+        *out |= 1u << i;
+    }
+    if (!*out)
+        return SIM_ERROR(SIM_EINVAL, "fit-cost: %s is empty; expected at least one of %s, ...",
+                         opt, names[0]);
+    return SIM_OK;
 }
 
 int exp_costfit_main(const exp_cli_args *a, FILE *out)
@@ -649,13 +715,41 @@ int exp_costfit_main(const exp_cli_args *a, FILE *out)
     uint32_t pool_blocks;
     if ((rc = spec_kv_pool(&d, &pool_tokens, &pool_blocks)))
         goto done;
-    const cost_params prior = {.mfu = 0.5, .mbu = 0.8, .step_overhead_s = 2e-3,
-                               .allreduce_latency_s = PRIOR_AR_LATENCY_S};
+    cost_params prior = {.mfu = 0.5, .mbu = 0.8, .step_overhead_s = 2e-3,
+                         .allreduce_latency_s = PRIOR_AR_LATENCY_S};
+    char prior_name[256] = "";
+    const char *pp = exp_cli_str(a, "prior", NULL);
+    if (pp) {
+        cost_profile pr;
+        if ((rc = cost_profile_load(pp, &pr)))
+            goto done;
+        prior = pr.roofline;
+        snprintf(prior_name, sizeof prior_name, "%s", pr.name);
+        cost_profile_fini(&pr);
+    }
+    unsigned free_f = 0, targets = 0;
+    if ((rc = parse_set(exp_cli_str(a, "free", "mfu,mbu,overhead"), "--free",
+                        (const char *const[]){"mfu", "mbu", "overhead", NULL}, &free_f)) ||
+        (rc = parse_set(exp_cli_str(a, "targets", "ttft,itl"), "--targets",
+                        (const char *const[]){"ttft", "itl", NULL}, &targets)))
+        goto done;
+    char transferred[512] = "";
+    if (free_f != EXP_COSTFIT_ALL) {
+        static const char *const fn[] = {"mfu", "mbu", "step_overhead_s"};
+        size_t k = 0;
+        for (unsigned i = 0; i < 3; i++)
+            if (!(free_f & (1u << i)))
+                k += (size_t)snprintf(transferred + k, sizeof transferred - k, "%s%s",
+                                      k ? ", " : "", fn[i]);
+        snprintf(transferred + k, sizeof transferred - k, " of %s (not fitted here)",
+                 *prior_name ? prior_name
+                             : "crsim's defaults (mfu 0.5, mbu 0.8, overhead 2 ms)");
+    }
     exp_costfit_result res;
     char what[128];
     if (steps) {
         if ((rc = exp_costfit_read_steps(steps, N_LIN + 1, &st, &n)) ||
-            (rc = exp_costfit_steps(&d, &prior, st, n, &res)))
+            (rc = exp_costfit_steps(&d, &prior, free_f, st, n, &res)))
             goto done;
         snprintf(what, sizeof what, "%zu measured steps of", n);
         cost_model mr, ml;
@@ -681,7 +775,8 @@ int exp_costfit_main(const exp_cli_args *a, FILE *out)
                                   .max_num_batched_tokens = (uint32_t)cfg.max_num_batched_tokens,
                                   .max_num_seqs = (uint32_t)cfg.max_num_seqs,
                                   .prefix_caching = false};
-        if ((rc = exp_costfit_vllm(&d, pool_blocks, &ep, &prior, rq, n, conc, &res)))
+        if ((rc = exp_costfit_vllm(&d, pool_blocks, &ep, &prior, free_f, targets, rq, n, conc,
+                                   &res)))
             goto done;
         snprintf(what, sizeof what, "a vllm bench serve run of %zu requests at concurrency %u,",
                  n, conc);
@@ -713,7 +808,8 @@ int exp_costfit_main(const exp_cli_args *a, FILE *out)
     name = nm ? sim_xstrdup(nm) : cost_profile_default_name(&d);
     const char *path = exp_cli_str(a, "out", NULL);
     if (!path) {
-        write_profile(out, name, &d, what, steps ? steps : vb, &res, table);
+        write_profile(out, name, &d, what, steps ? steps : vb, &res, table, transferred,
+                      free_f);
         goto done;
     }
     size_t pl = strlen(path) + 40;
@@ -723,7 +819,8 @@ int exp_costfit_main(const exp_cli_args *a, FILE *out)
     if (!f) {
         rc = SIM_ERROR(SIM_EIO, "fit-cost: cannot create %s: %s", tmp, strerror(errno));
     } else {
-        write_profile(f, name, &d, what, steps ? steps : vb, &res, table);
+        write_profile(f, name, &d, what, steps ? steps : vb, &res, table, transferred,
+                      free_f);
         if (fclose(f) != 0)
             rc = SIM_ERROR(SIM_EIO, "fit-cost: cannot write %s: %s", tmp, strerror(errno));
         cost_profile back;

@@ -38,6 +38,14 @@
 #include "models/spec.h"
 #include "sim/exp/cli.h"
 
+/* The roofline factors a fit frees (bits); the others keep the prior's
+ * values (a profile given with --prior, or the defaults). */
+enum { EXP_COSTFIT_MFU = 1, EXP_COSTFIT_MBU = 2, EXP_COSTFIT_OVERHEAD = 4,
+       EXP_COSTFIT_ALL = 7 };
+
+/* The quantities of a vllm bench result fitted (bits). */
+enum { EXP_COSTFIT_TTFT = 1, EXP_COSTFIT_ITL = 2 };
+
 /* One measured step (steps CSV row). */
 typedef struct exp_costfit_step {
     cost_batch b;     /* its composition (prefill_attn as one chunk per row) */
@@ -49,7 +57,8 @@ typedef struct exp_costfit_step {
 typedef struct exp_costfit_req {
     uint32_t input_tokens, output_tokens;
     double ttft_s;    /* measured time to first token, s */
-    double itl_s;     /* measured mean inter-token latency, s (0 if one token) */
+    double itl_s;     /* measured time per output token after the first:
+                         Σ itls / (output tokens − 1), s (0 if one token) */
 } exp_costfit_req;
 
 /* What a fit produced. */
@@ -77,11 +86,12 @@ int exp_costfit_read_steps(const char *path, size_t min_rows, exp_costfit_step *
 int exp_costfit_read_vllm(const char *path, size_t min_rows, exp_costfit_req **out, size_t *n,
                           uint32_t *conc);
 
-/* Fit both models to steps of deployment `d` (roofline starting from
- * `prior`; its allreduce_latency_s is kept).  Returns SIM_OK or
- * SIM_EINVAL when the measurements cannot identify the linear model (a
- * coefficient's column is zero in every row). */
-int exp_costfit_steps(const spec_deploy *d, const cost_params *prior,
+/* Fit both models to steps of deployment `d`: the linear model's a..e,
+ * and the roofline factors of `free_f` (EXP_COSTFIT_* bits), the others and
+ * the all-reduce latency kept at `prior`'s values.  Returns SIM_OK, or
+ * SIM_EINVAL when the measurements cannot determine the linear model
+ * (collinear columns) or the fit does not converge. */
+int exp_costfit_steps(const spec_deploy *d, const cost_params *prior, unsigned free_f,
                       const exp_costfit_step *s, size_t n, exp_costfit_result *out);
 
 /* Run crsim's engine (pool `n_blocks`, settings `p`, model `m`) on the
@@ -93,12 +103,16 @@ int exp_costfit_simulate(const cost_model *m, uint32_t n_blocks, const engine_pa
                          const exp_costfit_req *r, size_t n, uint32_t conc,
                          exp_costfit_req *pred);
 
-/* Fit the roofline factors to a vllm bench result (log residuals of every
- * request's TTFT and ITL).  Returns SIM_OK or the errors of
- * exp_costfit_simulate. */
+/* Fit the roofline factors of `free_f` (the others at `prior`'s values) to
+ * a vllm bench result: log residuals of every request's TTFT and/or time
+ * per output token (`targets`, EXP_COSTFIT_TTFT | EXP_COSTFIT_ITL).  The
+ * linear coefficients are the fitted roofline's linearisation.  Returns
+ * SIM_OK, SIM_EINVAL (no more residuals than free factors, no
+ * convergence) or the errors of exp_costfit_simulate. */
 int exp_costfit_vllm(const spec_deploy *d, uint32_t n_blocks, const engine_params *p,
-                     const cost_params *prior, const exp_costfit_req *r, size_t n,
-                     uint32_t conc, exp_costfit_result *out);
+                     const cost_params *prior, unsigned free_f, unsigned targets,
+                     const exp_costfit_req *r, size_t n, uint32_t conc,
+                     exp_costfit_result *out);
 
 /* The subcommand on parsed arguments; prints to `out`. */
 int exp_costfit_main(const exp_cli_args *a, FILE *out);

@@ -557,6 +557,19 @@ void exp_stream_close(exp_stream *st)
     free(st);
 }
 
+/* A profile whose factors were not all fitted to its deployment says so
+ * on a start-up line (its `transferred` key, docs/calibration.md). */
+static void print_transfer(FILE *out, const char *who, const char *pname)
+{
+    cost_profile p;
+    if (cost_profile_load(pname, &p) != SIM_OK)
+        return; /* loaded at set-up already: cannot fail here but for a race */
+    if (p.transferred && *p.transferred)
+        fprintf(out, "%sNOTE: calibration profile %s is not fitted to this deployment alone: %s "
+                "(docs/calibration.md)\n", who, p.name, p.transferred);
+    cost_profile_fini(&p);
+}
+
 void exp_setup_print(const exp_setup *s, FILE *out)
 {
     const exp_config *cfg = s->cfg;
@@ -573,6 +586,7 @@ void exp_setup_print(const exp_setup *s, FILE *out)
                     (long long)x->g.tp, x->hw.name, x->g.weight_dtype, x->g.kv_dtype,
                     x->pool_blocks, (unsigned long long)x->pool_tokens, x->cost_profile,
                     (long long)x->g.max_num_batched_tokens, (long long)x->g.max_num_seqs);
+            print_transfer(out, "  ", x->cost_profile);
         }
     } else {
         fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
@@ -585,6 +599,7 @@ void exp_setup_print(const exp_setup *s, FILE *out)
                 cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile,
                 ppath ? ppath : "?");
         free(ppath);
+        print_transfer(out, "", s->cost_profile);
     }
     if (cfg->scrape_interval_s > 0)
         fprintf(out, "gateway: %lld replica%s (%s), engine metrics scraped every %g s, visible "
