@@ -512,8 +512,8 @@ static const exp_cli_cmd commands[] = {
                 "a..e of CONFIG's deployment to the user's measurements: per-step times\n"
                 "(--steps CSV; least squares, GSL) or a vllm bench serve result at a fixed\n"
                 "concurrency (--vllm-bench JSON; the engine is run on the same requests and\n"
-                "the factors fitted to mean TTFT and ITL).  Prints or writes the profile\n"
-                "with its residuals.  See docs/calibration.md.\n",
+                "the factors fitted to every request's TTFT and time per output token).\n"
+                "Prints or writes the profile with its residuals.  See docs/calibration.md.\n",
      .opts = fit_cost_opts, .main = cmd_fit_cost},
     {.name = "spec import-hf", .summary = "a model spec from a Hugging Face config.json",
      .args = "CONFIG.json", .min_pos = 1, .max_pos = 1,
