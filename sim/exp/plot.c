@@ -21,12 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/core/datadir.h"
 #include "sim/core/error.h"
 #include "sim/exp/report_int.h"
-
-#ifndef CRSIM_SCRIPT_DIR
-#define CRSIM_SCRIPT_DIR "scripts"
-#endif
 
 extern char **environ;
 
@@ -655,10 +652,9 @@ static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
     sb_printf(b, "'; rate=%.10g; nseeds=%zu", r->rate_rps, r->n_seeds);
 }
 
-const char *exp_plot_script_dir(void)
+int exp_plot_script_dir(char **out)
 {
-    const char *d = getenv("CRSIM_SCRIPT_DIR");
-    return d && *d ? d : CRSIM_SCRIPT_DIR;
+    return sim_datadir_find("CRSIM_SCRIPT_DIR", "scripts", out);
 }
 
 int exp_plot_main(const exp_cli_args *a)
@@ -672,6 +668,13 @@ int exp_plot_main(const exp_cli_args *a)
     if ((rc = exp__report_read(path, id, rate, &r)))
         return exp_cli_fail(rc);
     exp__report_warn(r);
+
+    /* The scripts' folder, found before anything is written; if it is
+     * missing the data files are still written and the message printed
+     * where gnuplot would run. */
+    char *sdir = NULL, sdir_msg[1024] = "";
+    if (exp_plot_script_dir(&sdir))
+        snprintf(sdir_msg, sizeof sdir_msg, "%s", sim_errmsg());
 
     char *dir;
     if (out_dir) {
@@ -704,7 +707,7 @@ int exp_plot_main(const exp_cli_args *a)
             sbuf data = {0}, base = {0}, vars = {0}, script = {0};
             sb_printf(&data, "%s/%s%s.tsv", dir, kinds[k], sfx);
             sb_printf(&base, "%s/%s%s", dir, kinds[k], sfx);
-            sb_printf(&script, "%s/plot-%s.gp", exp_plot_script_dir(), kinds[k]);
+            sb_printf(&script, "%s/plot-%s.gp", sdir ? sdir : "scripts", kinds[k]);
             common_vars(&vars, r, pt, data.s, base.s);
             if (k == 0) {
                 double ymax = 1;
@@ -741,7 +744,7 @@ int exp_plot_main(const exp_cli_args *a)
             sbuf data = {0}, base = {0}, vars = {0}, script = {0};
             sb_printf(&data, "%s/timeline.tsv", dir);
             sb_printf(&base, "%s/timeline", dir);
-            sb_printf(&script, "%s/plot-timeline.gp", exp_plot_script_dir());
+            sb_printf(&script, "%s/plot-timeline.gp", sdir ? sdir : "scripts");
             common_vars(&vars, r, &(exp__rep_point){.label = (char *)""}, data.s, base.s);
             tl_vars(&vars, &t);
             rc = write_timeline(r, &t, data.s);
@@ -755,6 +758,7 @@ int exp_plot_main(const exp_cli_args *a)
     }
 
     int status = rc ? exp_cli_fail(rc) : 0;
+    size_t n_jobs_run = n_jobs;
     char *gnuplot = NULL;
     if (rc == SIM_OK && r->n_points == 0) {
         fprintf(stderr, "crsim: experiment %lld has no complete runs: nothing to plot\n",
@@ -767,10 +771,15 @@ int exp_plot_main(const exp_cli_args *a)
                                                                    : "gnuplot", dir);
         status = 1;
     }
-    for (size_t j = 0; gnuplot && j < n_jobs; j++) {
+    if (gnuplot && !sdir) {
+        fprintf(stderr, "crsim: %s; the data files are in %s/\n", sdir_msg, dir);
+        status = 1;
+        n_jobs_run = 0;
+    }
+    for (size_t j = 0; gnuplot && j < n_jobs_run; j++) {
         if (access(jobs[j].script, R_OK) != 0) {
             fprintf(stderr, "crsim: %s: cannot read the gnuplot script: %s (set "
-                    "CRSIM_SCRIPT_DIR to the scripts/ folder of the crsim source)\n",
+                    "CRSIM_SCRIPT_DIR to the folder of crsim's plot-*.gp scripts)\n",
                     jobs[j].script, strerror(errno));
             status = 1;
             break;
@@ -793,6 +802,7 @@ int exp_plot_main(const exp_cli_args *a)
     }
     free(jobs);
     free(gnuplot);
+    free(sdir);
     free(dir);
     exp__report_free(r);
     return status;

@@ -688,7 +688,13 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     snprintf(vars, sizeof vars,
              "datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu", tsv,
              outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n);
-    snprintf(script, sizeof script, "%s/plot-regime-map.gp", exp_plot_script_dir());
+    char *sdir = NULL;
+    if (exp_plot_script_dir(&sdir)) {
+        fprintf(stderr, "crsim: warning: %s; the map data is in %s\n", sim_errmsg(), tsv);
+        goto done;
+    }
+    snprintf(script, sizeof script, "%s/plot-regime-map.gp", sdir);
+    free(sdir);
     char *gp = exp_plot_find_gnuplot();
     const int gp_st = gp ? exp_plot_run_gnuplot(gp, vars, script) : -1;
     free(gp);

@@ -61,22 +61,38 @@ static void list_yaml(const char *dir, char *buf, size_t n)
  * exists there.  Other errors (a bad spec file) already name their file
  * and line and pass unchanged. */
 static int missing_file_at(int rc, const char *where, const char *key, const char *value,
-                           const char *dir, const char *what)
+                           const char *what)
 {
     if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
         return rc;
     char msg[512], have[512];
     snprintf(msg, sizeof msg, "%s", sim_errmsg());
+    char *dir = NULL;
+    if (spec_dir(&dir))
+        return rc;
     list_yaml(dir, have, sizeof have);
-    return SIM_ERROR(rc, "%s: key '%s' is '%s': no such %s (%s); expected a name in %s/ (one "
-                     "of: %s) or a path to a %s file", where, key, value, what, msg, dir, have,
-                     what);
+    rc = SIM_ERROR(rc, "%s: key '%s' is '%s': no such %s (%s); expected a name in %s/ (one "
+                   "of: %s) or a path to a %s file", where, key, value, what, msg, dir, have,
+                   what);
+    free(dir);
+    return rc;
 }
 
 static int missing_file(int rc, const exp_config *cfg, const char *key, const char *value,
-                        const char *dir, const char *what)
+                        const char *what)
 {
-    return missing_file_at(rc, cfg->src.path ? cfg->src.path : "config", key, value, dir, what);
+    return missing_file_at(rc, cfg->src.path ? cfg->src.path : "config", key, value, what);
+}
+
+/* "<spec dir>/cost" into dir (empty if the spec dir cannot be found). */
+static void cost_dir(char *dir, size_t size)
+{
+    char *sd = NULL;
+    if (spec_dir(&sd) == SIM_OK)
+        snprintf(dir, size, "%s/cost", sd);
+    else
+        snprintf(dir, size, "(no spec folder)");
+    free(sd);
 }
 
 /* A calibration profile that does not exist: named by cost.profile, or
@@ -88,7 +104,7 @@ static int missing_profile(int rc, const exp_config *cfg, const char *pname)
     if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
         return rc;
     char dir[512], have[1024];
-    snprintf(dir, sizeof dir, "%s/cost", spec_dir());
+    cost_dir(dir, sizeof dir);
     list_yaml(dir, have, sizeof have);
     const char *src = cfg->src.path ? cfg->src.path : "config";
     if (cfg->cost_profile[0])
@@ -117,11 +133,11 @@ static int group_init(const exp_config *cfg, size_t i, exp_setup_group *o)
     int rc;
     snprintf(key, sizeof key, "cluster.groups[%zu].hardware", i);
     if ((rc = spec_hw_load(g->hardware, &o->hw)))
-        return missing_file_at(rc, g->where, key, g->hardware, spec_dir(), "GPU spec");
+        return missing_file_at(rc, g->where, key, g->hardware, "GPU spec");
     snprintf(key, sizeof key, "cluster.groups[%zu].model", i);
     if ((rc = spec_model_load(g->model, &o->model))) {
         spec_hw_fini(&o->hw);
-        return missing_file_at(rc, g->where, key, g->model, spec_dir(), "model spec");
+        return missing_file_at(rc, g->where, key, g->model, "model spec");
     }
     o->dep = (spec_deploy){.hw = &o->hw, .model = &o->model, .tp = g->tp,
                            .mem_util = g->mem_util, .block_size = cfg->block_size};
@@ -146,7 +162,7 @@ static int group_init(const exp_config *cfg, size_t i, exp_setup_group *o)
     if (rc) {
         char dir[512], have[1024];
         snprintf(msg, sizeof msg, "%s", sim_errmsg());
-        snprintf(dir, sizeof dir, "%s/cost", spec_dir());
+        cost_dir(dir, sizeof dir);
         list_yaml(dir, have, sizeof have);
         rc = SIM_ERROR(rc, "%s: cluster.groups[%zu] ('%s', %s on %lld x %s, weights %s, KV %s): "
                        "calibration profile '%s': %s; expected a profile in %s/ (one of: %s) "
@@ -233,11 +249,11 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         goto shared;
     }
     if ((rc = spec_hw_load(cfg->hardware, &s->hw))) {
-        rc = missing_file(rc, cfg, "cluster.hardware", cfg->hardware, spec_dir(), "GPU spec");
+        rc = missing_file(rc, cfg, "cluster.hardware", cfg->hardware, "GPU spec");
         goto fail;
     }
     if ((rc = spec_model_load(cfg->model, &s->model))) {
-        rc = missing_file(rc, cfg, "cluster.model", cfg->model, spec_dir(), "model spec");
+        rc = missing_file(rc, cfg, "cluster.model", cfg->model, "model spec");
         goto fail;
     }
     s->dep = (spec_deploy){.hw = &s->hw, .model = &s->model, .tp = cfg->tp,
@@ -558,6 +574,19 @@ void exp_stream_close(exp_stream *st)
     free(st);
 }
 
+/* A profile whose factors were not all fitted to its deployment says so
+ * on a start-up line (its `transferred` key, docs/calibration.md). */
+static void print_transfer(FILE *out, const char *who, const char *pname)
+{
+    cost_profile p;
+    if (cost_profile_load(pname, &p) != SIM_OK)
+        return; /* loaded at set-up already: cannot fail here but for a race */
+    if (p.transferred && *p.transferred)
+        fprintf(out, "%sNOTE: calibration profile %s is not fitted to this deployment alone: %s "
+                "(docs/calibration.md)\n", who, p.name, p.transferred);
+    cost_profile_fini(&p);
+}
+
 void exp_setup_print(const exp_setup *s, FILE *out)
 {
     const exp_config *cfg = s->cfg;
@@ -574,13 +603,20 @@ void exp_setup_print(const exp_setup *s, FILE *out)
                     (long long)x->g.tp, x->hw.name, x->g.weight_dtype, x->g.kv_dtype,
                     x->pool_blocks, (unsigned long long)x->pool_tokens, x->cost_profile,
                     (long long)x->g.max_num_batched_tokens, (long long)x->g.max_num_seqs);
+            print_transfer(out, "  ", x->cost_profile);
         }
     } else {
         fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
                 (long long)cfg->destinations, s->model.name, (long long)cfg->tp, s->hw.name,
                 cfg->weight_dtype, cfg->kv_dtype);
-        fprintf(out, "cost model: %s, calibration profile %s\n",
-                cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+        char *ppath = NULL;
+        if (cost_profile_path(s->cost_profile, &ppath))
+            ppath = NULL;
+        fprintf(out, "cost model: %s, calibration profile %s (%s)\n",
+                cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile,
+                ppath ? ppath : "?");
+        free(ppath);
+        print_transfer(out, "", s->cost_profile);
     }
     if (cfg->engine_flavor == ENGINE_SGLANG)
         fprintf(out, "engine: SGLang flavour, prefill and decode batches apart, "
