@@ -10,6 +10,7 @@
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1022,6 +1023,8 @@ static void run_task(pool *pl, task *t)
 static void *take_task(void *ctx, int *finished)
 {
     pool *pl = ctx;
+    if (pl->stop && *pl->stop)
+        pl->abort = 1; /* a signal: no new run starts (a short run may not poll it) */
     if (pl->abort) {
         *finished = 1;
         return NULL;
@@ -1632,11 +1635,25 @@ int exp_run(const exp_run_opts *o, FILE *out)
         exp_pool_work(&pl.wp); /* no thread could start: simulate everything here first */
     const bool tty = !o->quiet && isatty(2);
     const double t_start = sim_wall_s();
-    size_t stored = 0, n_nothing = 0;
+    /* Test hook (tests/harness_defects.sh, D1): send this process SIGTERM
+     * right after the N-th run is stored, i.e. between runs. */
+    const char *sig_after = getenv("CRSIM_TEST_SIGTERM_AFTER_RUNS");
+    const size_t n_sig_after = sig_after ? (size_t)strtoull(sig_after, NULL, 10) : 0;
+    size_t stored = 0, n_nothing = 0, n_pruned = 0;
+    bool cut = false; /* a selected task was never run (abort) */
     for (size_t i = 0; i < n_tasks; i++) {
         task *t = &tasks[i];
         if (!t->selected)
             continue;
+        if (o->stop && *o->stop) {
+            /* A signal: stop at once; results finished but not yet stored
+             * are dropped (--resume simulates them again). */
+            exp_pool_lock(&pl.wp);
+            pl.abort = 1;
+            exp_pool_unlock(&pl.wp);
+            cut = true;
+            break;
+        }
         const sweep_point *pt = &pts[t->point];
         exp_run_row row = {.policy = pt->cfg.policies[t->ip], .seed = pt->cfg.seeds[t->is],
                            .rate_rps = pt->cfg.rates[t->ir], .config_text = t->config_text,
@@ -1660,10 +1677,14 @@ int exp_run(const exp_run_opts *o, FILE *out)
             exp_pool_wait(&pl.wp);
         const int pruned = t->pruned, done = t->done;
         exp_pool_unlock(&pl.wp);
-        if (pruned)
+        if (pruned) {
+            n_pruned++;
             continue; /* not run: its series failed at a lower load */
-        if (!done)
+        }
+        if (!done) {
+            cut = true;
             break; /* aborted before this task started */
+        }
         if (t->rc) {
             if (rc == SIM_OK)
                 rc = SIM_ERROR(t->rc, "%s", t->err);
@@ -1676,6 +1697,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
             rc = exp_store_add_run(store, exp_id, &row, &t->res, NULL);
             if (rc == SIM_OK) {
                 stored++;
+                if (stored == n_sig_after)
+                    raise(SIGTERM); /* to this thread: handled before it returns */
                 if (tty)
                     fputc('\r', stderr);
                 print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
@@ -1706,6 +1729,18 @@ int exp_run(const exp_run_opts *o, FILE *out)
             cluster_result_fini(&tasks[i].res);
     if (tty)
         fputc('\n', stderr);
+    /* Only a grid run to its end is complete: a run left out by an abort
+     * (another run's failure, or a signal, possibly arriving between
+     * runs) leaves it incomplete, without capacities (docs/harness.md,
+     * "Interruptions"; issue 38 D1). */
+    if (rc == SIM_OK && cut)
+        for (size_t i = 0; i < n_tasks && rc == SIM_OK; i++)
+            if (tasks[i].selected && tasks[i].done && tasks[i].rc && tasks[i].rc != SIM_EINTR)
+                rc = SIM_ERROR(tasks[i].rc, "%s", tasks[i].err);
+    if ((rc == SIM_OK || rc == SIM_EINTR) && ((o->stop && *o->stop) || cut))
+        rc = SIM_ERROR(SIM_EINTR, "interrupted by a signal: %zu of %zu runs stored, experiment "
+                       "%lld marked incomplete (no capacities); crsim run %s --resume completes "
+                       "it", stored, n_selected - n_pruned, (long long)exp_id, o->config_path);
     if (rc == SIM_OK && !shard[0])
         rc = exp_store_capacities(store, exp_id);
     if (rc == SIM_OK) {

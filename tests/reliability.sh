@@ -1,0 +1,55 @@
+#!/bin/sh
+# Regression tests of issue 38 ("Reliability, round 2"), one block per
+# defect (D1...) or class (C7...): each failed on 7df2dfb.
+# usage: reliability.sh CRSIM TESTS_DIR
+set -u
+CRSIM=$1
+T=$2
+ROOT="$T/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+q() { sqlite3 -cmd ".timeout 5000" "$@"; }
+
+# expect_error STATUS PATTERN -- command...: exit status, one stderr line
+# containing PATTERN.
+expect_error() {
+    want=$1; pat=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "'$*' exited $got, expected $want; stderr: $(cat "$TMP/err")"
+    elif ! grep -q -- "$pat" "$TMP/err"; then
+        fail "'$*' stderr lacks '$pat': $(cat "$TMP/err")"
+    elif [ "$(wc -l < "$TMP/err")" -ne 1 ]; then
+        fail "'$*' printed more than one error line: $(cat "$TMP/err")"
+    else
+        echo "ok: $pat"
+    fi
+}
+
+# A sweep of 40 short synthetic runs (about 1 s).
+TINY="$TMP/tiny.yaml"
+cat >"$TINY" <<'Y'
+experiment: {name: tiny, policies: [flat_lb, sticky], rates: [0.5, 0.6], seeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], warmup_s: 0, drain_s: 30, min_measured: 1, timeline_s: 0}
+cluster: {destinations: 2}
+workload: {type: synthetic, duration_s: 20, keys: {n: 20}}
+Y
+
+# ---- D1: SIGTERM between runs: exit 143, incomplete, no capacities; --resume completes ----
+for j in 1 2; do
+    DB="$TMP/d1-$j.db"
+    CRSIM_TEST_SIGTERM_AFTER_RUNS=3 "$CRSIM" run "$TINY" --quiet --jobs $j --set "experiment.db=$DB" >"$TMP/out" 2>"$TMP/err"
+    st=$?
+    got=$(q "$DB" "SELECT status || ',' || (SELECT count(*) FROM runs) || ',' || (SELECT count(*) FROM capacities) FROM experiments")
+    if [ $st -eq 143 ] && [ "$got" = "incomplete,3,0" ] && grep -q "interrupted by a signal: 3 of 40 runs stored" "$TMP/err" &&
+        ! grep -q "^stored" "$TMP/out"; then
+        echo "ok: SIGTERM after 3 runs (--jobs $j): exit 143, incomplete, 3 runs, no capacities"
+    else
+        fail "SIGTERM after 3 runs (--jobs $j): exit $st, status,runs,capacities $got: $(cat "$TMP/err")"
+    fi
+    "$CRSIM" run "$TINY" --quiet --jobs $j --resume --set "experiment.db=$DB" >"$TMP/out" 2>"$TMP/err" || fail "resume after SIGTERM: $(cat "$TMP/err")"
+    got=$(q "$DB" "SELECT status || ',' || (SELECT count(*) FROM runs WHERE experiment_id = 2) || ',' || (SELECT count(*) FROM runs WHERE resumed_from IS NOT NULL) FROM experiments WHERE id = 2")
+    [ "$got" = "complete,40,3" ] && echo "ok: --resume completes it (40 runs, 3 reused)" || fail "resume: status,runs,reused $got"
+done
