@@ -53,3 +53,25 @@ for j in 1 2; do
     got=$(q "$DB" "SELECT status || ',' || (SELECT count(*) FROM runs WHERE experiment_id = 2) || ',' || (SELECT count(*) FROM runs WHERE resumed_from IS NOT NULL) FROM experiments WHERE id = 2")
     [ "$got" = "complete,40,3" ] && echo "ok: --resume completes it (40 runs, 3 reused)" || fail "resume: status,runs,reused $got"
 done
+
+# ---- D2: names from a database reach gnuplot as data, never as commands ----
+if command -v gnuplot >/dev/null 2>&1; then
+    DB="$TMP/d2.db"
+    "$CRSIM" run "$TINY" --quiet --jobs 2 --set experiment.seeds=[1,2] --set 'experiment.sweep=["cluster.destinations=[2,3]"]' --set "experiment.db=$DB" >/dev/null 2>"$TMP/err" || fail "D2 run: $(cat "$TMP/err")"
+    # backquotes, both quotes, a newline, a gnuplot macro, a backslash
+    hostile="x\`touch $TMP/PWNED1\`'\"); system(\"touch $TMP/PWNED2\") #
+@m \\ \$1"
+    q "$DB" "UPDATE experiments SET name = '$(printf '%s' "$hostile" | sed "s/'/''/g")'; UPDATE runs SET point_label = point_label || '$(printf '%s' "$hostile" | sed "s/'/''/g")'"
+    q "$DB" "UPDATE runs SET policy = 'p\`touch $TMP/PWNED3\`' WHERE policy = 'sticky'"
+    "$CRSIM" plot "$DB" --out "$TMP/plot'\`touch $TMP/PWNED4\`" >"$TMP/out" 2>"$TMP/err"
+    st=$?
+    if ls "$TMP" | grep -q PWNED; then
+        fail "crsim plot ran shell text from the database: $(ls "$TMP" | grep PWNED)"
+    elif [ $st -ne 0 ] || [ "$(ls "$TMP/plot'\`touch $TMP/PWNED4\`"/*.png | wc -l)" -ne 6 ]; then
+        fail "plot of hostile names: exit $st, $(cat "$TMP/err")"
+    else
+        echo "ok: hostile experiment name, point label, policy and --out plotted as text (6 figures)"
+    fi
+else
+    echo "skip: D2 (no gnuplot)"
+fi
