@@ -3,8 +3,8 @@
 # defect (D1...) or class (C7...): each failed on 7df2dfb.
 # usage: reliability.sh CRSIM TESTS_DIR
 set -u
-CRSIM=$1
-T=$2
+CRSIM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+T=$(cd "$2" && pwd)
 ROOT="$T/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -75,3 +75,33 @@ if command -v gnuplot >/dev/null 2>&1; then
 else
     echo "skip: D2 (no gnuplot)"
 fi
+
+# ---- D5: a run's identity includes the bytes of every input file ----
+# A 60-request trace; a config naming it and a copied model spec.
+awk 'BEGIN { for (i = 0; i < 60; i++) printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n", i * 500, 1024 - 16 * (i % 7), i % 5, 100 + i }' >"$TMP/t.jsonl"
+cp "$ROOT/models/specs/llama-3.3-70b.yaml" "$TMP/model.yaml"
+cat >"$TMP/d5.yaml" <<Y
+experiment: {name: d5, policies: [flat_lb, sticky], rates: [2, 4], warmup_share: 0.2, min_measured: 5, drain_s: 60}
+cluster: {destinations: 2, model: $TMP/model.yaml}
+cost: {profile: llama-3.3-70b_h100-sxm_tp2_fp8-fp8}
+workload: {trace: t.jsonl}
+Y
+D5="$CRSIM run $TMP/d5.yaml --quiet --jobs 2"
+(cd "$TMP" && $D5 >/dev/null 2>"$TMP/err") || fail "D5 run: $(cat "$TMP/err")"
+n=$(q "$TMP/results/d5.db" "SELECT count(*) FROM runs WHERE inputs LIKE '%t.jsonl%' AND inputs LIKE '%model.yaml%'")
+[ "$n" = 4 ] && echo "ok: runs store their input files' hashes" || fail "runs.inputs lacks the trace or the spec ($n of 4): $(q "$TMP/results/d5.db" "SELECT inputs FROM runs LIMIT 1")"
+(cd "$TMP" && $D5 --resume >/dev/null 2>"$TMP/err") || fail "D5 resume: $(cat "$TMP/err")"
+[ "$(q "$TMP/results/d5.db" "SELECT count(*) FROM runs WHERE experiment_id = 2 AND resumed_from IS NOT NULL")" = 4 ] && echo "ok: unchanged inputs: 4 runs reused" || fail "unchanged inputs not reused"
+# the trace is edited: resume simulates again, says which file, equals a fresh run
+head -40 "$TMP/t.jsonl" >"$TMP/t2" && mv "$TMP/t2" "$TMP/t.jsonl"
+(cd "$TMP" && $D5 --resume >/dev/null 2>"$TMP/err") || fail "D5 resume after edit: $(cat "$TMP/err")"
+grep -q "resume: $TMP/t.jsonl changed since run [0-9]* was stored (content hash [0-9a-f]* ([0-9]* bytes), now" "$TMP/err" && echo "ok: resume names the changed trace" || fail "resume after a trace edit says: $(cat "$TMP/err")"
+(cd "$TMP" && $D5 --set experiment.db=fresh.db >/dev/null 2>&1)
+a=$(q "$TMP/results/d5.db" "SELECT group_concat(m.n_arrived || ':' || quote(m.hit_rate), ',') FROM runs r JOIN run_metrics m ON m.run_id = r.id WHERE r.experiment_id = 3 AND r.resumed_from IS NULL")
+b=$(q "$TMP/fresh.db" "SELECT group_concat(m.n_arrived || ':' || quote(m.hit_rate), ',') FROM run_metrics m")
+[ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: resumed after the edit equals a fresh run ($a)" || fail "resume after a trace edit: $a, fresh run: $b"
+# a spec edited between shards: merge refuses, naming the file
+(cd "$TMP" && $D5 --shard 0/2 --set experiment.db=s0.db >/dev/null 2>&1)
+echo "# edited" >>"$TMP/model.yaml"
+(cd "$TMP" && $D5 --shard 1/2 --set experiment.db=s1.db >/dev/null 2>&1)
+expect_error 2 "s1.db: input file $TMP/model.yaml of sweep point 0 differs from the shards merged before (content hash" -- "$CRSIM" merge "$TMP/m.db" "$TMP/s0.db" "$TMP/s1.db"

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 #include "sim/core/u64map.h"
 #include "workloads/arrivals.h"
 #include "workloads/internal.h"
@@ -375,6 +376,7 @@ int wl_ingest_trace(const char *path, const wl_trace_opts *o, const wl_trace **o
     if (stat(path, &sb) != 0)
         return SIM_ERROR(SIM_EIO, "%s: cannot open trace: %s; expected a readable trace file "
                          "(workload.trace)", path, strerror(errno));
+    sim_file_note(path); /* read from memory or the cache: still an input (fileio.h) */
     char real[PATH_MAX], otxt[1024];
     if (!realpath(path, real))
         snprintf(real, sizeof real, "%s", path);
