@@ -105,3 +105,29 @@ b=$(q "$TMP/fresh.db" "SELECT group_concat(m.n_arrived || ':' || quote(m.hit_rat
 echo "# edited" >>"$TMP/model.yaml"
 (cd "$TMP" && $D5 --shard 1/2 --set experiment.db=s1.db >/dev/null 2>&1)
 expect_error 2 "s1.db: input file $TMP/model.yaml of sweep point 0 differs from the shards merged before (content hash" -- "$CRSIM" merge "$TMP/m.db" "$TMP/s0.db" "$TMP/s1.db"
+
+# ---- D3: scripts/slurm-sweep quotes the config's name in the jobs' shell ----
+# A fake sbatch runs each --wrap command as Slurm's shell would (array
+# task 0 and 1; the merge job after them).
+mkdir -p "$TMP/d3/bin"
+cat >"$TMP/d3/bin/sbatch" <<'S'
+#!/bin/sh
+for a in "$@"; do case $a in --wrap=*) w=${a#--wrap=} ;; --array=*) arr=1 ;; esac; done
+if [ -n "${arr:-}" ]; then
+    SLURM_ARRAY_TASK_ID=0 sh -c "$w" >/dev/null 2>&1 && SLURM_ARRAY_TASK_ID=1 sh -c "$w" >/dev/null 2>&1 || echo "task failed" >&2
+else
+    sh -c "$w" >/dev/null 2>&1 || echo "merge failed" >&2
+fi
+echo 4242
+S
+chmod +x "$TMP/d3/bin/sbatch"
+hostile="x;touch PWNED_slurm;\$(touch PWNED_slurm2) 'y z"
+cp "$TINY" "$TMP/d3/$hostile.yaml"
+(cd "$TMP/d3" && PATH="$TMP/d3/bin:$PATH" CRSIM="$CRSIM" "$ROOT/scripts/slurm-sweep" "./$hostile.yaml" 2 --set experiment.seeds=[1] >"$TMP/out" 2>"$TMP/err")
+if ls "$TMP/d3" | grep -q "^PWNED"; then
+    fail "slurm-sweep ran text of the config's name: $(ls "$TMP/d3")"
+elif [ -s "$TMP/err" ] || [ "$(q "$TMP/d3/results/x_touch_PWNED_slurm___touch_PWNED_slurm2___y_z.db" "SELECT status FROM experiments" 2>&1)" != complete ]; then
+    fail "slurm-sweep with a hostile config name: $(cat "$TMP/err"; ls "$TMP/d3/results")"
+else
+    echo "ok: slurm-sweep with ; \$( ) ' and a space in the config name: 2 shards merged, nothing run"
+fi
