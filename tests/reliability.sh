@@ -131,3 +131,36 @@ elif [ -s "$TMP/err" ] || [ "$(q "$TMP/d3/results/x_touch_PWNED_slurm___touch_PW
 else
     echo "ok: slurm-sweep with ; \$( ) ' and a space in the config name: 2 shards merged, nothing run"
 fi
+
+# ---- D4: the trace cache never writes or reads through a planted symlink ----
+mkdir -p "$TMP/d4"
+awk 'BEGIN { for (i = 0; i < 1500; i++) printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n", i * 50, 1000, i % 5, 100 + i }' >"$TMP/d4/t.jsonl"
+sed "s|trace: t.jsonl|trace: $TMP/d4/t.jsonl|" "$TMP/d5.yaml" >"$TMP/d4/c.yaml"
+"$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run: $(cat "$TMP/err")"
+cache=$(ls -a "$TMP/d4" | grep 'crsim-cache$')
+if [ -z "$cache" ]; then
+    fail "D4: no trace cache file written"
+else
+    rm -f "$TMP/d4/$cache"
+    echo "victim" >"$TMP/d4/victim"
+    # links at the names the old code used, <cache>.tmp.<pid>, for the next
+    # pids (made by one process, so that they are the next pids)
+    python3 -c "
+import os, sys
+last = int(open('/proc/sys/kernel/ns_last_pid').read())
+for p in range(last + 1, last + 301):
+    os.symlink(sys.argv[1] + '/victim', sys.argv[1] + '/' + sys.argv[2] + '.tmp.%d' % p)" "$TMP/d4" "$cache" || fail "D4: cannot plant the links"
+    "$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run with planted links: $(cat "$TMP/err")"
+    if [ "$(cat "$TMP/d4/victim")" != victim ]; then
+        fail "the trace cache was written through a planted symlink"
+    elif [ ! -f "$TMP/d4/$cache" ] || [ -L "$TMP/d4/$cache" ]; then
+        fail "D4: the cache file was not written beside the planted links"
+    else
+        echo "ok: trace cache written beside 300 planted symlinks, none followed"
+    fi
+    # a symlink planted at the cache's own name is not read (rebuilt instead)
+    mv "$TMP/d4/$cache" "$TMP/d4/real-cache"
+    ln -s "$TMP/d4/real-cache" "$TMP/d4/$cache"
+    "$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run with a linked cache: $(cat "$TMP/err")"
+    [ -f "$TMP/d4/$cache" ] && [ ! -L "$TMP/d4/$cache" ] && echo "ok: a symlink at the cache's name is replaced, not read" || fail "a symlink at the cache's name stayed"
+fi
