@@ -70,17 +70,17 @@ int main(void)
     /* Resume: find a run by hash, copy it into a second experiment. */
     int64_t found = -1;
     char fb[64] = "x";
-    CHECK_INT_EQ(exp_store_find_run(s, "00000000000000b2", "test", &found, fb, sizeof fb), SIM_OK);
+    CHECK_INT_EQ(exp_store_find_run(s, "00000000000000b2", "test", &found, fb, sizeof fb, NULL), SIM_OK);
     CHECK_INT_EQ(found, run2);
     CHECK(strcmp(fb, "test") == 0);
-    CHECK_INT_EQ(exp_store_find_run(s, "ffffffffffffffff", "test", &found, fb, sizeof fb), SIM_OK);
+    CHECK_INT_EQ(exp_store_find_run(s, "ffffffffffffffff", "test", &found, fb, sizeof fb, NULL), SIM_OK);
     CHECK_INT_EQ(found, 0);
     CHECK(fb[0] == 0);
     /* Resume matches the build (issue 17 item 4): another build's run is
      * not found, unless any build (NULL) is asked for. */
-    CHECK_INT_EQ(exp_store_find_run(s, "00000000000000b2", "other", &found, fb, sizeof fb), SIM_OK);
+    CHECK_INT_EQ(exp_store_find_run(s, "00000000000000b2", "other", &found, fb, sizeof fb, NULL), SIM_OK);
     CHECK_INT_EQ(found, 0);
-    CHECK_INT_EQ(exp_store_find_run(s, "00000000000000b2", NULL, &found, NULL, 0), SIM_OK);
+    CHECK_INT_EQ(exp_store_find_run(s, "00000000000000b2", NULL, &found, NULL, 0, NULL), SIM_OK);
     CHECK_INT_EQ(found, run2);
     double v = 0;
     CHECK_INT_EQ(exp_store_run_metric(s, run2, "ttft_p99", &v), SIM_OK);

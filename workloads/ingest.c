@@ -6,6 +6,7 @@
 #include "workloads/ingest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 #include "sim/core/u64map.h"
 #include "workloads/arrivals.h"
 #include "workloads/internal.h"
@@ -209,13 +211,25 @@ static int parts_hash(const part *pt, size_t n, uint64_t *hash)
     return 0;
 }
 
+/* Open cache file `path` for reading, never through a symlink (a link
+ * planted in the trace's folder; issue 38 D4).  NULL if absent or not
+ * openable; *existed says whether something was there. */
+static FILE *open_cache(const char *path, int *existed)
+{
+    const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
+    *existed = fd >= 0 || errno == ELOOP;
+    return f;
+}
+
 /* Read a cache file whose header must match (opts, size, hash); NULL if it
  * is absent or unusable (*existed says whether there was a file). */
 static wl_trace *cache_read(const char *cpath, const char *path, uint64_t oh, uint64_t size,
                             uint64_t hash, int *existed)
 {
-    *existed = 0;
-    FILE *f = fopen(cpath, "rb");
+    FILE *f = open_cache(cpath, existed);
     if (!f)
         return NULL;
     *existed = 1;
@@ -278,12 +292,21 @@ bad:
  * success, 0 otherwise (nothing left behind). */
 static int write_atomic(const char *path, const void *hdr, size_t hlen, const part *pt, size_t n)
 {
+    /* mkstemp: a new name, created with O_CREAT | O_EXCL in the cache's
+     * folder, so a planted file or symlink is never written through
+     * (issue 38 D4); readable by all, as fopen would have made it. */
     char tmp[PATH_MAX + 160];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
         return 0;
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
+    const int fd = mkstemp(tmp);
+    if (fd < 0)
         return 0;
+    FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return 0;
+    }
     int ok = fwrite(hdr, hlen, 1, f) == 1;
     for (size_t i = 0; ok && i < n; i++)
         ok = pt[i].len == 0 || fwrite(pt[i].p, pt[i].len, 1, f) == 1;
@@ -375,6 +398,7 @@ int wl_ingest_trace(const char *path, const wl_trace_opts *o, const wl_trace **o
     if (stat(path, &sb) != 0)
         return SIM_ERROR(SIM_EIO, "%s: cannot open trace: %s; expected a readable trace file "
                          "(workload.trace)", path, strerror(errno));
+    sim_file_note(path); /* read from memory or the cache: still an input (fileio.h) */
     char real[PATH_MAX], otxt[1024];
     if (!realpath(path, real))
         snprintf(real, sizeof real, "%s", path);
@@ -534,11 +558,9 @@ static int hash_path(const entry *e, uint32_t bs, char *buf, size_t n)
  * *existed says whether there was a file. */
 static int hash_read(const entry *e, uint32_t bs, const char *hpath, table *tab, int *existed)
 {
-    *existed = 0;
-    FILE *f = fopen(hpath, "rb");
+    FILE *f = open_cache(hpath, existed);
     if (!f)
         return 1;
-    *existed = 1;
     struct stat sb;
     hash_hdr h;
     const wl_trace *t = e->t;

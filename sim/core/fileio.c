@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "sim/core/error.h"
 
@@ -58,5 +60,60 @@ int sim_file_open(const char *path, const char *what, const char *expect, FILE *
                          strerror(e), expect);
     }
     *out = f;
+    sim_file_note(path);
     return SIM_OK;
+}
+
+/* The input-file hook (fileio.h): written by the main thread during
+ * set-up only, before worker threads start. */
+static sim_file_hook_fn hook_fn;
+static void *hook_ctx;
+
+void sim_file_set_hook(sim_file_hook_fn fn, void *ctx)
+{
+    hook_fn = fn;
+    hook_ctx = ctx;
+}
+
+void sim_file_note(const char *path)
+{
+    if (hook_fn)
+        hook_fn(hook_ctx, path);
+}
+
+int sim_file_hash(const char *path, uint64_t *hash, uint64_t *size)
+{
+    *hash = 0;
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return SIM_ERROR(SIM_EIO, "%s: cannot open to hash: %s", path, strerror(errno));
+    XXH3_state_t *st = XXH3_createState();
+    enum { BUF = 1 << 16 };
+    char *buf = malloc(BUF);
+    int rc = SIM_OK;
+    if (!st || !buf) {
+        rc = SIM_ERROR(SIM_ENOMEM, "%s: out of memory hashing the file", path);
+        goto out;
+    }
+    XXH3_64bits_reset(st);
+    for (;;) {
+        ssize_t got = read(fd, buf, BUF);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = SIM_ERROR(SIM_EIO, "%s: cannot read to hash: %s", path, strerror(errno));
+            goto out;
+        }
+        if (got == 0)
+            break;
+        XXH3_64bits_update(st, buf, (size_t)got);
+        *size += (uint64_t)got;
+    }
+    *hash = XXH3_64bits_digest(st);
+out:
+    XXH3_freeState(st);
+    free(buf);
+    close(fd);
+    return rc;
 }

@@ -10,6 +10,7 @@
 #ifndef CRSIM_SIM_FILEIO_H
 #define CRSIM_SIM_FILEIO_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /*
@@ -26,5 +27,25 @@
  * (likewise "a FIFO", "a character device", "a block device", "a socket").
  */
 int sim_file_open(const char *path, const char *what, const char *expect, FILE **out);
+
+/*
+ * The input-file hook: while one is installed, sim_file_open (and
+ * sim_file_note, for readers that open a file another way, such as the
+ * trace cache of workloads/ingest.c) calls fn(ctx, path) for every input
+ * file opened, so the experiment harness can record the content hash of
+ * every file a config names (issue 38 D5: run identity).  One hook per
+ * process, installed by the main thread while no other thread reads
+ * input (set-up); NULL removes it.  Cannot fail.
+ */
+typedef void (*sim_file_hook_fn)(void *ctx, const char *path);
+void sim_file_set_hook(sim_file_hook_fn fn, void *ctx);
+void sim_file_note(const char *path);
+
+/*
+ * XXH3-64 (xxHash 0.8) of the bytes of the file at `path` into *hash and
+ * its length in bytes into *size.  Returns SIM_OK, or SIM_EIO naming the
+ * path.
+ */
+int sim_file_hash(const char *path, uint64_t *hash, uint64_t *size);
 
 #endif

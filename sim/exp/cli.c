@@ -73,14 +73,33 @@ static volatile sig_atomic_t setup_flag;
 
 static void on_signal(int sig)
 {
-    (void)sig;
     if (setup_flag) {
         static const char msg[] = "crsim: interrupted during set-up; nothing was stored\n";
         ssize_t w = write(2, msg, sizeof msg - 1);
         (void)w;
-        _exit(130);
+        _exit(128 + sig);
     }
-    stop_flag = 1;
+    stop_flag = sig;
+}
+
+/* SIGINT and SIGTERM (what Slurm sends at a time limit) set stop_flag;
+ * SA_RESTART keeps them from failing a write or a database call. */
+static void catch_signals(void)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The exit status of an interrupted command: 128 + the signal's number
+ * (130 for SIGINT, 143 for SIGTERM), as a shell reports a process the
+ * signal ended. */
+static int interrupted_status(int status)
+{
+    return status == 130 && stop_flag ? 128 + stop_flag : status;
 }
 
 static unsigned all_cores(void)
@@ -131,15 +150,12 @@ static int cmd_run(const exp_cli_args *a)
     int rc = shard ? parse_shard(shard, &o.shard_i, &o.shard_n) : SIM_OK;
     if (rc)
         return exp_cli_fail(rc);
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_signals();
     setup_flag = 1;
     rc = exp_run(&o, stdout);
     setup_flag = 0;
     free(sets);
-    return exp_cli_fail(rc);
+    return interrupted_status(exp_cli_fail(rc));
 }
 
 static int cmd_export(const exp_cli_args *a)
@@ -197,11 +213,8 @@ static int cmd_report(const exp_cli_args *a) { return exp_report_main(a); }
 static int cmd_plot(const exp_cli_args *a) { return exp_plot_main(a); }
 static int cmd_fit(const exp_cli_args *a)
 {
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    return exp_cli_fail(exp_fit_main(a, &stop_flag));
+    catch_signals();
+    return interrupted_status(exp_cli_fail(exp_fit_main(a, &stop_flag)));
 }
 static int cmd_calibrate(const exp_cli_args *a) { return exp_cli_fail(exp_calib_main(a)); }
 static int cmd_fit_cost(const exp_cli_args *a) { return exp_cli_fail(exp_costfit_main(a, stdout)); }
@@ -729,7 +742,7 @@ static void print_commands_usage(FILE *f)
         fprintf(f, "  %-26s %s\n", left, commands[i].summary);
     }
     fputs("\ncrsim <command> --help (or -h) prints the usage and options of a command.\n"
-          "exit status: 0 ok, 2 bad input, 1 other error, 130 interrupted\n"
+          "exit status: 0 ok, 2 bad input, 1 other error, 130/143 interrupted (SIGINT/SIGTERM)\n"
           "environment: CRSIM_HUGEPAGES=0 runs without malloc's transparent huge pages\n"
           "(docs/harness.md, \"Huge pages\"); CRSIM_SPEC_DIR, CRSIM_SCRIPT_DIR, CRSIM_GNUPLOT\n"
           "(docs/install.md, docs/config.md, docs/report.md)\n"

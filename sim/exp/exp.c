@@ -10,6 +10,7 @@
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,13 @@
 
 #include "models/cluster.h"
 #include "models/routers/route.h"
+#include "models/spec_load.h"
 #include "workloads/describe.h"
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 #include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
@@ -922,7 +925,173 @@ typedef struct sweep_point {
     exp_config cfg;
     exp_setup setup;
     char label[512];
+    char *inputs; /* its input files' manifest (inputs_text); part of a run's identity */
 } sweep_point;
+
+/* ---- input files: part of a run's identity (issue 38 D5) ---------------
+ * The config hash covers the config's text, which names files (traces,
+ * CSVs, key-rate files, GPU/model specs, cost profiles) but not what they
+ * hold.  While a point is set up, every input file opened (sim_file_open,
+ * the trace ingester) is noted; the manifest "HASH SIZE PATH" per file
+ * (XXH3-64 of the bytes, sorted by path) is stored with each run
+ * (runs.inputs), and --resume and merge compare it. */
+typedef struct input_list {
+    char **path;
+    size_t n, cap;
+} input_list;
+
+static void note_input(void *ctx, const char *path)
+{
+    input_list *l = ctx;
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->path[i], path) == 0)
+            return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->path = sim_xrealloc(l->path, l->cap * sizeof *l->path);
+    }
+    l->path[l->n++] = sim_xstrdup(path);
+}
+
+
+/* One manifest line "HASH SIZE PATH\n" at *p: its fields; advances *p.
+ * false at the end of the text. */
+typedef struct mline {
+    const char *hash, *size, *path;
+    int n_size, n_path;
+} mline;
+
+static bool next_mline(const char **p, mline *m)
+{
+    const char *s = *p;
+    if (!*s)
+        return false;
+    const char *e = strchr(s, '\n');
+    if (!e)
+        e = s + strlen(s);
+    const char *sp1 = memchr(s, ' ', (size_t)(e - s));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(e - sp1 - 1)) : NULL;
+    m->hash = s;
+    m->size = sp1 ? sp1 + 1 : e;
+    m->n_size = sp2 ? (int)(sp2 - sp1 - 1) : 0;
+    m->path = sp2 ? sp2 + 1 : e;
+    m->n_path = (int)(e - m->path);
+    *p = *e ? e + 1 : e;
+    return true;
+}
+
+/* qsort order of manifest lines: by name. */
+static int cmp_line(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    mline mx, my;
+    next_mline(&x, &mx);
+    next_mline(&y, &my);
+    const int c = strncmp(mx.path, my.path, (size_t)(mx.n_path < my.n_path ? mx.n_path : my.n_path));
+    return c ? c : mx.n_path - my.n_path;
+}
+
+/* The manifest line of file `path` ("HASH SIZE NAME\n", NAME the path,
+ * or "<specs>/REST" for a file of the spec folder so that checkouts in
+ * other places agree), hashed once per experiment (`memo` holds the lines
+ * made so far).  Returns the line (owned by memo) or NULL with SIM_EIO. */
+static const char *input_line(input_list *memo, const char *path)
+{
+    const char *sd = spec_dir();
+    const size_t sdl = strlen(sd);
+    char name[4096];
+    if (strncmp(path, sd, sdl) == 0 && path[sdl] == '/')
+        snprintf(name, sizeof name, "<specs>%s", path + sdl);
+    else
+        snprintf(name, sizeof name, "%s", path);
+    for (size_t i = 0; i < memo->n; i++) {
+        const char *l = memo->path[i];
+        mline m;
+        if (next_mline(&l, &m) && (size_t)m.n_path == strlen(name) &&
+            strncmp(m.path, name, (size_t)m.n_path) == 0)
+            return memo->path[i];
+    }
+    uint64_t h = 0, size = 0;
+    if (sim_file_hash(path, &h, &size))
+        return NULL;
+    char line[4200];
+    snprintf(line, sizeof line, "%016llx %llu %s\n", (unsigned long long)h,
+             (unsigned long long)size, name);
+    note_input(memo, line);
+    return memo->path[memo->n - 1];
+}
+
+/* The manifest of the files in `l` (emptied here) into *out (malloc'd).
+ * Returns SIM_OK or SIM_EIO (a file that cannot be read again). */
+static int inputs_text(input_list *l, input_list *memo, char **out)
+{
+    char **lines = sim_xcalloc(l->n + 1, sizeof *lines);
+    size_t cap = 1, n = 0;
+    int rc = SIM_OK;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *line = rc == SIM_OK ? input_line(memo, l->path[i]) : NULL;
+        if (!line && rc == SIM_OK)
+            rc = SIM_EIO; /* sim_file_hash set the message */
+        if (line) {
+            lines[n++] = (char *)line;
+            cap += strlen(line);
+        }
+        free(l->path[i]);
+    }
+    free(l->path);
+    *l = (input_list){0};
+    /* sorted by name (the text after "HASH SIZE ") */
+    qsort(lines, n, sizeof *lines, cmp_line);
+    char *t = sim_xmalloc(cap);
+    size_t len = 0;
+    t[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i && strcmp(lines[i], lines[i - 1]) == 0)
+            continue;
+        const size_t k = strlen(lines[i]);
+        memcpy(t + len, lines[i], k + 1);
+        len += k;
+    }
+    free(lines);
+    if (rc) {
+        free(t);
+        t = NULL;
+    }
+    *out = t;
+    return rc;
+}
+
+bool exp_inputs_diff(const char *was, const char *now, char *path, size_t n_path, char *why,
+                     size_t n_why)
+{
+    mline a, b;
+    bool ha = next_mline(&was, &a), hb = next_mline(&now, &b);
+    while (ha || hb) {
+        int c = !ha ? 1 : !hb ? -1 : strncmp(a.path, b.path, (size_t)(a.n_path < b.n_path ? a.n_path : b.n_path));
+        if (ha && hb && c == 0)
+            c = a.n_path - b.n_path;
+        if (c < 0) {
+            snprintf(path, n_path, "%.*s", a.n_path, a.path);
+            snprintf(why, n_why, "read by the stored run, not now");
+            return true;
+        }
+        if (c > 0) {
+            snprintf(path, n_path, "%.*s", b.n_path, b.path);
+            snprintf(why, n_why, "read now, not by the stored run");
+            return true;
+        }
+        if (strncmp(a.hash, b.hash, 16) != 0 || a.n_size != b.n_size ||
+            strncmp(a.size, b.size, (size_t)a.n_size) != 0) {
+            snprintf(path, n_path, "%.*s", a.n_path, a.path);
+            snprintf(why, n_why, "content hash %.16s (%.*s bytes), now %.16s (%.*s bytes)",
+                     a.hash, a.n_size, a.size, b.hash, b.n_size, b.size);
+            return true;
+        }
+        ha = next_mline(&was, &a);
+        hb = next_mline(&now, &b);
+    }
+    return false;
+}
 
 typedef struct task {
     size_t point, ir, is, ip;
@@ -1092,6 +1261,8 @@ static void run_task(pool *pl, task *t)
 static void *take_task(void *ctx, int *finished)
 {
     pool *pl = ctx;
+    if (pl->stop && *pl->stop)
+        pl->abort = 1; /* a signal: no new run starts (a short run may not poll it) */
     if (pl->abort) {
         *finished = 1;
         return NULL;
@@ -1333,11 +1504,13 @@ static int check_keys_memory(double bytes, const exp_config *c, size_t p, const 
  * fails before the experiment row exists, and measure the mean blocks
  * per request of its first EXP_EST_PROBE requests into mean_blocks[p].
  * Returns SIM_OK or the stream errors (prefixed with the sweep point). */
-static int probe_points(const sweep_point *pts, size_t np, double *mean_blocks)
+static int probe_points(const sweep_point *pts, size_t np, double *mean_blocks,
+                        input_list *inputs)
 {
     int rc = SIM_OK;
     for (size_t p = 0; p < np && rc == SIM_OK; p++) {
         const exp_config *c = &pts[p].cfg;
+        sim_file_set_hook(note_input, &inputs[p]); /* files a stream reads (iat_file) */
         for (size_t ir = 0; ir < c->n_rates && rc == SIM_OK; ir++) {
             exp_probe pr;
             rc = exp_setup_probe(&pts[p].setup, (uint64_t)c->seeds[0], c->rates[ir],
@@ -1345,6 +1518,7 @@ static int probe_points(const sweep_point *pts, size_t np, double *mean_blocks)
             if (rc == SIM_OK && ir == 0)
                 mean_blocks[p] = pr.mean_blocks;
         }
+        sim_file_set_hook(NULL, NULL);
         if (rc && np > 1)
             rc = point_error(rc, p, pts[p].label);
     }
@@ -1519,6 +1693,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
     size_t np_ok = 0;
     const exp_config_src src = {.path = o->config_path, .sets = o->sets, .n_set = o->n_set};
     char **psets = sim_xcalloc(base.n_sweep + 1, sizeof *psets);
+    input_list *inputs = sim_xcalloc(np, sizeof *inputs);
     size_t n_tasks = 0;
     double key_bytes = 0;
     /* Set-up (specs, traces, key populations) may take long: until the
@@ -1532,8 +1707,12 @@ int exp_run(const exp_run_opts *o, FILE *out)
         if (rc)
             break;
         key_bytes += keys_bytes(&pts[p].cfg);
-        if ((rc = check_keys_memory(key_bytes, &pts[p].cfg, p, o)) ||
-            (rc = exp_setup_init(&pts[p].cfg, &pts[p].setup))) {
+        if ((rc = check_keys_memory(key_bytes, &pts[p].cfg, p, o)) == SIM_OK) {
+            sim_file_set_hook(note_input, &inputs[p]);
+            rc = exp_setup_init(&pts[p].cfg, &pts[p].setup);
+            sim_file_set_hook(NULL, NULL);
+        }
+        if (rc) {
             if (np > 1)
                 rc = point_error(rc, p, pts[p].label);
             exp_config_fini(&pts[p].cfg);
@@ -1601,8 +1780,18 @@ int exp_run(const exp_run_opts *o, FILE *out)
 
     /* Every point's stream opens, before any database is touched. */
     mean_blocks = sim_xcalloc(np, sizeof *mean_blocks);
-    if ((rc = probe_points(pts, np, mean_blocks)) ||
+    if ((rc = probe_points(pts, np, mean_blocks, inputs)) ||
         (rc = check_measured(pts, np, tasks, n_tasks)))
+        goto done;
+    {
+        input_list memo = {0};
+        for (size_t p = 0; p < np && rc == SIM_OK; p++)
+            rc = inputs_text(&inputs[p], &memo, &pts[p].inputs);
+        for (size_t i = 0; i < memo.n; i++)
+            free(memo.path[i]);
+        free(memo.path);
+    }
+    if (rc)
         goto done;
     if (o->dry_run) {
         /* The config hashes are what --resume matches and what old
@@ -1621,17 +1810,34 @@ int exp_run(const exp_run_opts *o, FILE *out)
         goto done;
     if ((rc = exp_store_open(db_path, &store)))
         goto done;
-    size_t n_selected = 0, n_resumed = 0;
+    size_t n_selected = 0, n_resumed = 0, n_stale = 0;
+    char stale_path[512] = "";
     resume_builds rb = {0};
     for (size_t i = 0; i < n_tasks; i++) {
         if (!tasks[i].selected)
             continue;
         n_selected++;
         char from_build[128];
+        char *was = NULL;
         if (o->resume &&
             exp_store_find_run(store, tasks[i].hash, o->resume_any_build ? NULL : CRSIM_VERSION,
-                               &tasks[i].resume_from, from_build, sizeof from_build) == SIM_OK &&
+                               &tasks[i].resume_from, from_build, sizeof from_build,
+                               &was) == SIM_OK &&
             tasks[i].resume_from > 0) {
+            /* Same config text, other input files: simulate it again. */
+            char fpath[512], why[160];
+            if (exp_inputs_diff(was, pts[tasks[i].point].inputs, fpath, sizeof fpath, why,
+                                sizeof why)) {
+                if (n_stale++ == 0 || strcmp(fpath, stale_path) != 0)
+                    fprintf(stderr, "crsim: resume: %s changed since run %lld was stored (%s): "
+                            "runs that read it are simulated again\n", fpath,
+                            (long long)tasks[i].resume_from, why);
+                snprintf(stale_path, sizeof stale_path, "%s", fpath);
+                tasks[i].resume_from = 0;
+            }
+        }
+        free(was);
+        if (tasks[i].resume_from > 0) {
             n_resumed++;
             note_build(&rb, from_build);
             double m = NAN;
@@ -1702,16 +1908,31 @@ int exp_run(const exp_run_opts *o, FILE *out)
         exp_pool_work(&pl.wp); /* no thread could start: simulate everything here first */
     const bool tty = !o->quiet && isatty(2);
     const double t_start = sim_wall_s();
-    size_t stored = 0, n_nothing = 0;
+    /* Test hook (tests/harness_defects.sh, D1): send this process SIGTERM
+     * right after the N-th run is stored, i.e. between runs. */
+    const char *sig_after = getenv("CRSIM_TEST_SIGTERM_AFTER_RUNS");
+    const size_t n_sig_after = sig_after ? (size_t)strtoull(sig_after, NULL, 10) : 0;
+    size_t stored = 0, n_nothing = 0, n_pruned = 0;
+    bool cut = false; /* a selected task was never run (abort) */
     for (size_t i = 0; i < n_tasks; i++) {
         task *t = &tasks[i];
         if (!t->selected)
             continue;
+        if (o->stop && *o->stop) {
+            /* A signal: stop at once; results finished but not yet stored
+             * are dropped (--resume simulates them again). */
+            exp_pool_lock(&pl.wp);
+            pl.abort = 1;
+            exp_pool_unlock(&pl.wp);
+            cut = true;
+            break;
+        }
         const sweep_point *pt = &pts[t->point];
         exp_run_row row = {.policy = pt->cfg.policies[t->ip], .seed = pt->cfg.seeds[t->is],
                            .rate_rps = pt->cfg.rates[t->ir], .config_text = t->config_text,
                            .config_hash = t->hash, .run_index = (int64_t)t->run_index,
                            .point = (int64_t)t->point, .point_label = pt->label,
+                           .inputs = pt->inputs,
                            .requests = pt->cfg.requests,
                            .groups = pt->setup.groups, .n_groups = pt->setup.n_groups};
         if (t->resume_from > 0) {
@@ -1730,10 +1951,14 @@ int exp_run(const exp_run_opts *o, FILE *out)
             exp_pool_wait(&pl.wp);
         const int pruned = t->pruned, done = t->done;
         exp_pool_unlock(&pl.wp);
-        if (pruned)
+        if (pruned) {
+            n_pruned++;
             continue; /* not run: its series failed at a lower load */
-        if (!done)
+        }
+        if (!done) {
+            cut = true;
             break; /* aborted before this task started */
+        }
         if (t->rc) {
             if (rc == SIM_OK)
                 rc = SIM_ERROR(t->rc, "%s", t->err);
@@ -1746,6 +1971,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
             rc = exp_store_add_run(store, exp_id, &row, &t->res, NULL);
             if (rc == SIM_OK) {
                 stored++;
+                if (stored == n_sig_after)
+                    raise(SIGTERM); /* to this thread: handled before it returns */
                 if (tty)
                     fputc('\r', stderr);
                 print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
@@ -1776,6 +2003,18 @@ int exp_run(const exp_run_opts *o, FILE *out)
             cluster_result_fini(&tasks[i].res);
     if (tty)
         fputc('\n', stderr);
+    /* Only a grid run to its end is complete: a run left out by an abort
+     * (another run's failure, or a signal, possibly arriving between
+     * runs) leaves it incomplete, without capacities (docs/harness.md,
+     * "Interruptions"; issue 38 D1). */
+    if (rc == SIM_OK && cut)
+        for (size_t i = 0; i < n_tasks && rc == SIM_OK; i++)
+            if (tasks[i].selected && tasks[i].done && tasks[i].rc && tasks[i].rc != SIM_EINTR)
+                rc = SIM_ERROR(tasks[i].rc, "%s", tasks[i].err);
+    if ((rc == SIM_OK || rc == SIM_EINTR) && ((o->stop && *o->stop) || cut))
+        rc = SIM_ERROR(SIM_EINTR, "interrupted by a signal: %zu of %zu runs stored, experiment "
+                       "%lld marked incomplete (no capacities); crsim run %s --resume completes "
+                       "it", stored, n_selected - n_pruned, (long long)exp_id, o->config_path);
     if (rc == SIM_OK && !shard[0])
         rc = exp_store_capacities(store, exp_id);
     if (rc == SIM_OK) {
@@ -1794,6 +2033,14 @@ int exp_run(const exp_run_opts *o, FILE *out)
 
 done:
     sim_set_oom_hook(NULL, NULL);
+    sim_file_set_hook(NULL, NULL);
+    for (size_t p = 0; p < np; p++) {
+        for (size_t i = 0; i < inputs[p].n; i++)
+            free(inputs[p].path[i]);
+        free(inputs[p].path);
+        free(pts[p].inputs);
+    }
+    free(inputs);
     if (begun) {
         int rc2 = exp_store_end(store, exp_id, rc == SIM_OK ? "complete" : "incomplete");
         if (rc == SIM_OK)

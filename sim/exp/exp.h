@@ -317,4 +317,13 @@ int exp_run(const exp_run_opts *o, FILE *out);
 int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,
                           FILE *out);
 
+/* Input-file manifests (runs.inputs: one "HASH SIZE PATH" line per file
+ * a run's set-up read, HASH the XXH3-64 of its bytes in 16 hex digits,
+ * sorted by path; issue 38 D5): false if `was` and `now` agree, else true
+ * with the first file that differs in `path` (n_path bytes) and what
+ * changed in `why` (n_why bytes), e.g. "content hash 0123... (200 bytes),
+ * now 4567... (100 bytes)".  Cannot fail. */
+bool exp_inputs_diff(const char *was, const char *now, char *path, size_t n_path, char *why,
+                     size_t n_why);
+
 #endif

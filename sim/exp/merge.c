@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sim/core/error.h"
+#include "sim/exp/exp.h"
 #include "sim/exp/store.h"
 
 int exp_merge_main(int argc, const char *const *argv)
@@ -48,6 +49,20 @@ int exp_merge_main(int argc, const char *const *argv)
                            argv[i], sh.config_hash, argv[1], first_hash);
         }
         all_complete &= sh.complete;
+        if (rc == SIM_OK && i > 1) {
+            /* Same config text is not enough: the files it names must
+             * hold the same bytes (issue 38 D5). */
+            int64_t point = -1;
+            char *was = NULL, *now = NULL, fpath[512], why[160];
+            rc = exp_store_shard_inputs(store, &sh, exp_id, &point, &was, &now);
+            if (rc == SIM_OK && was &&
+                exp_inputs_diff(was, now, fpath, sizeof fpath, why, sizeof why))
+                rc = SIM_ERROR(SIM_EINVAL, "%s: input file %s of sweep point %lld differs from "
+                               "the shards merged before (%s); expected shards run on the same "
+                               "input files", argv[i], fpath, (long long)point, why);
+            free(was);
+            free(now);
+        }
         if (rc == SIM_OK)
             rc = exp_store_shard_copy(store, &sh, exp_id);
         exp_store_shard_detach(store);

@@ -58,14 +58,32 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     }
 }
 
-/* Append a gnuplot single-quoted string literal (a quote is doubled).
- * Double quotes and backslashes are harmless inside single quotes. */
+/* Append a gnuplot single-quoted string literal: the one way a string
+ * from a database, a config or the command line reaches gnuplot.  Inside
+ * single quotes gnuplot expands neither backquotes (shell commands) nor
+ * `@` macros nor backslash escapes (gnuplot 5.4 documentation,
+ * "Substitution"; issue 38 D2); a quote is doubled, and a control byte
+ * (a newline would end the command) becomes '_'. */
 static void sb_gpstr(sbuf *b, const char *s)
 {
     sb_printf(b, "'");
-    for (; *s; s++)
-        sb_printf(b, *s == '\'' ? "''" : "%c", *s);
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '\'')
+            sb_printf(b, "''");
+        else if (c < 0x20 || c == 0x7f)
+            sb_printf(b, "_");
+        else
+            sb_printf(b, "%c", *s);
+    }
     sb_printf(b, "'");
+}
+
+char *exp_plot_gpstr(const char *s)
+{
+    sbuf b = {0};
+    sb_gpstr(&b, s);
+    return b.s;
 }
 
 /* mkdir -p */
@@ -101,11 +119,14 @@ static char *safe_name(const char *s)
     return d;
 }
 
-/* Policy names go into a gnuplot word list: no blanks or quotes. */
+/* Policy names go into a gnuplot word list inside a single-quoted
+ * string (sb_gpstr): no blanks, quotes or control bytes. */
 static void sb_word(sbuf *b, const char *s)
 {
-    for (; *s; s++)
-        sb_printf(b, "%c", (*s == ' ' || *s == '\t' || *s == '\'' || *s == '"') ? '_' : *s);
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        sb_printf(b, "%c", (c <= ' ' || c == 0x7f || c == '\'' || c == '"') ? '_' : *s);
+    }
 }
 
 static void put_num(FILE *f, double x)
@@ -322,7 +343,7 @@ static void tl_parse_events(const char *list, tl_event *evs, size_t *n_ev)
         tl_event e = {.t_s = t};
         snprintf(e.what, sizeof e.what, "%s", colon + 1);
         for (char *c = e.what; *c; c++) /* "crash:7:cold" -> "crash 7 cold" */
-            if (*c == ':' || *c == ' ' || *c == '\'' || *c == '"')
+            if (*c == ':' || (unsigned char)*c <= ' ' || *c == 0x7f || *c == '\'' || *c == '"')
                 *c = '_';
         bool seen = false;
         for (size_t i = 0; i < *n_ev && !seen; i++)
@@ -620,23 +641,14 @@ static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
               strcmp(r->status, "complete") != 0 ? r->status : "");
     if (r->shard[0])
         sb_printf(&t, " shard %s, PARTIAL", r->shard);
-    if (pt->label[0])
-        sb_printf(&t, "\\n%s", pt->label);
+    /* Names and labels go in single-quoted pieces only (sb_gpstr); the
+     * newline between them is the one double-quoted string, a constant. */
     sb_printf(b, "; exptitle=");
-    /* "\n" must reach gnuplot as a newline: use a double-quoted string for
-     * it and single-quoted pieces elsewhere. */
-    sb_printf(b, "\"");
-    for (const char *s = t.s; *s; s++) {
-        if (s[0] == '\\' && s[1] == 'n') {
-            sb_printf(b, "\\n");
-            s++;
-        } else if (*s == '"' || *s == '\\' || *s == '@' || *s == '$') {
-            sb_printf(b, "_");
-        } else {
-            sb_printf(b, "%c", *s);
-        }
+    sb_gpstr(b, t.s);
+    if (pt->label[0]) {
+        sb_printf(b, ".\"\\n\".");
+        sb_gpstr(b, pt->label);
     }
-    sb_printf(b, "\"");
     free(t.s);
     sb_printf(b, "; metric=");
     sb_gpstr(b, r->slo_metric);

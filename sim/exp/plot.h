@@ -46,6 +46,13 @@ int exp_plot_script_dir(char **out);
  * memory). */
 char *exp_plot_find_gnuplot(void);
 
+/* `s` as a gnuplot single-quoted string literal, quotes included: a quote
+ * doubled, a control byte replaced by '_'; gnuplot expands no backquote
+ * (shell command), `@` macro or escape inside it.  Every string from a
+ * database, a config or the command line reaches gnuplot this way.
+ * Returns a malloc'd string the caller frees (aborts if out of memory). */
+char *exp_plot_gpstr(const char *s);
+
 /* Run `gnuplot -e VARS SCRIPT` (no shell: VARS is one argument) with the
  * binary `gnuplot` from exp_plot_find_gnuplot, and wait for it.  Returns
  * its exit status, or -1 if it could not be started or was killed. */

@@ -684,10 +684,9 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     if (rc)
         goto done;
     /* The figure. */
-    char vars[2048], script[1024];
-    snprintf(vars, sizeof vars,
-             "datafile='%s'; outbase='%s/map'; xname='%s'; yname='%s'; nx=%zu; ny=%zu", tsv,
-             outdir, ax[0].key, ax[1].key, ax[0].n, ax[1].n);
+    char script[1024];
+    char outbase[sizeof tsv + 8];
+    snprintf(outbase, sizeof outbase, "%s/map", outdir);
     char *sdir = NULL;
     if (exp_plot_script_dir(&sdir)) {
         fprintf(stderr, "crsim: warning: %s; the map data is in %s\n", sim_errmsg(), tsv);
@@ -695,9 +694,20 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     }
     snprintf(script, sizeof script, "%s/plot-regime-map.gp", sdir);
     free(sdir);
+    char *q_data = exp_plot_gpstr(tsv), *q_out = exp_plot_gpstr(outbase),
+         *q_x = exp_plot_gpstr(ax[0].key), *q_y = exp_plot_gpstr(ax[1].key);
+    const size_t n_vars = strlen(q_data) + strlen(q_out) + strlen(q_x) + strlen(q_y) + 128;
+    char *vars = sim_xmalloc(n_vars);
+    snprintf(vars, n_vars, "datafile=%s; outbase=%s; xname=%s; yname=%s; nx=%zu; ny=%zu",
+             q_data, q_out, q_x, q_y, ax[0].n, ax[1].n);
+    free(q_data);
+    free(q_out);
+    free(q_x);
+    free(q_y);
     char *gp = exp_plot_find_gnuplot();
     const int gp_st = gp ? exp_plot_run_gnuplot(gp, vars, script) : -1;
     free(gp);
+    free(vars);
     if (gp_st != 0)
         fprintf(stderr, "crsim: warning: gnuplot failed; the map data is in %s\n", tsv);
     else

@@ -53,6 +53,7 @@ static const char schema_sql[] =
     "  build_version TEXT NOT NULL,\n"
     "  started_at TEXT NOT NULL,\n"
     "  wall_s REAL NOT NULL,\n"
+    "  inputs TEXT NOT NULL DEFAULT '',\n"
     "  status TEXT NOT NULL CHECK (status IN ('complete','interrupted')));\n"
     "CREATE TABLE IF NOT EXISTS run_metrics(\n"
     "  run_id INTEGER PRIMARY KEY REFERENCES runs(id),\n"
@@ -680,9 +681,9 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO runs(experiment_id, policy, seed, rate_rps, config_text,"
                            " config_hash, build_version, started_at, wall_s, status, run_index,"
-                           " point, point_label)"
-                           " SELECT ?,?,?,?,?,?, build_version, ?, ?, ?, ?, ?, ? FROM experiments"
-                           " WHERE id = ?",
+                           " point, point_label, inputs)"
+                           " SELECT ?,?,?,?,?,?, build_version, ?, ?, ?, ?, ?, ?, ?14 FROM"
+                           " experiments WHERE id = ?13",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot prepare a run row");
         goto fail;
@@ -700,6 +701,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_bind_int64(st, 11, row->point);
     sqlite3_bind_text(st, 12, row->point_label, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 13, exp_id);
+    sqlite3_bind_text(st, 14, row->inputs ? row->inputs : "", -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
         rc = exp__store_dberr(s, "cannot add a run");
         goto fail;
@@ -843,14 +845,16 @@ int exp_store_end(exp_store *s, int64_t exp_id, const char *status)
 }
 
 int exp_store_find_run(exp_store *s, const char *hash, const char *build, int64_t *run_id,
-                       char *found_build, size_t n)
+                       char *found_build, size_t n, char **inputs)
 {
     sqlite3_stmt *st = NULL;
     *run_id = 0;
     if (found_build && n)
         found_build[0] = '\0';
+    if (inputs)
+        *inputs = NULL;
     if (sqlite3_prepare_v2(s->db,
-                           "SELECT id, build_version FROM runs WHERE config_hash = ?1"
+                           "SELECT id, build_version, inputs FROM runs WHERE config_hash = ?1"
                            " AND status = 'complete' AND (?2 IS NULL OR build_version = ?2)"
                            " ORDER BY id DESC LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
@@ -865,6 +869,8 @@ int exp_store_find_run(exp_store *s, const char *hash, const char *build, int64_
         *run_id = sqlite3_column_int64(st, 0);
         if (found_build && n)
             snprintf(found_build, n, "%s", exp__store_col_str(st, 1));
+        if (inputs)
+            *inputs = sim_xstrdup(exp__store_col_str(st, 2));
     }
     sqlite3_finalize(st);
     return r == SQLITE_ROW || r == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot look up stored runs");
@@ -896,9 +902,9 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO runs(experiment_id, run_index, point, point_label,"
                            " resumed_from, policy, seed, rate_rps, config_text, config_hash,"
-                           " build_version, started_at, wall_s, status)"
+                           " build_version, started_at, wall_s, inputs, status)"
                            " SELECT ?, ?, ?, ?, id, policy, seed, rate_rps, config_text,"
-                           " config_hash, build_version, started_at, wall_s, status"
+                           " config_hash, build_version, started_at, wall_s, inputs, status"
                            " FROM runs WHERE id = ?",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot prepare a resumed run");
@@ -1114,6 +1120,31 @@ int exp_store_shard_adopt(exp_store *s, const exp_store_shard *sh, int64_t *exp_
     return rc;
 }
 
+int exp_store_shard_inputs(exp_store *s, const exp_store_shard *sh, int64_t exp_id,
+                           int64_t *point, char **was, char **now)
+{
+    *was = *now = NULL;
+    *point = -1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT s.point, m.inputs, s.inputs FROM src.runs s"
+                           " JOIN main.runs m ON m.experiment_id = ?1 AND m.point = s.point"
+                           " AND m.inputs <> s.inputs WHERE s.experiment_id = ?2"
+                           " ORDER BY s.run_index LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot compare the shard's input files");
+    sqlite3_bind_int64(st, 1, exp_id);
+    sqlite3_bind_int64(st, 2, sh->id);
+    int rc = SIM_OK, r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        *point = sqlite3_column_int64(st, 0);
+        *was = sim_xstrdup(exp__store_col_str(st, 1));
+        *now = sim_xstrdup(exp__store_col_str(st, 2));
+    } else if (r != SQLITE_DONE) {
+        rc = exp__store_dberr(s, "cannot compare the shard's input files");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id)
 {
     /* A run index may come from one shard only. */
@@ -1141,10 +1172,10 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         "CREATE TEMP TABLE idmap(old INTEGER PRIMARY KEY, new INTEGER);"
         "INSERT INTO main.runs(experiment_id, run_index, point, point_label,"
         " resumed_from, policy, seed, rate_rps, config_text, config_hash,"
-        " build_version, started_at, wall_s, status)"
+        " build_version, started_at, wall_s, inputs, status)"
         " SELECT %lld, run_index, point, point_label, resumed_from, policy, seed,"
         " rate_rps, config_text, config_hash, build_version, started_at, wall_s,"
-        " status FROM src.runs WHERE experiment_id = %lld ORDER BY run_index;"
+        " inputs, status FROM src.runs WHERE experiment_id = %lld ORDER BY run_index;"
         "INSERT INTO idmap SELECT s.id, m.id FROM src.runs s JOIN main.runs m"
         " ON m.experiment_id = %lld AND m.run_index = s.run_index"
         " WHERE s.experiment_id = %lld;"

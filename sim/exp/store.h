@@ -26,7 +26,7 @@
 #include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 8
+#define EXP_STORE_SCHEMA_VERSION 9
 
 /* Default busy timeout of a connection, s: how long a write waits for
  * another process's lock on the database before failing with SIM_EIO
@@ -62,6 +62,8 @@ typedef struct exp_run_row {
     double rate_rps;          /* offered load, requests/s */
     const char *config_text;  /* full config of this run (rerunnable) */
     const char *config_hash;  /* hex XXH3-64 of config_text */
+    const char *inputs;       /* the input files' manifest (exp_inputs_diff:
+                                 "HASH SIZE PATH" lines); NULL = "" */
     const char *started_at;   /* ISO-8601 UTC */
     double wall_s;            /* wall-clock seconds of the simulation */
     bool requests;            /* also store one requests row per arrived
@@ -93,11 +95,13 @@ int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id);
 /* The most recent complete run stored with config hash `hash` (any
  * experiment) by build `build` (a CRSIM_VERSION; NULL = any build) into
  * *run_id, or 0 if there is none; its build_version into found_build (n
- * bytes, NUL-terminated; "" if none; found_build may be NULL).  Resume
+ * bytes, NUL-terminated; "" if none; found_build may be NULL) and, when
+ * `inputs` is not NULL, its input-file manifest (runs.inputs) into
+ * *inputs (malloc'd, the caller frees; NULL if no run).  Resume
  * matches the build because the same config run by other code may give
  * other numbers.  Returns SIM_OK or SIM_EDB. */
 int exp_store_find_run(exp_store *s, const char *hash, const char *build, int64_t *run_id,
-                       char *found_build, size_t n);
+                       char *found_build, size_t n, char **inputs);
 
 /* Store run `from` (its metrics and destination rows) again as a run of
  * experiment `exp_id` with the identity in `row` (resumed_from = from), in
@@ -388,6 +392,14 @@ int exp_store_shard_adopt(exp_store *s, const exp_store_shard *sh, int64_t *exp_
  * Returns SIM_OK; SIM_EINVAL when a run index of the shard is already
  * present in `exp_id` (nothing copied); SIM_EDB. */
 int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id);
+
+/* The first run of the attached shard whose input-file manifest
+ * (runs.inputs) differs from that of a run of the same sweep point already
+ * in experiment `exp_id`: its point into *point and the two manifests into
+ * *was (in exp_id) and *now (in the shard), malloc'd, the caller frees;
+ * *was and *now NULL when every point agrees.  Returns SIM_OK or SIM_EDB. */
+int exp_store_shard_inputs(exp_store *s, const exp_store_shard *sh, int64_t exp_id,
+                           int64_t *point, char **was, char **now);
 
 /* Detach the shard database.  Cannot fail (a detach error is ignored). */
 void exp_store_shard_detach(exp_store *s);

@@ -1,0 +1,166 @@
+#!/bin/sh
+# Regression tests of issue 38 ("Reliability, round 2"), one block per
+# defect (D1...) or class (C7...): each failed on 7df2dfb.
+# usage: reliability.sh CRSIM TESTS_DIR
+set -u
+CRSIM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+T=$(cd "$2" && pwd)
+ROOT="$T/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+q() { sqlite3 -cmd ".timeout 5000" "$@"; }
+
+# expect_error STATUS PATTERN -- command...: exit status, one stderr line
+# containing PATTERN.
+expect_error() {
+    want=$1; pat=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "'$*' exited $got, expected $want; stderr: $(cat "$TMP/err")"
+    elif ! grep -q -- "$pat" "$TMP/err"; then
+        fail "'$*' stderr lacks '$pat': $(cat "$TMP/err")"
+    elif [ "$(wc -l < "$TMP/err")" -ne 1 ]; then
+        fail "'$*' printed more than one error line: $(cat "$TMP/err")"
+    else
+        echo "ok: $pat"
+    fi
+}
+
+# A sweep of 40 short synthetic runs (about 1 s).
+TINY="$TMP/tiny.yaml"
+cat >"$TINY" <<'Y'
+experiment: {name: tiny, policies: [flat_lb, sticky], rates: [0.5, 0.6], seeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], warmup_s: 0, drain_s: 30, min_measured: 1, timeline_s: 0}
+cluster: {destinations: 2}
+workload: {type: synthetic, duration_s: 20, keys: {n: 20}}
+Y
+
+# ---- D1: SIGTERM between runs: exit 143, incomplete, no capacities; --resume completes ----
+for j in 1 2; do
+    DB="$TMP/d1-$j.db"
+    CRSIM_TEST_SIGTERM_AFTER_RUNS=3 "$CRSIM" run "$TINY" --quiet --jobs $j --set "experiment.db=$DB" >"$TMP/out" 2>"$TMP/err"
+    st=$?
+    got=$(q "$DB" "SELECT status || ',' || (SELECT count(*) FROM runs) || ',' || (SELECT count(*) FROM capacities) FROM experiments")
+    if [ $st -eq 143 ] && [ "$got" = "incomplete,3,0" ] && grep -q "interrupted by a signal: 3 of 40 runs stored" "$TMP/err" &&
+        ! grep -q "^stored" "$TMP/out"; then
+        echo "ok: SIGTERM after 3 runs (--jobs $j): exit 143, incomplete, 3 runs, no capacities"
+    else
+        fail "SIGTERM after 3 runs (--jobs $j): exit $st, status,runs,capacities $got: $(cat "$TMP/err")"
+    fi
+    "$CRSIM" run "$TINY" --quiet --jobs $j --resume --set "experiment.db=$DB" >"$TMP/out" 2>"$TMP/err" || fail "resume after SIGTERM: $(cat "$TMP/err")"
+    got=$(q "$DB" "SELECT status || ',' || (SELECT count(*) FROM runs WHERE experiment_id = 2) || ',' || (SELECT count(*) FROM runs WHERE resumed_from IS NOT NULL) FROM experiments WHERE id = 2")
+    [ "$got" = "complete,40,3" ] && echo "ok: --resume completes it (40 runs, 3 reused)" || fail "resume: status,runs,reused $got"
+done
+
+# ---- D2: names from a database reach gnuplot as data, never as commands ----
+if command -v gnuplot >/dev/null 2>&1; then
+    DB="$TMP/d2.db"
+    "$CRSIM" run "$TINY" --quiet --jobs 2 --set experiment.seeds=[1,2] --set 'experiment.sweep=["cluster.destinations=[2,3]"]' --set "experiment.db=$DB" >/dev/null 2>"$TMP/err" || fail "D2 run: $(cat "$TMP/err")"
+    # backquotes, both quotes, a newline, a gnuplot macro, a backslash
+    hostile="x\`touch $TMP/PWNED1\`'\"); system(\"touch $TMP/PWNED2\") #
+@m \\ \$1"
+    q "$DB" "UPDATE experiments SET name = '$(printf '%s' "$hostile" | sed "s/'/''/g")'; UPDATE runs SET point_label = point_label || '$(printf '%s' "$hostile" | sed "s/'/''/g")'"
+    q "$DB" "UPDATE runs SET policy = 'p\`touch $TMP/PWNED3\`' WHERE policy = 'sticky'"
+    "$CRSIM" plot "$DB" --out "$TMP/plot'\`touch $TMP/PWNED4\`" >"$TMP/out" 2>"$TMP/err"
+    st=$?
+    if ls "$TMP" | grep -q PWNED; then
+        fail "crsim plot ran shell text from the database: $(ls "$TMP" | grep PWNED)"
+    elif [ $st -ne 0 ] || [ "$(ls "$TMP/plot'\`touch $TMP/PWNED4\`"/*.png | wc -l)" -ne 6 ]; then
+        fail "plot of hostile names: exit $st, $(cat "$TMP/err")"
+    else
+        echo "ok: hostile experiment name, point label, policy and --out plotted as text (6 figures)"
+    fi
+else
+    echo "skip: D2 (no gnuplot)"
+fi
+
+# ---- D5: a run's identity includes the bytes of every input file ----
+# A 60-request trace; a config naming it and a copied model spec.
+awk 'BEGIN { for (i = 0; i < 60; i++) printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n", i * 500, 1024 - 16 * (i % 7), i % 5, 100 + i }' >"$TMP/t.jsonl"
+cp "$ROOT/models/specs/llama-3.3-70b.yaml" "$TMP/model.yaml"
+cat >"$TMP/d5.yaml" <<Y
+experiment: {name: d5, policies: [flat_lb, sticky], rates: [2, 4], warmup_share: 0.2, min_measured: 5, drain_s: 60}
+cluster: {destinations: 2, model: $TMP/model.yaml}
+cost: {profile: llama-3.3-70b_h100-sxm_tp2_fp8-fp8}
+workload: {trace: t.jsonl}
+Y
+D5="$CRSIM run $TMP/d5.yaml --quiet --jobs 2"
+(cd "$TMP" && $D5 >/dev/null 2>"$TMP/err") || fail "D5 run: $(cat "$TMP/err")"
+n=$(q "$TMP/results/d5.db" "SELECT count(*) FROM runs WHERE inputs LIKE '%t.jsonl%' AND inputs LIKE '%model.yaml%'")
+[ "$n" = 4 ] && echo "ok: runs store their input files' hashes" || fail "runs.inputs lacks the trace or the spec ($n of 4): $(q "$TMP/results/d5.db" "SELECT inputs FROM runs LIMIT 1")"
+(cd "$TMP" && $D5 --resume >/dev/null 2>"$TMP/err") || fail "D5 resume: $(cat "$TMP/err")"
+[ "$(q "$TMP/results/d5.db" "SELECT count(*) FROM runs WHERE experiment_id = 2 AND resumed_from IS NOT NULL")" = 4 ] && echo "ok: unchanged inputs: 4 runs reused" || fail "unchanged inputs not reused"
+# the trace is edited: resume simulates again, says which file, equals a fresh run
+head -40 "$TMP/t.jsonl" >"$TMP/t2" && mv "$TMP/t2" "$TMP/t.jsonl"
+(cd "$TMP" && $D5 --resume >/dev/null 2>"$TMP/err") || fail "D5 resume after edit: $(cat "$TMP/err")"
+grep -q "resume: $TMP/t.jsonl changed since run [0-9]* was stored (content hash [0-9a-f]* ([0-9]* bytes), now" "$TMP/err" && echo "ok: resume names the changed trace" || fail "resume after a trace edit says: $(cat "$TMP/err")"
+(cd "$TMP" && $D5 --set experiment.db=fresh.db >/dev/null 2>&1)
+a=$(q "$TMP/results/d5.db" "SELECT group_concat(m.n_arrived || ':' || quote(m.hit_rate), ',') FROM runs r JOIN run_metrics m ON m.run_id = r.id WHERE r.experiment_id = 3 AND r.resumed_from IS NULL")
+b=$(q "$TMP/fresh.db" "SELECT group_concat(m.n_arrived || ':' || quote(m.hit_rate), ',') FROM run_metrics m")
+[ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: resumed after the edit equals a fresh run ($a)" || fail "resume after a trace edit: $a, fresh run: $b"
+# a spec edited between shards: merge refuses, naming the file
+(cd "$TMP" && $D5 --shard 0/2 --set experiment.db=s0.db >/dev/null 2>&1)
+echo "# edited" >>"$TMP/model.yaml"
+(cd "$TMP" && $D5 --shard 1/2 --set experiment.db=s1.db >/dev/null 2>&1)
+expect_error 2 "s1.db: input file $TMP/model.yaml of sweep point 0 differs from the shards merged before (content hash" -- "$CRSIM" merge "$TMP/m.db" "$TMP/s0.db" "$TMP/s1.db"
+
+# ---- D3: scripts/slurm-sweep quotes the config's name in the jobs' shell ----
+# A fake sbatch runs each --wrap command as Slurm's shell would (array
+# task 0 and 1; the merge job after them).
+mkdir -p "$TMP/d3/bin"
+cat >"$TMP/d3/bin/sbatch" <<'S'
+#!/bin/sh
+for a in "$@"; do case $a in --wrap=*) w=${a#--wrap=} ;; --array=*) arr=1 ;; esac; done
+if [ -n "${arr:-}" ]; then
+    SLURM_ARRAY_TASK_ID=0 sh -c "$w" >/dev/null 2>&1 && SLURM_ARRAY_TASK_ID=1 sh -c "$w" >/dev/null 2>&1 || echo "task failed" >&2
+else
+    sh -c "$w" >/dev/null 2>&1 || echo "merge failed" >&2
+fi
+echo 4242
+S
+chmod +x "$TMP/d3/bin/sbatch"
+hostile="x;touch PWNED_slurm;\$(touch PWNED_slurm2) 'y z"
+cp "$TINY" "$TMP/d3/$hostile.yaml"
+(cd "$TMP/d3" && PATH="$TMP/d3/bin:$PATH" CRSIM="$CRSIM" "$ROOT/scripts/slurm-sweep" "./$hostile.yaml" 2 --set experiment.seeds=[1] >"$TMP/out" 2>"$TMP/err")
+if ls "$TMP/d3" | grep -q "^PWNED"; then
+    fail "slurm-sweep ran text of the config's name: $(ls "$TMP/d3")"
+elif [ -s "$TMP/err" ] || [ "$(q "$TMP/d3/results/x_touch_PWNED_slurm___touch_PWNED_slurm2___y_z.db" "SELECT status FROM experiments" 2>&1)" != complete ]; then
+    fail "slurm-sweep with a hostile config name: $(cat "$TMP/err"; ls "$TMP/d3/results")"
+else
+    echo "ok: slurm-sweep with ; \$( ) ' and a space in the config name: 2 shards merged, nothing run"
+fi
+
+# ---- D4: the trace cache never writes or reads through a planted symlink ----
+mkdir -p "$TMP/d4"
+awk 'BEGIN { for (i = 0; i < 1500; i++) printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n", i * 50, 1000, i % 5, 100 + i }' >"$TMP/d4/t.jsonl"
+sed "s|trace: t.jsonl|trace: $TMP/d4/t.jsonl|" "$TMP/d5.yaml" >"$TMP/d4/c.yaml"
+"$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run: $(cat "$TMP/err")"
+cache=$(ls -a "$TMP/d4" | grep 'crsim-cache$')
+if [ -z "$cache" ]; then
+    fail "D4: no trace cache file written"
+else
+    rm -f "$TMP/d4/$cache"
+    echo "victim" >"$TMP/d4/victim"
+    # links at the names the old code used, <cache>.tmp.<pid>, for the next
+    # pids (made by one process, so that they are the next pids)
+    python3 -c "
+import os, sys
+last = int(open('/proc/sys/kernel/ns_last_pid').read())
+for p in range(last + 1, last + 301):
+    os.symlink(sys.argv[1] + '/victim', sys.argv[1] + '/' + sys.argv[2] + '.tmp.%d' % p)" "$TMP/d4" "$cache" || fail "D4: cannot plant the links"
+    "$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run with planted links: $(cat "$TMP/err")"
+    if [ "$(cat "$TMP/d4/victim")" != victim ]; then
+        fail "the trace cache was written through a planted symlink"
+    elif [ ! -f "$TMP/d4/$cache" ] || [ -L "$TMP/d4/$cache" ]; then
+        fail "D4: the cache file was not written beside the planted links"
+    else
+        echo "ok: trace cache written beside 300 planted symlinks, none followed"
+    fi
+    # a symlink planted at the cache's own name is not read (rebuilt instead)
+    mv "$TMP/d4/$cache" "$TMP/d4/real-cache"
+    ln -s "$TMP/d4/real-cache" "$TMP/d4/$cache"
+    "$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run with a linked cache: $(cat "$TMP/err")"
+    [ -f "$TMP/d4/$cache" ] && [ ! -L "$TMP/d4/$cache" ] && echo "ok: a symlink at the cache's name is replaced, not read" || fail "a symlink at the cache's name stayed"
+fi
