@@ -1083,7 +1083,7 @@ static const exp_pool_ops sweep_ops = {.take = take_task, .run = run_one, .done 
  * latency exists, so it must not read as a normal result. */
 static bool served_nothing(const cluster_result *r)
 {
-    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected > 0;
+    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected + r->n_too_long > 0;
 }
 
 static void print_header(FILE *out, bool sweep)
@@ -1713,12 +1713,24 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 fflush(out);
                 if (served_nothing(&t->res)) {
                     n_nothing++;
-                    fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served nothing: "
-                            "all %llu requests were rejected (prompts longer than a "
-                            "destination's KV pool of %llu tokens)\n", pt->label,
-                            pt->label[0] ? " " : "", row.policy, row.rate_rps,
-                            (long long)row.seed, (unsigned long long)t->res.n_rejected,
-                            (unsigned long long)t->res.pool_tokens);
+                    if (t->res.n_too_long)
+                        fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served "
+                                "nothing: %llu of %llu requests were over "
+                                "engine.max_model_len (%lld tokens: prompt + output), "
+                                "rejected at the gateway, and %llu longer than a "
+                                "destination's KV pool\n", pt->label, pt->label[0] ? " " : "",
+                                row.policy, row.rate_rps, (long long)row.seed,
+                                (unsigned long long)t->res.n_too_long,
+                                (unsigned long long)t->res.n_arrived,
+                                (long long)base.max_model_len,
+                                (unsigned long long)t->res.n_rejected);
+                    else
+                        fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served "
+                                "nothing: all %llu requests were rejected (prompts longer than "
+                                "a destination's KV pool of %llu tokens)\n", pt->label,
+                                pt->label[0] ? " " : "", row.policy, row.rate_rps,
+                                (long long)row.seed, (unsigned long long)t->res.n_rejected,
+                                (unsigned long long)t->res.pool_tokens);
                 }
                 if (!o->quiet)
                     progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
@@ -1748,7 +1760,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 "percentile.\n");
         if (n_nothing)
             fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
-                    "rejected); their latencies are undefined.\n", n_nothing);
+                    "rejected: over engine.max_model_len or longer than the KV pool); their "
+                    "latencies are undefined.\n", n_nothing);
         fprintf(out, "stored %zu runs in %s (experiment %lld); capacities: crsim report %s\n",
                 stored, db_path, (long long)exp_id, db_path);
     }
