@@ -68,22 +68,49 @@ typedef struct gap {
     uint64_t tokens;
 } gap;
 
-static int cmp_gap(const void *a, const void *b)
+/* Order statistic i (from 0) of the multiset in which g[k].dur appears
+ * g[k].tokens times (i < Σ tokens): weighted quickselect with a
+ * three-way partition around a pivot drawn at random (a fixed-seed
+ * xorshift: the result is the order statistic whatever the draws), so
+ * expected O(n) on any input -- the engines' step durations concatenated
+ * in time order made a median-of-three pivot quadratic.  Reorders g (not
+ * sorting: a flagship run has millions of steps, and a comparison sort of
+ * them cost more than the run's routing). */
+static double wselect(gap *g, size_t n, uint64_t i)
 {
-    const gap *x = a, *y = b;
-    return (x->dur > y->dur) - (x->dur < y->dur);
-}
-
-/* The value of order statistic i (from 0) of the pooled gaps g[0..n)
- * sorted by duration, each repeated `tokens` times; *j and *below carry
- * the scan between calls with increasing i. */
-static double order_stat(const gap *g, size_t n, uint64_t i, size_t *j, uint64_t *below)
-{
-    while (*j < n && *below + g[*j].tokens <= i) {
-        *below += g[*j].tokens;
-        (*j)++;
+    size_t lo = 0, hi = n;
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (;;) {
+        if (hi - lo == 1)
+            return g[lo].dur;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 (Marsaglia 2003) */
+        const double p = g[lo + (size_t)(x % (hi - lo))].dur;
+        /* [lo, lt) < p, [lt, k) == p, [gt, hi) > p (Dijkstra). */
+        size_t lt = lo, k = lo, gt = hi;
+        uint64_t wl = 0, we = 0;
+        while (k < gt) {
+            if (g[k].dur < p) {
+                wl += g[k].tokens;
+                const gap t = g[lt];
+                g[lt++] = g[k];
+                g[k++] = t;
+            } else if (g[k].dur > p) {
+                const gap t = g[--gt];
+                g[gt] = g[k];
+                g[k] = t;
+            } else {
+                we += g[k++].tokens;
+            }
+        }
+        if (i < wl) {
+            hi = lt;
+        } else if (i < wl + we) {
+            return p;
+        } else {
+            i -= wl + we;
+            lo = gt;
+        }
     }
-    return g[*j < n ? *j : n - 1].dur;
 }
 
 void latency_itl(const engine_itl_step *const *steps, const size_t *n, size_t n_eng,
@@ -111,22 +138,17 @@ void latency_itl(const engine_itl_step *const *steps, const size_t *n, size_t n_
         free(g);
         return;
     }
-    qsort(g, m, sizeof *g, cmp_gap);
     out->itl_gaps = tokens;
     out->itl_mean = sum / (double)tokens;
     /* Type 7 over the pooled gaps: position h = q (N - 1), linear between
      * order statistics floor(h) and floor(h) + 1. */
     static const double qs[3] = {0.5, 0.9, 0.99};
     double *dst[3] = {&out->itl_p50, &out->itl_p90, &out->itl_p99};
-    size_t j = 0;
-    uint64_t below = 0;
     for (int k = 0; k < 3; k++) {
         const double h = qs[k] * (double)(tokens - 1);
         const uint64_t lo = (uint64_t)floor(h);
-        const double vlo = order_stat(g, m, lo, &j, &below);
-        size_t j2 = j;
-        uint64_t below2 = below;
-        const double vhi = lo + 1 < tokens ? order_stat(g, m, lo + 1, &j2, &below2) : vlo;
+        const double vlo = wselect(g, m, lo);
+        const double vhi = lo + 1 < tokens && h > (double)lo ? wselect(g, m, lo + 1) : vlo;
         *dst[k] = vlo + (h - (double)lo) * (vhi - vlo);
     }
     free(g);

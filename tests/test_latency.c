@@ -90,10 +90,51 @@ static void test_itl(void)
     CHECK(s.itl_gaps == 0 && isnan(s.itl_mean) && isnan(s.itl_p99));
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The weighted selection against the expanded, sorted multiset: 2000
+ * steps with many equal durations (ties) and weights 1..5. */
+static void test_itl_random(void)
+{
+    enum { S = 2000 };
+    static engine_itl_step st[S];
+    static double all[5 * S];
+    size_t n_all = 0;
+    uint64_t x = 12345;
+    for (int i = 0; i < S; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double dur = 0.001 * (double)(1 + (x >> 40) % 300); /* ties */
+        const uint64_t w = 1 + (x >> 20) % 5;
+        st[i] = (engine_itl_step){(double)i, dur, w};
+        for (uint64_t k = 0; k < w; k++)
+            all[n_all++] = dur;
+    }
+    qsort(all, n_all, sizeof *all, cmp_double);
+    const engine_itl_step *steps[1] = {st};
+    const size_t n[1] = {S};
+    latency_stats s = {0};
+    latency_itl(steps, n, 1, 0, INFINITY, &s);
+    CHECK_INT_EQ(s.itl_gaps, n_all);
+    const double qs[3] = {0.5, 0.9, 0.99};
+    const double got[3] = {s.itl_p50, s.itl_p90, s.itl_p99};
+    for (int k = 0; k < 3; k++) {
+        const double h = qs[k] * (double)(n_all - 1);
+        const size_t lo = (size_t)floor(h);
+        const double want = all[lo] + (h - (double)lo) * (all[lo + 1 < n_all ? lo + 1 : lo] -
+                                                          all[lo]);
+        CHECK(got[k] == want);
+    }
+}
+
 int main(void)
 {
     test_requests();
     test_itl();
+    test_itl_random();
     puts("latency: ok");
     return 0;
 }
