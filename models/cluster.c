@@ -11,6 +11,7 @@
  * bit-for-bit deterministic.
  */
 #include "models/cluster.h"
+#include "models/latency.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -711,14 +712,17 @@ static double max_over_mean(const double *x, uint32_t n)
     return sum > 0 ? mx / (sum / n) : NAN;
 }
 
+/* The measured set: arrived at or after the warm-up, not too long. */
+static bool keep_measured(const cluster_rec *r, void *ctx)
+{
+    const double warmup_s = *(const double *)ctx;
+    return r->arrival_s >= warmup_s && !r->too_long;
+}
+
 static void summarize(cluster *c)
 {
     cluster_result *res = c->res;
     const uint64_t n = res->n_arrived;
-    double *ttft = sim_xmalloc((n ? n : 1) * sizeof *ttft);
-    double *e2e = sim_xmalloc((n ? n : 1) * sizeof *e2e);
-    double *tpot = sim_xmalloc((n ? n : 1) * sizeof *tpot);
-    size_t k = 0, kt = 0;
     for (uint64_t i = 0; i < n; i++) {
         const cluster_rec *r = &res->rec[i];
         if (r->arrival_s < c->p->warmup_s || r->too_long)
@@ -728,26 +732,40 @@ static void summarize(cluster *c)
             res->prompt_tokens += r->prompt_tokens;
             res->hit_tokens += r->hit_tokens;
         }
-        bool done = r->e2e_s >= 0;
-        res->measured_completed += done;
-        ttft[k] = r->ttft_s >= 0 ? r->ttft_s : INFINITY;
-        e2e[k] = done ? r->e2e_s : INFINITY;
-        k++;
-        if (r->output_tokens > 1)
-            tpot[kt++] = done ? (r->e2e_s - r->ttft_s) / (r->output_tokens - 1) : INFINITY;
+        res->measured_completed += r->e2e_s >= 0;
     }
-    static const double qs[3] = {0.5, 0.9, 0.99};
-    double out[3];
-    res->ttft_mean = sim_finite_mean(ttft, k);
-    sim_quantiles(ttft, k, qs, 3, out);
-    res->ttft_p50 = out[0], res->ttft_p90 = out[1], res->ttft_p99 = out[2];
-    sim_quantiles(e2e, k, qs, 3, out);
-    res->e2e_p50 = out[0], res->e2e_p90 = out[1], res->e2e_p99 = out[2];
-    sim_quantiles(tpot, kt, qs, 3, out);
-    res->tpot_p50 = out[0], res->tpot_p90 = out[1], res->tpot_p99 = out[2];
-    free(ttft);
-    free(e2e);
-    free(tpot);
+    /* Latency, throughput and goodput of the measured requests over the
+     * window (models/latency.h); ITL from the engines' steps ending in it. */
+    double warmup_s = c->p->warmup_s;
+    const double span = res->sim_end_s - c->p->warmup_s;
+    latency_stats ls;
+    latency_requests(res->rec, n, keep_measured, &warmup_s, span, &c->p->goodput, &ls);
+    const engine_itl_step **steps = sim_xmalloc((c->p->n_dest ? c->p->n_dest : 1) *
+                                                 sizeof *steps);
+    size_t *ns = sim_xmalloc((c->p->n_dest ? c->p->n_dest : 1) * sizeof *ns);
+    uint64_t dropped = 0;
+    for (uint32_t d = 0; d < c->p->n_dest; d++) {
+        uint64_t dr;
+        steps[d] = engine_itl_steps(c->eng[d], &ns[d], &dr);
+        dropped += dr;
+    }
+    latency_itl(steps, ns, c->p->n_dest, c->p->warmup_s, INFINITY, &ls);
+    free(steps);
+    free(ns);
+    if (dropped) /* a step not recorded (out of memory): no ITL, not a wrong one */
+        ls.itl_gaps = 0, ls.itl_mean = ls.itl_p50 = ls.itl_p90 = ls.itl_p99 = NAN;
+    res->ttft_mean = ls.ttft_mean;
+    res->ttft_p50 = ls.ttft_p50, res->ttft_p90 = ls.ttft_p90, res->ttft_p99 = ls.ttft_p99;
+    res->e2e_p50 = ls.e2e_p50, res->e2e_p90 = ls.e2e_p90, res->e2e_p99 = ls.e2e_p99;
+    res->tpot_p50 = ls.tpot_p50, res->tpot_p90 = ls.tpot_p90, res->tpot_p99 = ls.tpot_p99;
+    res->tpot_mean = ls.tpot_mean;
+    res->e2e_mean = ls.e2e_mean;
+    res->itl_mean = ls.itl_mean;
+    res->itl_p50 = ls.itl_p50, res->itl_p90 = ls.itl_p90, res->itl_p99 = ls.itl_p99;
+    res->itl_gaps = ls.itl_gaps;
+    res->output_tps = ls.output_tps;
+    res->goodput_rps = ls.goodput_rps;
+    res->n_good = ls.good;
     res->hit_rate = res->prompt_tokens ? (double)res->hit_tokens / (double)res->prompt_tokens : NAN;
 
     double *work = sim_xmalloc(res->n_dest * sizeof *work);
@@ -763,7 +781,6 @@ static void summarize(cluster *c)
     res->imbalance_requests = max_over_mean(reqs, res->n_dest);
     free(work);
     free(reqs);
-    double span = res->sim_end_s - c->p->warmup_s;
     res->throughput_rps = span > 0 ? (double)res->measured_completed / span : NAN;
 }
 

@@ -105,6 +105,10 @@ struct engine {
     engine_req **pend, **sg_tmp;
     uint32_t n_pend, cap_pend, cap_tmp;
     uint64_t cr_steps; /* planned steps materialised, over the run */
+    /* Steps with decode tokens in the window (engine_itl_steps). */
+    engine_itl_step *itl;
+    size_t n_itl, cap_itl;
+    uint64_t itl_dropped;
     double cr_t[ENGINE_CRUISE_MAX + 1];
 };
 
@@ -185,6 +189,7 @@ void engine_destroy(engine *e)
     free(e->due);
     free(e->pend);
     free(e->sg_tmp);
+    free(e->itl);
     free(e);
 }
 
@@ -511,6 +516,23 @@ static inline void pure_batch(const engine *e, cost_batch *b)
     b->sampled = e->n_steady;
 }
 
+/* Record a step with decode tokens for the ITL (engine_itl_steps): one
+ * append per step, not per token. */
+static void itl_push(engine *e, double now, double dur)
+{
+    if (e->n_itl == e->cap_itl) {
+        size_t cap = e->cap_itl ? 2 * e->cap_itl : 1024;
+        engine_itl_step *g = realloc(e->itl, cap * sizeof *g);
+        if (!g) {
+            e->itl_dropped++;
+            return;
+        }
+        e->itl = g;
+        e->cap_itl = cap;
+    }
+    e->itl[e->n_itl++] = (engine_itl_step){now, dur, e->batch.decode_tokens};
+}
+
 /* The counters of the step in progress (e->batch) ending at `now`: every
  * step's end, planned or not. */
 static inline void count_step(engine *e, double now)
@@ -525,6 +547,8 @@ static inline void count_step(engine *e, double now)
         e->st.win_prefill_tokens += e->batch.prefill_tokens;
         e->st.win_decode_tokens += e->batch.decode_tokens;
         e->st.win_busy_s += dur;
+        if (e->batch.decode_tokens)
+            itl_push(e, now, dur);
     }
 }
 
@@ -1105,6 +1129,14 @@ uint32_t engine_waiting(const engine *e, engine_req **out, uint32_t max)
 void engine_mark_window(engine *e, double t0) { e->win_t0 = t0; }
 
 const engine_stats *engine_get_stats(const engine *e) { return &e->st; }
+
+const engine_itl_step *engine_itl_steps(const engine *e, size_t *n, uint64_t *dropped)
+{
+    *n = e->n_itl;
+    if (dropped)
+        *dropped = e->itl_dropped;
+    return e->itl;
+}
 
 uint32_t engine_inflight(const engine *e) { return e->n_wait + e->n_run; }
 

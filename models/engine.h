@@ -248,6 +248,25 @@ void engine_mark_window(engine *e, double t0);
 /* Current counters. */
 const engine_stats *engine_get_stats(const engine *e);
 
+/*
+ * One step that produced decode tokens, ending at or after the window's
+ * start (engine_mark_window): the inter-token latency (ITL) of each of
+ * its `tokens` decode tokens is the step's duration (a running request is
+ * in every step, and steps run back to back while any request runs; see
+ * models/latency.h for the definition and its exceptions).
+ */
+typedef struct engine_itl_step {
+    double t_end_s;  /* step end, simulated s */
+    double dur_s;    /* step duration, s (> 0) */
+    uint64_t tokens; /* decode tokens of the step (>= 1) */
+} engine_itl_step;
+
+/* The steps recorded so far, in time order, *n of them; owned by the
+ * engine, valid until its next step or engine_destroy.  Cannot fail (a
+ * step not recorded for want of memory is counted in *dropped, NULL =
+ * not asked). */
+const engine_itl_step *engine_itl_steps(const engine *e, size_t *n, uint64_t *dropped);
+
 /* Requests inside the engine (waiting + running). */
 uint32_t engine_inflight(const engine *e);
 

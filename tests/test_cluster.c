@@ -240,6 +240,46 @@ static void test_interrupt(void)
     wl_replay_destroy(rp);
 }
 
+/* ITL from the engines' steps against the requests' own records: with no
+ * warm-up, every request completed and none preempted, each completed
+ * request's output_tokens - 1 gaps are exactly the decode tokens the
+ * steps counted, and their durations sum to its E2E - TTFT
+ * (models/latency.h).  Goodput with loose bounds is the throughput, with
+ * a TTFT bound below every TTFT it is 0. */
+static void test_itl_from_steps(void)
+{
+    cluster_params p = params(16, 1e6);
+    p.warmup_s = 0;
+    cluster_result r;
+    run(&p, "flat_lb", 5, 1, 300, &r);
+    CHECK_INT_EQ(r.n_completed, 300);
+    CHECK_INT_EQ(r.preemptions, 0);
+    uint64_t gaps = 0, out = 0;
+    double sum = 0, tmin = INFINITY;
+    for (uint64_t i = 0; i < r.n_arrived; i++) {
+        gaps += r.rec[i].output_tokens - 1;
+        out += r.rec[i].output_tokens;
+        sum += r.rec[i].e2e_s - r.rec[i].ttft_s;
+        tmin = fmin(tmin, r.rec[i].ttft_s);
+    }
+    CHECK_INT_EQ(r.itl_gaps, gaps);
+    CHECK_NEAR(r.itl_mean * (double)r.itl_gaps, sum, 1e-9 * sum);
+    CHECK(r.itl_p50 <= r.itl_p90 && r.itl_p90 <= r.itl_p99);
+    CHECK_NEAR(r.output_tps, (double)out / r.sim_end_s, 1e-12 * r.output_tps);
+    CHECK(isnan(r.goodput_rps)); /* no bounds */
+    cluster_result_fini(&r);
+    p.goodput = (latency_slo){.ttft_s = 1e6, .tpot_s = 1e6};
+    run(&p, "flat_lb", 5, 1, 300, &r);
+    CHECK_INT_EQ(r.n_good, 300);
+    CHECK(r.goodput_rps == r.throughput_rps);
+    cluster_result_fini(&r);
+    p.goodput = (latency_slo){.ttft_s = tmin / 2};
+    run(&p, "flat_lb", 5, 1, 300, &r);
+    CHECK_INT_EQ(r.n_good, 0);
+    CHECK(r.goodput_rps == 0);
+    cluster_result_fini(&r);
+}
+
 static void golden(const char *path)
 {
     cluster_params p = params(4, 600);
@@ -297,6 +337,7 @@ int main(int argc, char **argv)
     test_jain();
     test_context_limit();
     test_interrupt();
+    test_itl_from_steps();
     golden(argv[3]);
     wl_trace_destroy(trace);
     spec_hw_fini(&hw);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # End-to-end tests of `crsim report` and `crsim plot` on a small result
-# database built here with SQL (schema version 8, the tables and columns
+# database built here with SQL (schema version 9, the tables and columns
 # the report reads), so the test does not depend on the simulator: known
 # per-seed SLO metrics give known capacity strings, including left- and
 # right-censored and non-monotone cases, and bad inputs exit with status 2
@@ -115,6 +115,15 @@ for pt in 0 1; do
         run 2 $i $pt "router.cacheroute.q_cap=$((50 * (pt + 1)))" cacheroute 7 $rate $((2 * pt + 2)).0 0.9 1.0
     done
 done
+# Schema 9's columns (NULL: no goodput, no joint SLO, no ITL).
+echo "ALTER TABLE experiments ADD COLUMN goodput_ttft_s REAL;"
+echo "ALTER TABLE experiments ADD COLUMN goodput_tpot_s REAL;"
+echo "ALTER TABLE experiments ADD COLUMN joint_slo TEXT;"
+for c in tpot_mean e2e_mean itl_mean itl_p50 itl_p90 itl_p99 output_tps goodput_rps; do
+    echo "ALTER TABLE run_metrics ADD COLUMN $c REAL;"
+done
+echo "ALTER TABLE run_metrics ADD COLUMN itl_gaps INTEGER NOT NULL DEFAULT 0;"
+echo "ALTER TABLE run_metrics ADD COLUMN n_good INTEGER NOT NULL DEFAULT 0;"
 } >"$TMP/fixture.sql"
 sqlite3 "$DB" <"$TMP/fixture.sql" || { echo "FAIL: cannot build the fixture"; exit 1; }
 

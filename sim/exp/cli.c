@@ -178,6 +178,8 @@ static int cmd_export(const exp_cli_args *a)
     rc = exp_store_export(db, table, run, format, out, &rows);
     if (path && fclose(out) != 0 && rc == SIM_OK)
         rc = SIM_ERROR(SIM_EIO, "export: cannot write %s: %s", path, strerror(errno));
+    if (rc && path) /* no half-written file that looks like an export */
+        remove(path);
     if (rc == SIM_OK && path)
         fprintf(stderr, "crsim: export: %llu rows of %s to %s\n", (unsigned long long)rows,
                 table, path);

@@ -7,6 +7,7 @@
  * policies see the identical request stream (common random numbers).
  */
 #include "sim/exp/exp.h"
+#include "sim/exp/capacity.h"
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
@@ -223,6 +224,20 @@ const sim_cfg_key exp_config_schema[] = {
      .help = "store one row per arrived request in the requests table (crsim export; about "
              "100 MB of database per million requests, docs/results-schema.md); off by "
              "default"},
+    {.path = "experiment.goodput_ttft_s", .type = SIM_CFG_DOUBLE, .offset = OFF(goodput_ttft_s),
+     .min = 0, .max = 1e6, .def = "0", .unit = "s",
+     .help = "goodput: a completed request counts when its TTFT is at most this (and its TPOT "
+             "at most experiment.goodput_tpot_s); 0 = TTFT not bounded; both 0 = no goodput "
+             "(DistServe; vLLM bench serve --goodput; docs/report.md)"},
+    {.path = "experiment.goodput_tpot_s", .type = SIM_CFG_DOUBLE, .offset = OFF(goodput_tpot_s),
+     .min = 0, .max = 1e6, .def = "0", .unit = "s",
+     .help = "goodput: TPOT bound, s per output token (a one-token request has TPOT 0); 0 = "
+             "TPOT not bounded"},
+    {.path = "experiment.joint_slo", .type = SIM_CFG_STRING_LIST, .offset = OFF(joint_slo),
+     .count_offset = CNT(n_joint_slo), .def = "[]",
+     .help = "joint SLO, every term \"METRIC<=SECONDS\" at once (METRIC a TTFT, TPOT, ITL or "
+             "E2E mean/p50/p90/p99 column, e.g. [ttft_p99<=2, tpot_p99<=0.1]): its capacity is "
+             "reported besides experiment.slos'; [] = none"},
     {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
      .count_offset = CNT(n_sweep), .def = "[]",
      .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
@@ -529,6 +544,17 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
                          (long long)cfg->warmup_requests, cfg->warmup_share);
     }
     int rc = check_name(d, cfg->name);
+    for (size_t i = 0; rc == SIM_OK && i < cfg->n_joint_slo; i++) {
+        char metric[EXP_JOINT_METRIC_MAX], at[512];
+        double bound;
+        if (exp_joint_parse(cfg->joint_slo[i], metric, &bound) == SIM_OK)
+            continue;
+        char *why = sim_xstrdup(sim_errmsg());
+        if (!sim_cfgdoc_locate(d, "experiment.joint_slo", cfg->joint_slo[i], at, sizeof at))
+            where_key(d, "experiment.joint_slo", at, sizeof at);
+        rc = SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.joint_slo' item %zu: %s", at, i, why);
+        free(why);
+    }
     if (rc == SIM_OK)
         rc = check_unique(d, cfg);
     if (rc == SIM_OK)
@@ -1298,7 +1324,7 @@ static const exp_pool_ops sweep_ops = {.take = take_task, .run = run_one, .done 
  * latency exists, so it must not read as a normal result. */
 static bool served_nothing(const cluster_result *r)
 {
-    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected > 0;
+    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected + r->n_too_long > 0;
 }
 
 static void print_header(FILE *out, bool sweep)
@@ -1865,12 +1891,17 @@ int exp_run(const exp_run_opts *o, FILE *out)
     for (size_t i = 0, used = 0; i < base.n_slos && used + 1 < sizeof slos; i++)
         used += (size_t)snprintf(slos + used, sizeof slos - used, "%s%.17g", i ? "," : "",
                                  base.slos[i]);
+    char joint[1024] = "";
+    for (size_t i = 0, used = 0; i < base.n_joint_slo && used + 1 < sizeof joint; i++)
+        used += (size_t)snprintf(joint + used, sizeof joint - used, "%s%s", i ? " and " : "",
+                                 base.joint_slo[i]);
     exp_store_meta meta = {.name = base.name, .config_path = o->config_path,
                            .config_text = cfg_text, .config_hash = hash,
                            .build = CRSIM_VERSION, .n_runs_planned = (int64_t)n_tasks,
                            .n_points = (int64_t)np, .shard = shard[0] ? shard : NULL,
                            .slo_metric = exp_slo_metric_names[base.slo_metric], .slos = slos,
-                           .report_rate = report_rate};
+                           .report_rate = report_rate, .goodput_ttft_s = base.goodput_ttft_s,
+                           .goodput_tpot_s = base.goodput_tpot_s, .joint_slo = joint};
     if ((rc = exp_store_begin(store, &meta, &exp_id)))
         goto done;
     begun = true;
@@ -1979,12 +2010,24 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 fflush(out);
                 if (served_nothing(&t->res)) {
                     n_nothing++;
-                    fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served nothing: "
-                            "all %llu requests were rejected (prompts longer than a "
-                            "destination's KV pool of %llu tokens)\n", pt->label,
-                            pt->label[0] ? " " : "", row.policy, row.rate_rps,
-                            (long long)row.seed, (unsigned long long)t->res.n_rejected,
-                            (unsigned long long)t->res.pool_tokens);
+                    if (t->res.n_too_long)
+                        fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served "
+                                "nothing: %llu of %llu requests were over "
+                                "engine.max_model_len (%lld tokens: prompt + output), "
+                                "rejected at the gateway, and %llu longer than a "
+                                "destination's KV pool\n", pt->label, pt->label[0] ? " " : "",
+                                row.policy, row.rate_rps, (long long)row.seed,
+                                (unsigned long long)t->res.n_too_long,
+                                (unsigned long long)t->res.n_arrived,
+                                (long long)base.max_model_len,
+                                (unsigned long long)t->res.n_rejected);
+                    else
+                        fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served "
+                                "nothing: all %llu requests were rejected (prompts longer than "
+                                "a destination's KV pool of %llu tokens)\n", pt->label,
+                                pt->label[0] ? " " : "", row.policy, row.rate_rps,
+                                (long long)row.seed, (unsigned long long)t->res.n_rejected,
+                                (unsigned long long)t->res.pool_tokens);
                 }
                 if (!o->quiet)
                     progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
@@ -2026,7 +2069,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 "percentile.\n");
         if (n_nothing)
             fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
-                    "rejected); their latencies are undefined.\n", n_nothing);
+                    "rejected: over engine.max_model_len or longer than the KV pool); their "
+                    "latencies are undefined.\n", n_nothing);
         fprintf(out, "stored %zu runs in %s (experiment %lld); capacities: crsim report %s\n",
                 stored, db_path, (long long)exp_id, db_path);
     }

@@ -103,6 +103,10 @@ typedef struct exp_config {
     int64_t fair_min_requests; /* per-key fairness: keys with at least this
                                   many measured requests */
     bool requests;            /* store per-request records (requests table) */
+    double goodput_ttft_s;    /* goodput bounds, s (models/latency.h); 0 = none */
+    double goodput_tpot_s;
+    char **joint_slo;         /* joint SLO terms "METRIC<=SECONDS" (capacity.h) */
+    size_t n_joint_slo;
     char **sweep;             /* axes "KEY=[v1, ...]" */
     size_t n_sweep;
     int sweep_mode;           /* 0 grid, 1 zip */

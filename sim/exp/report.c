@@ -236,6 +236,12 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
         exp__rep_load *e = &c->loads[l];
         e->load_rps = loads[l];
         e->n = k;
+        e->seeds_identical = k >= 2;
+        for (size_t j = 1; j < k && e->seeds_identical; j++)
+            e->seeds_identical = memcmp(&hit[j], &hit[0], sizeof *hit) == 0 &&
+                                 memcmp(&p99[j], &p99[0], sizeof *p99) == 0 &&
+                                 memcmp(&slo[j], &slo[0], sizeof *slo) == 0 &&
+                                 memcmp(&imb[j], &imb[0], sizeof *imb) == 0;
         mean_sd(hit, k, &e->hit_mean, &e->hit_sd, NULL);
         mean_sd(p99, k, &e->p99_mean, NULL, NULL);
         mean_sd(slo, k, &e->slo_mean, NULL, &e->slo_n_inf);
@@ -295,7 +301,7 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
         /* A run that served nothing (every request rejected: prompts
          * longer than a destination's KV pool) has no latencies to
          * report: counted and named, not shown as a normal result. */
-        if (has_m && sr->v[4] == 0 && sr->v[5] > 0)
+        if (has_m && sr->v[4] == 0 && sr->v[5] + sr->v[6] > 0)
             r->n_served_nothing++;
         runs[n_runs++] = (run_rec){
             .point = sr->point, .seed = sr->seed,
@@ -427,6 +433,23 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
             }
         }
     }
+    /* Seeds that did not vary the stream (docs/report.md, "Identical
+     * seeds"): counted, and when every multi-seed load is so, the
+     * capacities show one value, not "± 0". */
+    for (size_t p = 0; p < r->n_points; p++)
+        for (size_t c = 0; c < r->points[p].n_cells; c++) {
+            const exp__rep_cell *cell = &r->points[p].cells[c];
+            for (size_t l = 0; l < cell->n_loads; l++)
+                if (cell->loads[l].n >= 2) {
+                    r->n_seed_loads++;
+                    r->n_seed_identical += cell->loads[l].seeds_identical;
+                }
+        }
+    if (r->n_seed_loads && r->n_seed_identical == r->n_seed_loads)
+        for (size_t p = 0; p < r->n_points; p++)
+            for (size_t c = 0; c < r->points[p].n_cells; c++)
+                for (size_t s = 0; s < r->n_slos; s++)
+                    r->points[p].cells[c].caps[s].sd_rps = NAN;
 
     /* Per destination group (mixed fleets) at the report rate. */
     rc = exp_store_read_groups(db, r->id, r->rate_rps, &r->groups, &r->n_groups);
@@ -458,7 +481,8 @@ void exp__report_warn(const exp__report *r)
         fprintf(stderr, "crsim: warning: %zu interrupted run(s) ignored\n", r->n_interrupted);
     if (r->n_served_nothing)
         fprintf(stderr, "crsim: warning: %zu run(s) served nothing: every request was rejected "
-                "(prompts longer than a destination's KV pool)\n", r->n_served_nothing);
+                "(over engine.max_model_len, or longer than a destination's KV pool)\n",
+                r->n_served_nothing);
     if (r->rate_fallback)
         fprintf(stderr, "crsim: warning: report rate %g requests/s was not tested; using the "
                 "nearest tested load %g\n", r->stored_rate_rps, r->rate_rps);
@@ -482,7 +506,7 @@ static void fmt_hit(const exp__rep_load *e, char *buf, size_t n)
 {
     if (!e || isnan(e->hit_mean))
         snprintf(buf, n, "-");
-    else if (isnan(e->hit_sd))
+    else if (isnan(e->hit_sd) || e->seeds_identical) /* identical seeds: no spread */
         snprintf(buf, n, "%.1f %%", 100 * e->hit_mean);
     else
         snprintf(buf, n, "%.1f \u00b1 %.1f %%", 100 * e->hit_mean, 100 * e->hit_sd);
@@ -606,8 +630,16 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
     fprintf(out, "; %zu point(s)\n", r->n_points);
     if (r->n_served_nothing)
         fprintf(out, "%sWARNING: %zu run(s) served nothing: every request was rejected "
-                "(prompts longer than a destination's KV pool); their latencies are undefined "
-                "and they fail every SLO\n", b, r->n_served_nothing);
+                "(over engine.max_model_len, or longer than a destination's KV pool); their "
+                "latencies are undefined and they fail every SLO\n", b, r->n_served_nothing);
+    if (r->n_seed_loads && r->n_seed_identical == r->n_seed_loads)
+        fprintf(out, "%sNOTE: the seeds gave identical streams: every (policy, load) has the "
+                "same results bit for bit under each seed (the request stream does not depend "
+                "on the seed, e.g. a trace replayed without arrival jitter); the figures are "
+                "one run each, with no spread over seeds\n", b);
+    else if (r->n_seed_identical)
+        fprintf(out, "%snote: at %zu of %zu (policy, load)s the seeds gave identical results; "
+                "no spread is shown there\n", b, r->n_seed_identical, r->n_seed_loads);
     fprintf(out, "%sseeds: ", b);
     for (size_t i = 0; i < r->n_seeds; i++)
         fprintf(out, "%s%lld", i ? ", " : "", (long long)r->seeds[i]);

@@ -33,6 +33,9 @@ typedef struct exp__rep_load {
     double fair_worst_mean;  /* fair_worst_p99, s (+INF as p99_mean) */
     double fair_spread_mean; /* fair_spread_p99, s */
     double fair_jain_mean;   /* fair_jain, in (0, 1]; NAN if no key qualified */
+    bool seeds_identical;    /* n >= 2 and every seed's hit rate, SLO metric,
+                                p99 and imbalance are bit-identical: the seeds
+                                did not vary the request stream */
 } exp__rep_load;
 
 /* One (point, policy): a row of a report table. */
@@ -72,6 +75,8 @@ typedef struct exp__report {
     size_t n_runs, n_interrupted;
     bool has_faults;         /* some run lost a request (n_failed or n_retries
                                 > 0): the tables show failed and retries */
+    size_t n_seed_loads;      /* (point, policy, load)s with >= 2 seeds */
+    size_t n_seed_identical;  /* of those, seeds_identical */
     size_t n_served_nothing; /* runs with no completed request and some
                                 rejected (every request rejected) */
     int caps_source;          /* 0 computed (no rows), 1 table, 2 recomputed (stale table) */

@@ -317,6 +317,7 @@ shared:
         .timeline_s = cfg->timeline_s,
         .max_model_len = (uint32_t)cfg->max_model_len,
         .fair_min_requests = (uint32_t)cfg->fair_min_requests,
+        .goodput = {.ttft_s = cfg->goodput_ttft_s, .tpot_s = cfg->goodput_tpot_s},
         .gateway = {.scrape_interval_s = cfg->scrape_interval_s,
                     .scrape_delay_s = cfg->scrape_delay_s,
                     .replicas = (uint32_t)cfg->replicas,

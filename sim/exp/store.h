@@ -50,6 +50,10 @@ typedef struct exp_store_meta {
     const char *slo_metric;   /* run_metrics column the SLOs apply to */
     const char *slos;         /* thresholds, s, comma-separated */
     double report_rate;       /* requests/s */
+    double goodput_ttft_s;    /* goodput bounds, s; 0 = none (stored NULL) */
+    double goodput_tpot_s;
+    const char *joint_slo;    /* experiment.joint_slo terms joined by " and ",
+                                 "" or NULL = none (stored NULL) */
 } exp_store_meta;
 
 /* One run's identity and bookkeeping. */
@@ -246,6 +250,19 @@ int exp_store_read_capacities(exp_store *s, int64_t exp_id, const char *slo_metr
  * and *n is 0.
  */
 int exp_store_capacity_rows(exp_store *s, int64_t exp_id, exp_capacity_row **rows, size_t *n);
+
+/*
+ * The per-seed capacities under the experiment's joint SLO
+ * (experiments.joint_slo, terms "METRIC<=SECONDS" joined by " and ";
+ * sim/exp/capacity.h): the highest tested load up to which every term
+ * holds, computed as exp_capacity_compute on max over terms of metric /
+ * bound with slo_s = 1.  *joint receives the stored text (owned, free()),
+ * NULL when the experiment has no joint SLO (then no rows).  Returns
+ * SIM_OK, SIM_EINVAL (a bad stored term, loads as in
+ * exp_store_capacity_rows) or SIM_EDB; on error nothing is returned.
+ */
+int exp_store_joint_capacity_rows(exp_store *s, int64_t exp_id, char **joint,
+                                  exp_capacity_row **rows, size_t *n);
 
 /* The SQL average of run_metrics column `column` (checked as in
  * exp_store_read_runs) per policy over the runs of experiment `exp_id` at
