@@ -528,7 +528,7 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
 wl_source exp_stream_source(exp_stream *st)
 {
     if (st->replay)
-        return (wl_source){st->replay, replay_next};
+        return (wl_source){.state = st->replay, .next = replay_next};
     return wl_synth_source(st->synth);
 }
 
