@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 
 #include "sim/core/error.h"
@@ -71,6 +72,8 @@ typedef struct conv {
     uint32_t *len;        /* 2·turns: in_0, out_0, in_1, ... */
     double *think;        /* turns */
     uint32_t hist;
+    uint32_t pslot;       /* its prefix's slot in wl_client.pfx (key index
+                             or shared-prefix group) */
     uint32_t client;      /* concurrency client, or NO_CONV */
     uint32_t phase;
     wl__hbuf *hb;
@@ -148,6 +151,12 @@ struct wl_client {
     uint32_t *rec_conv;  /* conversation slot of each request */
     wl_client_stats st;
     wl__hpool *pool;
+    /* Hashes of each prefix's full blocks (global + key prefix, or the
+     * system prompt), computed by its first request and copied by later
+     * conversations of the same prefix instead of rehashed; NULL until
+     * then.  One per key index or shared-prefix group. */
+    uint64_t **pfx;
+    size_t n_pfx;
     seg *segs;
     size_t cap_segs;
     wl_client_stage *stage_out;
@@ -256,6 +265,33 @@ static uint32_t draw_len(const lendist *d, gsl_rng *r)
     return (uint32_t)x;
 }
 
+/* The mean of draw_len's values: Σ k·P(k) over k in [min, max], with
+ * P(k) = F(k + 1/2) − F(k − 1/2) for the continuous law F (rounding to
+ * the nearest integer), the tails folded into min and max (clamping).
+ * Exact up to the CDF's accuracy; O(max − min) (turns: at most 64 by
+ * default). */
+static double mean_len(const lendist *d)
+{
+    if (d->kind == WL_LEN_CONST) {
+        const double x = floor(d->mean + 0.5);
+        return x < d->min ? d->min : x > d->max ? d->max : x;
+    }
+    if (d->kind == WL_LEN_UNIFORM)
+        return ((double)d->min + d->max) / 2;
+    double sum = 0, prev = 0;
+    for (uint32_t k = d->min; k <= d->max; k++) {
+        const double hi = k + 0.5;
+        const double F = k == d->max ? 1
+                         : d->kind == WL_LEN_LOGNORMAL ? gsl_cdf_lognormal_P(hi, d->a, d->b)
+                                                       : gsl_cdf_gamma_P(hi, d->a, d->b);
+        sum += k * (F - prev);
+        prev = F;
+        if (k == UINT32_MAX)
+            break;
+    }
+    return sum;
+}
+
 static double draw_think(const wl_client *c, gsl_rng *r)
 {
     if (!(c->think_mean > 0))
@@ -306,6 +342,7 @@ static uint32_t conv_new(wl_client *c)
         const uint64_t p = c->perm[index % c->sp_n];
         const uint64_t grp = p / c->sp_p;
         v->key = grp;
+        v->pslot = (uint32_t)grp;
         v->prefix_id = wl_block_hash(wl_block_hash(TAG_SYSTEM, c->wl_seed), grp);
         v->sess = wl_block_hash(wl_block_hash(TAG_QUESTION, c->wl_seed), p);
         v->fixed = c->sp_sys;
@@ -320,6 +357,7 @@ static uint32_t conv_new(wl_client *c)
     }
     const size_t k = gsl_ran_discrete(keyed(c, index, DRAW_KEY), c->table);
     v->key = c->kr.id[k];
+    v->pslot = (uint32_t)k;
     v->prefix_id = c->prefix_id[k];
     v->global = c->global_tokens;
     v->fixed = c->global_tokens + c->prefix_len[k];
@@ -395,6 +433,8 @@ static int build(wl_client *c, uint32_t i, wl_request *out)
     const uint32_t B = c->block;
     const uint32_t nb = (uint32_t)((prompt + outl) / B);
     uint32_t reuse = v->hn < nb ? v->hn : nb;
+    const uint32_t fixed_blocks = v->fixed / B < nb ? v->fixed / B : nb;
+    const uint64_t *cached = v->hn == 0 ? c->pfx[v->pslot] : NULL;
     wl__hbuf *hb = v->hb;
     if (!hb || hb->cap < nb) {
         wl__hbuf *nh = wl__hpool_get(c->pool, nb ? nb : 1);
@@ -406,6 +446,10 @@ static int build(wl_client *c, uint32_t i, wl_request *out)
         v->hb = hb = nh;
     }
     uint64_t *h = hb->h;
+    if (cached && fixed_blocks) {
+        memcpy(h, cached, fixed_blocks * sizeof *h);
+        reuse = fixed_blocks;
+    }
     uint64_t parent = reuse ? h[reuse - 1] : 0;
     size_t si = 0;
     uint64_t pos = (uint64_t)reuse * B;
@@ -430,6 +474,13 @@ static int build(wl_client *c, uint32_t i, wl_request *out)
             }
         }
         parent = h[b] = wl__block_hash(parent, cid);
+    }
+    if (v->hn == 0 && !cached && v->fixed / B) {
+        /* The prefix's blocks, for the next conversations that share it
+         * (all of them: a prompt is at least its prefix plus one token). */
+        c->pfx[v->pslot] = sim_xmalloc((v->fixed / B) * sizeof *h);
+        memcpy(c->pfx[v->pslot], h, fixed_blocks * sizeof *h);
+        SIM_ALWAYS(fixed_blocks == v->fixed / B);
     }
     v->hn = nb;
     hb->refs++;
@@ -744,6 +795,9 @@ void wl_client_destroy(wl_client *c)
     free(c->prefix_len);
     free(c->prefix_id);
     free(c->perm);
+    for (size_t i = 0; i < c->n_pfx; i++)
+        free(c->pfx[i]);
+    free(c->pfx);
     sim_rng_destroy(c->g);
     sim_rng_destroy(c->r_arr);
     wl_arrivals_destroy(c->arr);
@@ -841,7 +895,7 @@ int wl_client_create(const wl_config *cfg, const wl_keyrates *keys, uint64_t run
             }
         }
     } else {
-        turns_mean = cfg->turns.mean > 1 ? cfg->turns.mean : 1;
+        turns_mean = mean_len(&c->turns);
         if (keys) {
             if ((rc = wl_keyrates_copy(keys, &c->kr)))
                 goto fail;
@@ -866,8 +920,10 @@ int wl_client_create(const wl_config *cfg, const wl_keyrates *keys, uint64_t run
             c->prefix_id[i] = wl_block_hash(wl_block_hash(TAG_PREFIX, cfg->seed), id);
         }
     }
-    /* Requests/s to conversations/s: a conversation sends turns.mean
-     * requests on average (the configured mean, before clamping). */
+    /* Requests/s to conversations/s: a conversation sends E[turns]
+     * requests on average, the mean of the drawn (rounded, clamped) turn
+     * counts (mean_len); conversations cut short by max_prompt_tokens or
+     * by the end of the run send fewer. */
     const double to_conv =
         strcmp(cfg->client.rate_unit, "conversations") == 0 ? 1 : 1 / turns_mean;
     if (mode == WL_CLIENT_SESSIONS) {
@@ -931,6 +987,8 @@ int wl_client_create(const wl_config *cfg, const wl_keyrates *keys, uint64_t run
         c->ph[c->n_ph - 1].barrier = false; /* nothing follows the last */
     }
     c->cap_ph = c->n_ph;
+    c->n_pfx = c->shared_prefix ? (size_t)cfg->shared_prefix.groups : c->kr.n;
+    c->pfx = sim_xcalloc(c->n_pfx ? c->n_pfx : 1, sizeof *c->pfx);
     *out = c;
     return SIM_OK;
 fail:
