@@ -121,7 +121,8 @@ static void test_littles_law(void)
     wl_config cfg = parse("workload:\n  type: synthetic\n  duration_s: 60\n"
                           "  benchmark: shared_prefix\n"
                           "  shared_prefix: {groups: 8, prompts_per_group: 1, "
-                          "system_prompt_tokens: 32, question_tokens: 16, output_tokens: 1}\n"
+                          "system_prompt_tokens: 32, question_tokens: 16, output_tokens: 1, "
+                          "shuffle: false}\n"
                           "  client: {mode: concurrency, think: {dist: const, mean_s: 0.5}}\n");
     wl_client *cl = client(&cfg, 1, N);
     const cluster_params p = params(N, S);

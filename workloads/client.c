@@ -59,6 +59,7 @@ typedef struct phase {
     double last_done;     /* last completion of its requests, s */
     double load;          /* for wl_client_stage */
     bool is_conc;
+    uint64_t conv_base;   /* conversations started before it */
 } phase;
 
 typedef struct conv {
@@ -313,7 +314,7 @@ static gsl_rng *keyed(wl_client *c, uint64_t index, uint64_t purpose)
 
 /* ---- conversations ---- */
 
-static uint32_t conv_new(wl_client *c)
+static uint32_t conv_new(wl_client *c, uint32_t phase_i)
 {
     uint32_t i;
     if (c->free_cv != NO_CONV) {
@@ -337,9 +338,11 @@ static uint32_t conv_new(wl_client *c)
     v->client = NO_CONV;
     if (c->shared_prefix) {
         /* Prompt p of the G x P table, in order or shuffled, reused
-         * round-robin when the run sends more than G·P (as the tools
-         * cycle through their generated prompts). */
-        const uint64_t p = c->perm[index % c->sp_n];
+         * round-robin when the run sends more than G·P; each stage of a
+         * ladder starts again from the first prompt, as inference-perf's
+         * stage runner asks its data generator anew per stage. */
+        const uint64_t first = c->mode == WL_CLIENT_STAGES ? c->ph[phase_i].conv_base : 0;
+        const uint64_t p = c->perm[(index - first) % c->sp_n];
         const uint64_t grp = p / c->sp_p;
         v->key = grp;
         v->pslot = (uint32_t)grp;
@@ -581,6 +584,7 @@ static void phase_begin(wl_client *c, size_t k, double t)
     p->start = t;
     p->send_end = isinf(p->duration) ? INFINITY : t + p->duration;
     p->last_done = t;
+    p->conv_base = c->next_conv;
     c->cur = k;
     if (p->kind == PH_RATE) {
         c->offset = t - p->nominal_start;
@@ -703,7 +707,7 @@ static int next(void *state, wl_request *out)
         intended = p.intended;
         ph = p.phase;
         if (p.conv == NO_CONV) {
-            i = conv_new(c);
+            i = conv_new(c, p.phase);
             c->cv[i].client = p.client;
             c->cv[i].phase = p.phase;
         } else {
@@ -714,7 +718,7 @@ static int next(void *state, wl_request *out)
         intended = c->next_start;
         c->next_start += wl_arrivals_next(c->arr) / p->rate;
         ph = (uint32_t)c->cur;
-        i = conv_new(c);
+        i = conv_new(c, ph);
         c->cv[i].phase = ph;
     }
     if (c->cv[i].turns == 0) { /* cannot happen: turns.min >= 1 */

@@ -256,9 +256,10 @@ const sim_cfg_key wl_config_schema[] = {
      .offset = OFF(shared_prefix.output_tokens), .min = 1, .max = 1e7, .def = "50",
      .unit = "tokens", .help = "shared_prefix: output length"},
     {.path = "shared_prefix.shuffle", .type = SIM_CFG_BOOL, .offset = OFF(shared_prefix.shuffle),
-     .def = "false",
-     .help = "shared_prefix: send the G x P prompts in a shuffled order (workload seed) "
-             "instead of group by group"},
+     .def = "true",
+     .help = "shared_prefix: send the G x P prompts in a shuffled order (workload seed), as "
+             "inference-perf and SGLang do by default; false: group by group (SGLang "
+             "--gsp-ordered)"},
     {.path = "drift.sigma", .type = SIM_CFG_DOUBLE, .offset = OFF(drift.sigma), .min = 0,
      .max = 10, .def = "0", .help = "per-interval sigma of each key's log-rate random walk"},
     {.path = "drift.interval_s", .type = SIM_CFG_DOUBLE, .offset = OFF(drift.interval_s),
