@@ -1025,3 +1025,28 @@ const wl_client_stage *wl_client_stages(wl_client *c, size_t *n)
 }
 
 wl_client_stats wl_client_get_stats(const wl_client *c) { return c->st; }
+
+double wl_client_estimate_requests(const wl_config *cfg, double load)
+{
+    const enum wl_client_mode m = wl_client_mode_of(cfg);
+    const double d = cfg->duration_s > 0 ? cfg->duration_s : INFINITY;
+    const double mr = cfg->max_requests > 0 ? (double)cfg->max_requests : INFINITY;
+    double n;
+    if (m == WL_CLIENT_STAGES) {
+        n = 0;
+        for (size_t k = 0; k < cfg->client.n_stages; k++) {
+            const wl_stage *s = &cfg->client.stages[k];
+            n += s->rate > 0 ? s->rate * load * s->duration_s
+                             : (double)s->concurrency * load * s->duration_s * 10;
+        }
+    } else if (m == WL_CLIENT_CONCURRENCY) {
+        const double nc = cfg->client.concurrency ? (double)cfg->client.concurrency : load;
+        n = nc * d * 10;
+    } else if (m == WL_CLIENT_BURST) {
+        const double b = cfg->client.batch ? (double)cfg->client.batch : load;
+        n = b * d;
+    } else {
+        n = load * d;
+    }
+    return n < mr ? n : mr;
+}

@@ -115,6 +115,16 @@ const wl_client_stage *wl_client_stages(wl_client *c, size_t *n);
 wl_client_stats wl_client_get_stats(const wl_client *c);
 
 /*
+ * A rough count of the requests a run of `cfg` at load `load` sends, for
+ * the harness's size estimate (docs/harness.md, "Size estimate"): rate x
+ * duration for rate phases; for concurrency phases N x duration x 10
+ * (clients of requests shorter than 0.1 s, a generous bound); burst:
+ * max_requests, else the batch size per second of duration_s.
+ * INFINITY when the run has no end.  Cannot fail.
+ */
+double wl_client_estimate_requests(const wl_config *cfg, double load);
+
+/*
  * Cross-key checks of workload.client.* for `cfg` (called by
  * wl_config_check): a closed-loop mode needs type synthetic, no drift and
  * a poisson or gamma arrival process; stages need at least one stage,

@@ -1216,6 +1216,8 @@ static double run_requests(const exp_config *c, double rate, size_t n_trace)
     const double mr = c->wl.max_requests > 0 ? (double)c->wl.max_requests : INFINITY;
     if (n_trace)
         return fmin((double)n_trace, mr);
+    if (wl_client_closed(&c->wl))
+        return fmin(wl_client_estimate_requests(&c->wl, rate), mr);
     const double d = c->wl.duration_s > 0 ? rate * c->wl.duration_s : INFINITY;
     return fmin(d, mr);
 }

@@ -76,7 +76,7 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
                                        "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
                                        "E2E p99", "TTFT p99 int", "abandoned"};
     const size_t nh = sizeof head / sizeof head[0];
-    static const int w[] = {14, 8, 5, 5, 12, 7, 7, 8, 10, 6, 9, 9, 9, 9, 9, 12, 9};
+    static const int w[] = {18, 8, 5, 5, 12, 7, 7, 8, 10, 6, 9, 9, 9, 9, 9, 12, 9};
     if (markdown)
         fputs("| ", out);
     for (size_t c = 0; c < nh; c++)
@@ -132,7 +132,7 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
         fputs("| policy | seed | SLO (s) | capacity | req/s there |\n|---|---|---|---|---|\n",
               out);
     else
-        fprintf(out, "%-14s  %5s  %7s  %12s  %11s\n", "policy", "seed", "SLO s", "capacity",
+        fprintf(out, "%-18s  %5s  %7s  %12s  %11s\n", "policy", "seed", "SLO s", "capacity",
                 "req/s there");
     if (ladder) {
         for (size_t i0 = 0; i0 < r->n_stages;) {
@@ -152,7 +152,7 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
                     fprintf(out, "| %s | %lld | %g | %s | %s |\n", a->policy,
                             (long long)a->seed, r->slos[s], c, t);
                 else
-                    fprintf(out, "%-14s  %5lld  %7g  %12s  %11s\n", a->policy,
+                    fprintf(out, "%-18s  %5lld  %7g  %12s  %11s\n", a->policy,
                             (long long)a->seed, r->slos[s], c, t);
             }
             i0 = i1;
@@ -174,7 +174,7 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
                 fprintf(out, "| %s | %lld | %g | %s | %s |\n", c->policy, (long long)c->seed,
                         c->slo_s, cs, t);
             else
-                fprintf(out, "%-14s  %5lld  %7g  %12s  %11s\n", c->policy, (long long)c->seed,
+                fprintf(out, "%-18s  %5lld  %7g  %12s  %11s\n", c->policy, (long long)c->seed,
                         c->slo_s, cs, t);
         }
     }
