@@ -504,6 +504,10 @@ static void test_bad_input(void)
     bad(t, "workload.client.max_concurrency");
     snprintf(t, sizeof t, "%s  client: {mode: sessions}\n  drift: {sigma: 0.3}\n", head);
     bad(t, "workload.drift.sigma");
+    snprintf(t, sizeof t, "%s  client: {think: {mean_s: 2}}\n", head);
+    bad(t, "workload.client.think.mean_s");
+    snprintf(t, sizeof t, "%s  client: {mode: sessions, batch: 8}\n", head);
+    bad(t, "workload.client.batch");
     snprintf(t, sizeof t, "%s  client: {mode: closed}\n", head);
     bad(t, "workload.client.mode");
     /* Concurrency from the load: not a whole number of clients. */

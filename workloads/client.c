@@ -186,8 +186,23 @@ int wl_client_check(const wl_config *cfg, const char *where)
         return SIM_ERROR(SIM_EINVAL, "%s: workload.benchmark is shared_prefix with "
                          "workload.client.mode open; expected a client mode (sessions, "
                          "concurrency, stages or burst) to send the prompts", where);
-    if (m == WL_CLIENT_OPEN)
+    if (m == WL_CLIENT_OPEN) {
+        /* Keys of closed-loop clients, set with the open stream: never
+         * silently ignored. */
+        const char *key = c->client.think.mean_s > 0       ? "workload.client.think.mean_s"
+                          : c->client.patience_s > 0       ? "workload.client.patience_s"
+                          : c->client.concurrency > 0      ? "workload.client.concurrency"
+                          : c->client.batch > 0            ? "workload.client.batch"
+                          : c->client.batch_interval_s > 0 ? "workload.client.batch_interval_s"
+                          : strcmp(c->client.latency_from, "send") != 0
+                              ? "workload.client.latency_from"
+                              : NULL;
+        if (key)
+            return SIM_ERROR(SIM_EINVAL, "%s: %s is set with workload.client.mode open; "
+                             "expected a closed-loop mode (sessions, concurrency, stages, "
+                             "burst) or the key's default", where, key);
         return SIM_OK;
+    }
     if (strcmp(c->type, "synthetic") != 0)
         return SIM_ERROR(SIM_EINVAL, "%s: workload.client.mode %s with workload.type %s; "
                          "expected type synthetic (closed-loop clients generate their "
@@ -204,6 +219,15 @@ int wl_client_check(const wl_config *cfg, const char *where)
         !(c->client.think.cv > 0))
         return SIM_ERROR(SIM_EINVAL, "%s: workload.client.think.cv is 0 with dist lognormal; "
                          "expected a cv > 0 (or dist const)", where);
+    if ((c->client.concurrency > 0 && m != WL_CLIENT_CONCURRENCY) ||
+        ((c->client.batch > 0 || c->client.batch_interval_s > 0) && m != WL_CLIENT_BURST))
+        return SIM_ERROR(SIM_EINVAL, "%s: workload.client.%s is set with workload.client.mode "
+                         "%s; expected mode %s", where,
+                         c->client.concurrency > 0 && m != WL_CLIENT_CONCURRENCY
+                             ? "concurrency" : c->client.batch > 0 ? "batch" : "batch_interval_s",
+                         c->client.mode,
+                         c->client.concurrency > 0 && m != WL_CLIENT_CONCURRENCY ? "concurrency"
+                                                                                 : "burst");
     if (m == WL_CLIENT_STAGES) {
         if (c->client.n_stages == 0)
             return SIM_ERROR(SIM_EINVAL, "%s: workload.client.stages is empty with "
