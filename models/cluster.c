@@ -78,6 +78,8 @@ typedef struct cluster {
     uint64_t seq_vis, seq_new;
     const route_type *rt;
     wl_source src;
+    bool closed;           /* src is a closed-loop client (src.peek) */
+    sim_event *arr_ev;     /* the one ARRIVAL (or END) event */
     wl_request pending;
     route_ops ops;
     bool have_pending;
@@ -115,6 +117,16 @@ typedef struct cluster {
 } cluster;
 
 static void kv_catch_up(cluster *c, double now, bool incl);
+static void closed_schedule(cluster *c);
+static int on_arrival(cluster *c, double now);
+
+/* A closed-loop client learns that request r ended at `now` (ttft_s < 0:
+ * no first token) and may schedule sends from it. */
+static void closed_done(cluster *c, const wl_request *r, double now, double ttft_s)
+{
+    c->src.done(c->src.state, r, now, ttft_s);
+    closed_schedule(c);
+}
 
 static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
 {
@@ -178,6 +190,8 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
                            .output_tokens = er->rejected ? 0 : er->r->output_tokens};
         c->rt->on_complete(c->rstate[cr->replica], &cr->r, dest, &done);
     }
+    if (c->closed)
+        closed_done(c, &cr->r, t, er->rejected ? -1 : rec->ttft_s);
     free_creq(c, cr);
 }
 
@@ -362,6 +376,10 @@ static void kv_catch_up(cluster *c, double now, bool incl)
  * for the request's blocks), which ends the run as incomplete. */
 static int pull_next(cluster *c, sim_event *ev)
 {
+    if (c->closed) {
+        closed_schedule(c);
+        return SIM_OK;
+    }
     const int got = c->src.next(c->src.state, &c->pending);
     if (got < 0)
         return -got;
@@ -374,6 +392,53 @@ static int pull_next(cluster *c, sim_event *ev)
         ev->kind = EV_END;
         sim_evq_schedule(c->q, ev, sim_evq_now(c->q) + c->p->drain_s);
     }
+    return SIM_OK;
+}
+
+/* Closed-loop client (wl_source.peek): (re)schedule the arrival event at
+ * the client's next send, or END drain_s from now when it will send no
+ * more; with nothing due until a completion, no event (the completion's
+ * done() calls this again).  Open-loop streams never come here. */
+static void closed_schedule(cluster *c)
+{
+    if (c->arrivals_done)
+        return;
+    sim_event *ev = c->arr_ev;
+    const double now = sim_evq_now(c->q);
+    double t = now;
+    const int got = c->src.peek(c->src.state, now, &t);
+    if (ev->heap_idx != SIM_EVQ_IDLE) {
+        if (got > 0 && ev->time == t)
+            return;
+        sim_evq_cancel(c->q, ev);
+    }
+    if (got > 0) {
+        sim_evq_schedule(c->q, ev, t);
+    } else if (got < 0) {
+        c->arrivals_done = true;
+        ev->kind = EV_END;
+        sim_evq_schedule(c->q, ev, now + c->p->drain_s);
+    }
+}
+
+/* EV_ARRIVAL of a closed-loop client at `now`: take the send due now, if
+ * any (the event may be a wake-up, e.g. a stage starting), then schedule
+ * the next.  Returns SIM_OK or the client's error. */
+static int closed_arrival(cluster *c, double now)
+{
+    double t = now;
+    if (c->src.peek(c->src.state, now, &t) > 0 && t <= now) {
+        const int got = c->src.next(c->src.state, &c->pending);
+        if (got < 0)
+            return -got;
+        if (got > 0) {
+            c->have_pending = true;
+            const int rc = on_arrival(c, now);
+            if (rc)
+                return rc;
+        }
+    }
+    closed_schedule(c);
     return SIM_OK;
 }
 
@@ -419,8 +484,10 @@ static void on_scrape(cluster *c, double now, double t_next)
     SIM_ALWAYS(c->seq_new + 1 - c->seq_vis < c->n_ring);
     c->seq_new++;
     snapshot *s = &c->ring[c->seq_new % c->n_ring];
+    /* A closed-loop client's next send is not known ahead: take it. */
     s->unread = c->blind ||
-                (!c->faults_on && (!c->have_pending || t_next + delay < c->pending.arrival_s));
+                (!c->faults_on && !c->closed &&
+                 (!c->have_pending || t_next + delay < c->pending.arrival_s));
     if (s->unread) {
         s->t = now;
         c->res->scrapes_unread++;
@@ -481,6 +548,8 @@ static void lose(cluster *c, creq *cr, double now)
         rec->failed = 1;
         c->res->n_failed++;
         c->inflight--;
+        if (c->closed)
+            closed_done(c, &cr->r, now, -1);
         free_creq(c, cr);
         return;
     }
@@ -670,6 +739,8 @@ static int on_arrival(cluster *c, double now)
             .dest = CLUSTER_NO_DEST, .prompt_tokens = rq->prompt_tokens,
             .output_tokens = rq->output_tokens, .too_long = 1};
         res->n_too_long++;
+        if (c->closed)
+            closed_done(c, &cr->r, now, -1);
         free_creq(c, cr);
         return SIM_OK;
     }
@@ -1155,7 +1226,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     if ((rc = check_faults(&p->faults, p->n_dest)))
         return rc;
     const cluster_gateway *gw = &p->gateway;
-    cluster c = {.p = p, .rt = rt, .src = src, .res = out};
+    cluster c = {.p = p, .rt = rt, .src = src, .res = out, .closed = src.peek != NULL};
     c.ops = (route_ops){.ctx = &c, .waiting = ops_waiting, .migrate = ops_migrate};
     c.n_rep = gw->replicas ? gw->replicas : 1;
     c.faults_on = cluster_faults_on(&p->faults);
@@ -1305,6 +1376,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
+    c.arr_ev = arr;
     rc = pull_next(&c, arr);
     sim_event *ev;
     uint64_t nev = 0;
@@ -1319,8 +1391,12 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
                 engine_prefetch(c.eng[nx->target]);
         }
         if (ev->kind == EV_ARRIVAL) {
-            if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev)))
+            if (c.closed) {
+                if ((rc = closed_arrival(&c, now)))
+                    break;
+            } else if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev))) {
                 break;
+            }
         } else if (ev->kind == EV_STEP) {
             c.planned[ev->target] = 0;
             engine_step_done(c.eng[ev->target], now);

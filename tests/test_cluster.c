@@ -61,7 +61,7 @@ static void run(const cluster_params *p, const char *policy, uint64_t seed, doub
                  SIM_OK);
     const route_type *rt = route_find(policy);
     CHECK(rt != NULL);
-    CHECK_INT_EQ(cluster_run(p, rt, &env, rc, (wl_source){rp, next_req}, res), SIM_OK);
+    CHECK_INT_EQ(cluster_run(p, rt, &env, rc, (wl_source){.state = rp, .next = next_req}, res), SIM_OK);
     route_config_free(rc);
     wl_replay_destroy(rp);
 }
@@ -231,7 +231,7 @@ static void test_interrupt(void)
     route_config *rc = NULL;
     CHECK_INT_EQ(route_config_parse("router: {}\n", "test_cluster", &rc), SIM_OK);
     cluster_result r;
-    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &env, rc, (wl_source){rp, next_req}, &r),
+    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &env, rc, (wl_source){.state = rp, .next = next_req}, &r),
                  SIM_EINTR);
     route_config_free(rc);
     CHECK_INT_EQ(r.interrupted, 1);

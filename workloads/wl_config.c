@@ -13,6 +13,7 @@
 
 #include "sim/core/error.h"
 #include "workloads/arrivals.h"
+#include "workloads/client.h"
 #include "workloads/ingest.h"
 #include "workloads/internal.h"
 #include "workloads/keyrates.h"
@@ -59,6 +60,24 @@ int wl__name_parse(const char *const names[], const char *what, const char *name
      .def = min_, .unit = unit_, .help = what ": smallest value (draws are clamped)"},         \
     {.path = grp ".max", .type = SIM_CFG_INT, .offset = OFF(field.max), .min = 0, .max = 1e9,  \
      .def = max_, .unit = unit_, .help = what ": largest value (draws are clamped)"}
+
+const char *const wl_client_mode_names[] = {"open", "sessions", "concurrency", "stages",
+                                            "burst", NULL};
+const char *const wl_client_rate_units[] = {"requests", "conversations", NULL};
+const char *const wl_think_dist_names[] = {"const", "exponential", "lognormal", NULL};
+const char *const wl_latency_from_names[] = {"send", "intended", NULL};
+const char *const wl_benchmark_names[] = {"conversations", "shared_prefix", NULL};
+
+static const sim_cfg_key wl_stage_schema[] = {
+    {.path = "rate", .type = SIM_CFG_DOUBLE, .offset = offsetof(wl_stage, rate), .min = 0,
+     .max = 1e9, .def = "0", .unit = "requests/s", .help = "the stage's request rate"},
+    {.path = "concurrency", .type = SIM_CFG_INT, .offset = offsetof(wl_stage, concurrency),
+     .min = 0, .max = 1e7, .def = "0", .unit = "clients", .help = "the stage's clients"},
+    {.path = "duration_s", .type = SIM_CFG_DOUBLE, .offset = offsetof(wl_stage, duration_s),
+     .min = 0, .max = 1e9, .flags = SIM_CFG_EXCL_MIN, .def = NULL, .unit = "s",
+     .help = "the stage's length (sends stop at its end)"},
+    {0},
+};
 
 const sim_cfg_key wl_config_schema[] = {
     {.path = "type", .type = SIM_CFG_STRING, .offset = OFF(type), .choices = types,
@@ -164,6 +183,83 @@ const sim_cfg_key wl_config_schema[] = {
     {.path = "session.max_prompt_tokens", .type = SIM_CFG_INT,
      .offset = OFF(max_prompt_tokens), .min = 1, .max = 1e8, .def = "32768", .unit = "tokens",
      .help = "a conversation ends instead of growing a prompt beyond this"},
+    /* clients (workloads/client.h, docs/clients.md) */
+    {.path = "client.mode", .type = SIM_CFG_STRING, .offset = OFF(client.mode),
+     .choices = wl_client_mode_names, .def = "open",
+     .help = "who sends the requests: open (the arrival process, as before), sessions "
+             "(closed-loop conversations), concurrency (N clients), stages (a rate or "
+             "concurrency ladder), burst (all at once or in batches); docs/clients.md"},
+    {.path = "client.rate_unit", .type = SIM_CFG_STRING, .offset = OFF(client.rate_unit),
+     .choices = wl_client_rate_units, .def = "requests",
+     .help = "sessions: the load is a request rate (conversations start at load / "
+             "turns.mean per s) or a conversation rate"},
+    {.path = "client.think.dist", .type = SIM_CFG_STRING, .offset = OFF(client.think.dist),
+     .choices = wl_think_dist_names, .def = "const",
+     .help = "think time between a reply's last token and the next turn: const, "
+             "exponential or lognormal"},
+    {.path = "client.think.mean_s", .type = SIM_CFG_DOUBLE, .offset = OFF(client.think.mean_s),
+     .min = 0, .max = 1e9, .def = "0", .unit = "s", .help = "think time: mean"},
+    {.path = "client.think.cv", .type = SIM_CFG_DOUBLE, .offset = OFF(client.think.cv),
+     .min = 0, .max = 100, .def = "1",
+     .help = "think time: coefficient of variation (lognormal)"},
+    {.path = "client.patience_s", .type = SIM_CFG_DOUBLE, .offset = OFF(client.patience_s),
+     .min = 0, .max = 1e9, .def = "0", .unit = "s",
+     .help = "sessions: a turn whose TTFT exceeds this is abandoned (counted) and its "
+             "conversation ends; 0 = infinite patience"},
+    {.path = "client.concurrency", .type = SIM_CFG_INT, .offset = OFF(client.concurrency),
+     .min = 0, .max = 1e7, .def = "0", .unit = "clients",
+     .help = "concurrency: clients N; 0 = the run's load (experiment.rates is then the "
+             "concurrency axis)"},
+    {.path = "client.max_concurrency", .type = SIM_CFG_INT,
+     .offset = OFF(client.max_concurrency), .min = 0, .max = 1e7, .def = "0",
+     .unit = "requests",
+     .help = "sessions and rate stages: requests in flight at most (vLLM bench serve "
+             "--max-concurrency); a send waits for a slot; 0 = no cap"},
+    {.path = "client.stages", .type = SIM_CFG_TABLE, .offset = OFF(client.stages),
+     .count_offset = OFF(client.n_stages), .def = "[]", .table = wl_stage_schema,
+     .elem_size = sizeof(wl_stage),
+     .help = "stages: [{rate: R | concurrency: N, duration_s: D}, ...] in order (rate and "
+             "concurrency multiplied by the run's load)"},
+    {.path = "client.barrier", .type = SIM_CFG_BOOL, .offset = OFF(client.barrier),
+     .def = "true",
+     .help = "stages: the next stage starts when every request of the previous one has "
+             "completed (inference-perf's drain between stages)"},
+    {.path = "client.batch", .type = SIM_CFG_INT, .offset = OFF(client.batch), .min = 0,
+     .max = 1e9, .def = "0", .unit = "requests",
+     .help = "burst: requests sent at once per batch; 0 = the run's load"},
+    {.path = "client.batch_interval_s", .type = SIM_CFG_DOUBLE,
+     .offset = OFF(client.batch_interval_s), .min = 0, .max = 1e9, .def = "0", .unit = "s",
+     .help = "burst: time between batches; 0 = the next batch when the previous one has "
+             "completed"},
+    {.path = "client.latency_from", .type = SIM_CFG_STRING, .offset = OFF(client.latency_from),
+     .choices = wl_latency_from_names, .def = "send",
+     .help = "latency the SLO reads: send (from when the client sent it, as benchmark tools "
+             "report) or intended (from when its schedule wanted it sent: coordinated "
+             "omission corrected)"},
+    {.path = "benchmark", .type = SIM_CFG_STRING, .offset = OFF(benchmark),
+     .choices = wl_benchmark_names, .def = "conversations",
+     .help = "closed-loop clients' prompts: conversations (keys, prefixes and multi-turn "
+             "histories as above) or shared_prefix (G groups x P prompts)"},
+    {.path = "shared_prefix.groups", .type = SIM_CFG_INT, .offset = OFF(shared_prefix.groups),
+     .min = 1, .max = 1e7, .def = "10", .unit = "groups",
+     .help = "shared_prefix: groups G (one system prompt each; the routing key)"},
+    {.path = "shared_prefix.prompts_per_group", .type = SIM_CFG_INT,
+     .offset = OFF(shared_prefix.prompts_per_group), .min = 1, .max = 1e7, .def = "10",
+     .unit = "prompts", .help = "shared_prefix: prompts P per group"},
+    {.path = "shared_prefix.system_prompt_tokens", .type = SIM_CFG_INT,
+     .offset = OFF(shared_prefix.system_prompt_tokens), .min = 0, .max = 1e7, .def = "100",
+     .unit = "tokens", .help = "shared_prefix: system prompt length"},
+    {.path = "shared_prefix.question_tokens", .type = SIM_CFG_INT,
+     .offset = OFF(shared_prefix.question_tokens), .min = 1, .max = 1e7, .def = "50",
+     .unit = "tokens", .help = "shared_prefix: question length"},
+    {.path = "shared_prefix.output_tokens", .type = SIM_CFG_INT,
+     .offset = OFF(shared_prefix.output_tokens), .min = 1, .max = 1e7, .def = "50",
+     .unit = "tokens", .help = "shared_prefix: output length"},
+    {.path = "shared_prefix.shuffle", .type = SIM_CFG_BOOL, .offset = OFF(shared_prefix.shuffle),
+     .def = "true",
+     .help = "shared_prefix: send the G x P prompts in a shuffled order (workload seed), as "
+             "inference-perf and SGLang do by default; false: group by group (SGLang "
+             "--gsp-ordered)"},
     {.path = "drift.sigma", .type = SIM_CFG_DOUBLE, .offset = OFF(drift.sigma), .min = 0,
      .max = 10, .def = "0", .help = "per-interval sigma of each key's log-rate random walk"},
     {.path = "drift.interval_s", .type = SIM_CFG_DOUBLE, .offset = OFF(drift.interval_s),
@@ -195,6 +291,9 @@ int wl_config_check(const wl_config *c, const char *where)
                          "0 (looping replays a trace; a synthetic workload runs for "
                          "workload.duration_s)", where, c->loop_s, c->type);
     if (strcmp(c->type, "mooncake") == 0) {
+        const int crc = wl_client_check(c, where);
+        if (crc)
+            return crc;
         if (!*c->trace)
             return SIM_ERROR(SIM_EINVAL, "%s: workload.trace is empty; expected a JSONL trace "
                              "path when workload.type is mooncake", where);
@@ -211,7 +310,11 @@ int wl_config_check(const wl_config *c, const char *where)
                              (long long)c->trace_block_tokens);
         return SIM_OK;
     }
-    if (c->max_requests == 0 && c->duration_s == 0)
+    int rc = wl_client_check(c, where);
+    if (rc)
+        return rc;
+    if (c->max_requests == 0 && c->duration_s == 0 &&
+        wl_client_mode_of(c) != WL_CLIENT_STAGES)
         return SIM_ERROR(SIM_EINVAL, "%s: a synthetic workload needs an end; expected "
                          "workload.max_requests or workload.duration_s > 0", where);
     if (strcmp(c->keys.distribution, "servegen") == 0 && !*c->keys.file)
@@ -236,7 +339,6 @@ int wl_config_check(const wl_config *c, const char *where)
     if (!(s < 1))
         return SIM_ERROR(SIM_EINVAL, "%s: workload.keys.whales sum to %g; expected shares "
                          "summing below 1", where, s);
-    int rc;
     if ((rc = check_len(&c->prefix, "prefix", where)) || (rc = check_len(&c->turns, "turns", where)) ||
         (rc = check_len(&c->input, "input", where)) ||
         (rc = check_len(&c->output, "output", where)))

@@ -48,6 +48,24 @@ typedef struct wl_lenspec {
     int64_t max;
 } wl_lenspec;
 
+/* One stage of workload.client.stages (a table row): exactly one of
+ * `rate` (> 0, requests/s) and `concurrency` (> 0, clients), for
+ * duration_s (> 0, s).  Both are multiplied by the run's load. */
+typedef struct wl_stage {
+    double rate;
+    int64_t concurrency;
+    double duration_s;
+} wl_stage;
+
+/* A think-time distribution (workload.client.think): "const" (always
+ * mean_s), "exponential" (mean mean_s) or "lognormal" (mean mean_s,
+ * coefficient of variation cv).  Units: s. */
+typedef struct wl_thinkspec {
+    char *dist;
+    double mean_s;
+    double cv;
+} wl_thinkspec;
+
 typedef struct wl_config {
     /* common */
     char *type;             /* "mooncake" or "synthetic" */
@@ -94,12 +112,50 @@ typedef struct wl_config {
     wl_lenspec output;      /* output per turn, tokens */
     int64_t sessions_per_key;   /* concurrent conversations per key */
     int64_t max_prompt_tokens;  /* a session ends before exceeding this */
+    /* Who sends the requests (workload.client.*, workloads/client.h,
+     * docs/clients.md); mode "open" is the stream above as it is. */
+    struct {
+        char *mode;         /* open | sessions | concurrency | stages | burst */
+        char *rate_unit;    /* sessions: the load is a request or a
+                               conversation rate (requests | conversations) */
+        wl_thinkspec think; /* think time between a reply and the next turn */
+        double patience_s;  /* sessions: abandon after a TTFT above this; 0 = none */
+        int64_t concurrency;     /* concurrency: clients N; 0 = the run's load */
+        int64_t max_concurrency; /* sessions, rate stages: cap on requests in
+                                    flight (a send waits for a slot); 0 = none */
+        wl_stage *stages;   /* stages: the ladder, in order */
+        size_t n_stages;
+        bool barrier;       /* stages: drain each stage before the next */
+        int64_t batch;      /* burst: requests per batch; 0 = the run's load */
+        double batch_interval_s; /* burst: gap between batches; 0 = the next
+                                    batch when the previous has completed */
+        char *latency_from; /* the SLO's latency: send | intended */
+    } client;
+    /* Synthetic benchmark prompts (workload.benchmark, docs/clients.md). */
+    char *benchmark;        /* conversations | shared_prefix */
+    struct {
+        int64_t groups;            /* G */
+        int64_t prompts_per_group; /* P */
+        int64_t system_prompt_tokens;
+        int64_t question_tokens;
+        int64_t output_tokens;
+        bool shuffle;              /* false: prompts in order */
+    } shared_prefix;
     struct {
         double sigma;       /* σ of the per-interval log-rate step; 0 = off */
         double interval_s;  /* control interval, s */
         int64_t intervals;  /* number of steps; 0 = every interval */
     } drift;
 } wl_config;
+
+/* The choices of workload.client.mode, .rate_unit, .think.dist,
+ * .latency_from and workload.benchmark (NULL-terminated; the enums of
+ * workloads/client.h follow their order). */
+extern const char *const wl_client_mode_names[];
+extern const char *const wl_client_rate_units[];
+extern const char *const wl_think_dist_names[];
+extern const char *const wl_latency_from_names[];
+extern const char *const wl_benchmark_names[];
 
 /* The schema, paths relative to "workload" (NULL-terminated).  Use it
  * with sim_cfg_bind_prefix(doc, "workload", wl_config_schema, &cfg), or

@@ -22,12 +22,14 @@
 #include "models/cluster.h"
 #include "models/routers/route.h"
 #include "models/spec_load.h"
+#include "workloads/client.h"
 #include "workloads/describe.h"
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
 #include "sim/core/fileio.h"
+#include "sim/exp/client_metrics.h"
 #include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
@@ -542,6 +544,15 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
                          "warm-up by count", where_key(d, "experiment.warmup_share", at,
                                                         sizeof at),
                          (long long)cfg->warmup_requests, cfg->warmup_share);
+    }
+    if ((cfg->warmup_requests > 0 || cfg->warmup_share > 0) && wl_client_closed(&cfg->wl)) {
+        char at[512];
+        const char *key = cfg->warmup_requests > 0 ? "experiment.warmup_requests"
+                                                   : "experiment.warmup_share";
+        return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is set with workload.client.mode %s; "
+                         "expected a warm-up by time (experiment.warmup_s): a closed-loop "
+                         "client's send times are known only as the run goes",
+                         where_key(d, key, at, sizeof at), key, cfg->wl.client.mode);
     }
     int rc = check_name(d, cfg->name);
     for (size_t i = 0; rc == SIM_OK && i < cfg->n_joint_slo; i++) {
@@ -1138,6 +1149,8 @@ typedef struct task {
     char err[1024];
     double warmup_s;     /* measurement window start of the run (exp_setup_window), s */
     cluster_result res;
+    exp_client_summary cs; /* closed-loop client runs (has_cs): per-stage metrics */
+    bool has_cs;
     char started[32];
     double wall_s;
 } task;
@@ -1276,6 +1289,10 @@ static void run_task(pool *pl, task *t)
     t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
     if (t->rc == SIM_OK)
         t->rc = cluster_run(&cp, rt, &env, cfg->router, exp_stream_source(st), &t->res);
+    if (t->rc == SIM_OK && exp_stream_client(st)) {
+        exp_client_summarise(&cfg->wl, exp_stream_client(st), &t->res, &t->cs);
+        t->has_cs = true;
+    }
     t->wall_s = sim_wall_s() - t0;
     exp_stream_close(st);
     if (t->rc)
@@ -1466,6 +1483,8 @@ static double run_requests(const exp_config *c, double rate, size_t n_trace)
     const double mr = c->wl.max_requests > 0 ? (double)c->wl.max_requests : INFINITY;
     if (n_trace)
         return fmin((double)n_trace, mr);
+    if (wl_client_closed(&c->wl))
+        return fmin(wl_client_estimate_requests(&c->wl, rate), mr);
     const double d = c->wl.duration_s > 0 ? rate * c->wl.duration_s : INFINITY;
     return fmin(d, mr);
 }
@@ -1999,6 +2018,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
         if (rc == SIM_OK) {
             row.started_at = t->started;
             row.wall_s = t->wall_s;
+            row.client = t->has_cs ? &t->cs : NULL;
             rc = exp_store_add_run(store, exp_id, &row, &t->res, NULL);
             if (rc == SIM_OK) {
                 stored++;
@@ -2038,12 +2058,15 @@ int exp_run(const exp_run_opts *o, FILE *out)
             }
         }
         cluster_result_fini(&t->res);
+        exp_client_summary_fini(&t->cs);
     }
     exp_pool_join(&pl.wp);
     /* Results of tasks finished after an abort are dropped (not stored). */
-    for (size_t i = 0; i < n_tasks; i++)
+    for (size_t i = 0; i < n_tasks; i++) {
         if (tasks[i].done && tasks[i].res.rec)
             cluster_result_fini(&tasks[i].res);
+        exp_client_summary_fini(&tasks[i].cs);
+    }
     if (tty)
         fputc('\n', stderr);
     /* Only a grid run to its end is complete: a run left out by an abort

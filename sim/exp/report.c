@@ -110,6 +110,8 @@ void exp__report_free(exp__report *r)
     free(r->loads);
     free(r->seeds);
     exp_store_groups_free(r->groups, r->n_groups);
+    exp_store_stages_free(r->stages, r->n_stages);
+    exp_capacity_rows_free(r->cap_rows, r->n_cap_rows);
     free(r);
 }
 
@@ -453,6 +455,15 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
 
     /* Per destination group (mixed fleets) at the report rate. */
     rc = exp_store_read_groups(db, r->id, r->rate_rps, &r->groups, &r->n_groups);
+    /* Closed-loop clients: stage rows, and the per-seed capacities. */
+    if (rc == SIM_OK)
+        rc = exp_store_read_stages(db, r->id, &r->stages, &r->n_stages);
+    if (rc == SIM_OK && r->n_stages) {
+        r->cap_rows = caps;
+        r->n_cap_rows = n_caps;
+        caps = NULL;
+        n_caps = 0;
+    }
 
 done:
     exp_store_runs_free(stored, n_stored);
@@ -859,6 +870,7 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
         fprintf(out, "\n");
         print_groups(r, pt, f, out);
     }
+    exp__report_print_clients(r, f == FMT_MARKDOWN, out);
     if (r->n_points == 0)
         fprintf(out, "(no complete runs stored)\n\n");
     print_legend(r, f, out);

@@ -86,6 +86,13 @@ typedef struct exp__report {
      * (exp_store_read_groups), none without groups; owned. */
     exp_store_group_row *groups;
     size_t n_groups;
+    /* Closed-loop clients (docs/clients.md): every stage row of the
+     * complete runs (exp_store_read_stages) and the per-seed capacities
+     * of the SLO metric; none for open-loop experiments; owned. */
+    exp_store_stage_row *stages;
+    size_t n_stages;
+    exp_capacity_row *cap_rows;
+    size_t n_cap_rows;
 } exp__report;
 
 /* Load experiment `id` (0 = the latest, highest id) of the store `db`
@@ -102,6 +109,12 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
  * SIM_EIO when the file is missing or unreadable; SIM_EINVAL when it is
  * not a crsim database of this schema version, and as exp__report_load. */
 int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out);
+
+/* Print the closed-loop client section of `r` (nothing when it has no
+ * stage rows): per-stage metrics and the SLO capacity with the
+ * throughput achieved there (docs/clients.md), as text or Markdown.
+ * (report_clients.c) */
+void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out);
 
 /* Free a report.  Accepts NULL. */
 void exp__report_free(exp__report *r);

@@ -17,6 +17,7 @@
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/replay.h"
+#include "workloads/client.h"
 #include "workloads/synth.h"
 #include "workloads/wl_config.h"
 #include "sim/core/error.h"
@@ -424,6 +425,7 @@ route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
 struct exp_stream {
     wl_replay *replay;
     wl_synth *synth;
+    wl_client *client; /* workload.client.mode other than open */
 };
 
 static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
@@ -440,6 +442,9 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
                                .max_requests = (uint64_t)cfg->wl.max_requests,
                                .loop_s = cfg->wl.loop_s, .hashes = s->hashes};
         rc = wl_replay_create(s->trace, &wp, &st->replay);
+    } else if (wl_client_closed(&cfg->wl)) {
+        rc = wl_client_create(&cfg->wl, s->has_keys ? &s->keys : NULL, seed, rate,
+                              (uint32_t)cfg->block_size, &st->client);
     } else {
         rc = wl_synth_create_keys(&cfg->wl, s->has_keys ? &s->keys : NULL, s->keys_theta, seed,
                                   rate, (uint32_t)cfg->block_size, &st->synth);
@@ -486,7 +491,27 @@ int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max
     wl_request r;
     double blocks = 0, prompt = 0;
     int got = 0;
-    while (out->n < max && (got = src.next(src.state, &r)) > 0) {
+    double now = 0, t;
+    bool stalled = false;
+    /* A closed-loop client without completions yields its first sends
+     * only (first turns, the first clients' or batch's requests): a
+     * sample.  Its peek may name a wake-up (a stage start) rather than a
+     * send: next() then gives 0 once at that time. */
+    while (out->n < max) {
+        if (src.peek) {
+            if (src.peek(src.state, now, &t) <= 0)
+                break;
+            now = t;
+        }
+        if ((got = src.next(src.state, &r)) < 0)
+            break;
+        if (got == 0) {
+            if (!src.peek || stalled)
+                break;
+            stalled = true;
+            continue;
+        }
+        stalled = false;
         blocks += r.n_blocks;
         prompt += r.prompt_tokens;
         out->n++;
@@ -514,6 +539,20 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
     out->by_count = share || nreq > 0;
     if (out->by_count)
         out->warmup_s = INFINITY;
+    if (wl_client_closed(&cfg->wl)) {
+        /* Send times follow the completions: no scan ahead.  The warm-up
+         * is by time (exp_config_check refuses the others); the measured
+         * count is known only after the run. */
+        exp_stream *st = NULL;
+        int rc = exp_stream_open(s, seed, rate, &st);
+        exp_stream_close(st);
+        if (rc)
+            return name_input(rc, cfg);
+        out->by_count = false;
+        out->warmup_s = cfg->warmup_s;
+        out->n = out->n_measured = UINT64_MAX;
+        return SIM_OK;
+    }
     exp_stream *st = NULL;
     int rc = exp_stream_open(s, seed, rate, &st);
     if (rc)
@@ -562,9 +601,13 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
 wl_source exp_stream_source(exp_stream *st)
 {
     if (st->replay)
-        return (wl_source){st->replay, replay_next};
+        return (wl_source){.state = st->replay, .next = replay_next};
+    if (st->client)
+        return wl_client_source(st->client);
     return wl_synth_source(st->synth);
 }
+
+wl_client *exp_stream_client(exp_stream *st) { return st ? st->client : NULL; }
 
 void exp_stream_close(exp_stream *st)
 {
@@ -572,6 +615,7 @@ void exp_stream_close(exp_stream *st)
         return;
     wl_replay_destroy(st->replay);
     wl_synth_destroy(st->synth);
+    wl_client_destroy(st->client);
     free(st);
 }
 

@@ -141,6 +141,11 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
 /* The stream as a wl_source for cluster_run. */
 wl_source exp_stream_source(exp_stream *st);
 
+/* The closed-loop client of a stream (workload.client.mode other than
+ * open), owned by the stream; NULL for an open-loop stream or st NULL.
+ * Cannot fail. */
+struct wl_client *exp_stream_client(exp_stream *st);
+
 /* Close a stream.  Accepts NULL. */
 void exp_stream_close(exp_stream *st);
 

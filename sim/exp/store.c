@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sim/exp/capacity.h"
+#include "sim/exp/client_metrics.h"
 #include "sim/exp/setup.h"
 #include "sim/core/error.h"
 #include "sim/core/metrics.h"
@@ -163,6 +164,24 @@ static const char schema_sql[] =
     "  policy TEXT NOT NULL, metric TEXT NOT NULL, at REAL NOT NULL,\n"
     "  target REAL NOT NULL, tol REAL NOT NULL, sim REAL, residual REAL NOT NULL,\n"
     "  PRIMARY KEY (candidate_id, idx));\n"
+    "CREATE TABLE IF NOT EXISTS client_runs(\n"
+    "  run_id INTEGER PRIMARY KEY REFERENCES runs(id),\n"
+    "  mode TEXT NOT NULL, latency_from TEXT NOT NULL,\n"
+    "  sent INTEGER NOT NULL, conversations INTEGER NOT NULL,\n"
+    "  abandoned INTEGER NOT NULL, unsent INTEGER NOT NULL,\n"
+    "  ttft_p99_send REAL, ttft_p99_intended REAL, e2e_p99_send REAL, e2e_p99_intended REAL);\n"
+    "CREATE TABLE IF NOT EXISTS stage_metrics(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  stage INTEGER NOT NULL, load REAL NOT NULL,\n"
+    "  load_kind TEXT NOT NULL CHECK (load_kind IN ('rate','concurrency','batch')),\n"
+    "  start_s REAL, end_s REAL,\n"
+    "  sent INTEGER NOT NULL, measured INTEGER NOT NULL, completed INTEGER NOT NULL,\n"
+    "  ttft_mean REAL, ttft_p50 REAL, ttft_p90 REAL, ttft_p99 REAL,\n"
+    "  tpot_mean REAL, tpot_p50 REAL, tpot_p90 REAL, tpot_p99 REAL,\n"
+    "  e2e_mean REAL, e2e_p50 REAL, e2e_p90 REAL, e2e_p99 REAL,\n"
+    "  ttft_p99_intended REAL, e2e_p99_intended REAL,\n"
+    "  throughput_rps REAL, output_tps REAL, hit_rate REAL,\n"
+    "  PRIMARY KEY (run_id, stage));\n"
     "CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash, status);\n"
     "CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id, run_index);\n";
 
@@ -682,6 +701,64 @@ static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
     return SIM_OK;
 }
 
+/* The client_runs row and stage_metrics rows of a closed-loop run
+ * (sim/exp/client_metrics.h); nothing for an open-loop one. */
+static int add_client(exp_store *s, int64_t rid, const exp_client_summary *c)
+{
+    if (!c)
+        return SIM_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO client_runs VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1,
+                           &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot prepare a client row");
+    int i = 1;
+    sqlite3_bind_int64(st, i++, rid);
+    sqlite3_bind_text(st, i++, c->mode, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, i++, c->latency_from, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.sent);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.conversations);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.abandoned);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.unsent);
+    bind_real(st, i++, c->ttft_p99_send);
+    bind_real(st, i++, c->ttft_p99_intended);
+    bind_real(st, i++, c->e2e_p99_send);
+    bind_real(st, i++, c->e2e_p99_intended);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return exp__store_dberr(s, "cannot add the client row");
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO stage_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,"
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot prepare a stage row");
+    for (size_t k = 0; k < c->n_stages; k++) {
+        const exp_stage_row *g = &c->stages[k];
+        i = 1;
+        sqlite3_bind_int64(st, i++, rid);
+        sqlite3_bind_int64(st, i++, g->stage);
+        sqlite3_bind_double(st, i++, g->load);
+        sqlite3_bind_text(st, i++, g->load_kind, -1, SQLITE_STATIC);
+        bind_real(st, i++, g->start_s);
+        bind_real(st, i++, g->end_s);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g->sent);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g->measured);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g->completed);
+        const double v[] = {g->ttft_mean, g->ttft_p50, g->ttft_p90, g->ttft_p99,
+                            g->tpot_mean, g->tpot_p50, g->tpot_p90, g->tpot_p99,
+                            g->e2e_mean, g->e2e_p50, g->e2e_p90, g->e2e_p99,
+                            g->ttft_p99_intended, g->e2e_p99_intended, g->throughput_rps,
+                            g->output_tps, g->hit_rate};
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
+            bind_real(st, i++, v[j]);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            sqlite3_finalize(st);
+            return exp__store_dberr(s, "cannot add a stage row");
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
 int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
                       const cluster_result *res, int64_t *run_id)
 {
@@ -824,7 +901,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_finalize(st);
     st = NULL;
     if ((rc = add_extras(s, rid, res)) || (rc = add_keys(s, rid, res)) ||
-        (rc = add_groups(s, rid, row, res)) ||
+        (rc = add_groups(s, rid, row, res)) || (rc = add_client(s, rid, row->client)) ||
         (row->requests && (rc = add_requests(s, rid, res))))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -981,7 +1058,17 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
         (rc = exec3(s, "INSERT INTO plan_keys SELECT ?1, rank, routing_key, rate_rps, k_b,"
                        " destinations FROM plan_keys WHERE run_id = ?2", rid, from, 0, 2)) ||
         (rc = exec3(s, "INSERT INTO timeline SELECT ?1, idx, t0_s, arrivals, hit_rate, ttft_p99"
-                       " FROM timeline WHERE run_id = ?2", rid, from, 0, 2)))
+                       " FROM timeline WHERE run_id = ?2", rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO client_runs SELECT ?1, mode, latency_from, sent,"
+                       " conversations, abandoned, unsent, ttft_p99_send, ttft_p99_intended,"
+                       " e2e_p99_send, e2e_p99_intended FROM client_runs WHERE run_id = ?2",
+                    rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO stage_metrics SELECT ?1, stage, load, load_kind, start_s,"
+                       " end_s, sent, measured, completed, ttft_mean, ttft_p50, ttft_p90,"
+                       " ttft_p99, tpot_mean, tpot_p50, tpot_p90, tpot_p99, e2e_mean, e2e_p50,"
+                       " e2e_p90, e2e_p99, ttft_p99_intended, e2e_p99_intended, throughput_rps,"
+                       " output_tps, hit_rate FROM stage_metrics WHERE run_id = ?2",
+                    rid, from, 0, 2)))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot commit a resumed run");
@@ -1254,6 +1341,14 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " destinations FROM src.plan_keys p JOIN idmap i ON i.old = p.run_id;"
         "INSERT INTO main.timeline SELECT i.new, idx, t0_s, arrivals, hit_rate,"
         " ttft_p99 FROM src.timeline t JOIN idmap i ON i.old = t.run_id;"
+        "INSERT INTO main.client_runs SELECT i.new, mode, latency_from, sent, conversations,"
+        " abandoned, unsent, ttft_p99_send, ttft_p99_intended, e2e_p99_send, e2e_p99_intended"
+        " FROM src.client_runs c JOIN idmap i ON i.old = c.run_id;"
+        "INSERT INTO main.stage_metrics SELECT i.new, stage, load, load_kind, start_s, end_s,"
+        " sent, measured, completed, ttft_mean, ttft_p50, ttft_p90, ttft_p99, tpot_mean,"
+        " tpot_p50, tpot_p90, tpot_p99, e2e_mean, e2e_p50, e2e_p90, e2e_p99,"
+        " ttft_p99_intended, e2e_p99_intended, throughput_rps, output_tps, hit_rate"
+        " FROM src.stage_metrics g JOIN idmap i ON i.old = g.run_id;"
         "DROP TABLE idmap;",
         (long long)exp_id, (long long)sh->id, (long long)exp_id, (long long)sh->id),
         "cannot copy the shard's runs");

@@ -77,6 +77,10 @@ typedef struct exp_run_row {
      * group_metrics row each; NULL / 0 without groups (no rows). */
     const struct exp_setup_group *groups;
     size_t n_groups;
+    /* Closed-loop client (docs/clients.md): its summary, one client_runs
+     * row and one stage_metrics row per stage; NULL for an open-loop run
+     * (no rows).  Borrowed. */
+    const struct exp_client_summary *client;
 } exp_run_row;
 
 /* Open (creating if needed, with its parent folder) the database at `path`
@@ -332,6 +336,34 @@ typedef struct exp_store_group_row {
  * and *n is 0. */
 int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
                           exp_store_group_row **out, size_t *n);
+
+/* One stage_metrics row of a closed-loop client run with its run's
+ * identity and client counters (docs/clients.md); strings owned (free
+ * with exp_store_stages_free). */
+typedef struct exp_store_stage_row {
+    int64_t point;
+    char *policy;
+    int64_t seed;
+    double rate_rps;          /* the run's load (experiment.rates) */
+    char *mode;               /* workload.client.mode */
+    int64_t stage;
+    double load;              /* the stage's rate or concurrency */
+    char *load_kind;          /* rate | concurrency | batch */
+    double start_s, end_s;
+    int64_t sent, completed, abandoned, unsent; /* abandoned, unsent: the run's */
+    double throughput_rps, output_tps, hit_rate;
+    double ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2e_p99, ttft_p99_intended;
+} exp_store_stage_row;
+
+/* The stage rows of experiment `exp_id`'s complete runs, ordered by
+ * point, load, policy (first run order), seed and stage, into a new
+ * array *out (*n rows; none when the database has no stage_metrics
+ * table or no client run).  Returns SIM_OK or SIM_EDB; on error *out is
+ * NULL and *n is 0. */
+int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **out, size_t *n);
+
+/* Free an array from exp_store_read_stages.  Accepts NULL. */
+void exp_store_stages_free(exp_store_stage_row *rows, size_t n);
 
 /* Free an array from exp_store_read_groups.  Accepts NULL. */
 void exp_store_groups_free(exp_store_group_row *rows, size_t n);

@@ -696,3 +696,78 @@ int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
     *n = k;
     return SIM_OK;
 }
+
+int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    bool has_table;
+    const int rc_table = exp__store_has_table(s, "stage_metrics", &has_table);
+    if (rc_table != SIM_OK || !has_table)
+        return rc_table;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT r.point, r.policy, r.seed, r.rate_rps, c.mode, g.stage, g.load,"
+                           " g.load_kind, g.start_s, g.end_s, g.sent, g.completed, c.abandoned,"
+                           " c.unsent, g.throughput_rps, g.output_tps, g.hit_rate, g.ttft_p50,"
+                           " g.ttft_p99, g.tpot_p50, g.tpot_p99, g.e2e_p99, g.ttft_p99_intended"
+                           " FROM stage_metrics g JOIN runs r ON r.id = g.run_id"
+                           " JOIN client_runs c ON c.run_id = g.run_id"
+                           " WHERE r.experiment_id = ? AND r.status = 'complete'"
+                           " ORDER BY r.point, r.rate_rps, (SELECT min(run_index) FROM runs q"
+                           "  WHERE q.experiment_id = r.experiment_id AND q.policy = r.policy),"
+                           " r.seed, g.stage",
+                           -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the stage metrics");
+    sqlite3_bind_int64(st, 1, exp_id);
+    exp_store_stage_row *v = NULL;
+    size_t k = 0, cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (k == cap)
+            v = sim_xrealloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+        int c = 0;
+        exp_store_stage_row *w = &v[k++];
+        w->point = sqlite3_column_int64(st, c++);
+        w->policy = exp__store_col_dup(st, c++);
+        w->seed = sqlite3_column_int64(st, c++);
+        w->rate_rps = exp__store_col_real(st, c++);
+        w->mode = exp__store_col_dup(st, c++);
+        w->stage = sqlite3_column_int64(st, c++);
+        w->load = exp__store_col_real(st, c++);
+        w->load_kind = exp__store_col_dup(st, c++);
+        w->start_s = exp__store_col_real(st, c++);
+        w->end_s = exp__store_col_real(st, c++);
+        w->sent = sqlite3_column_int64(st, c++);
+        w->completed = sqlite3_column_int64(st, c++);
+        w->abandoned = sqlite3_column_int64(st, c++);
+        w->unsent = sqlite3_column_int64(st, c++);
+        w->throughput_rps = exp__store_col_real(st, c++);
+        w->output_tps = exp__store_col_real(st, c++);
+        w->hit_rate = exp__store_col_real(st, c++);
+        w->ttft_p50 = exp__store_col_real(st, c++);
+        w->ttft_p99 = exp__store_col_real(st, c++);
+        w->tpot_p50 = exp__store_col_real(st, c++);
+        w->tpot_p99 = exp__store_col_real(st, c++);
+        w->e2e_p99 = exp__store_col_real(st, c++);
+        w->ttft_p99_intended = exp__store_col_real(st, c++);
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        exp_store_stages_free(v, k);
+        return exp__store_dberr(s, "cannot read the stage metrics");
+    }
+    *out = v;
+    *n = k;
+    return SIM_OK;
+}
+
+void exp_store_stages_free(exp_store_stage_row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++) {
+        free(rows[i].policy);
+        free(rows[i].mode);
+        free(rows[i].load_kind);
+    }
+    free(rows);
+}
