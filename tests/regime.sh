@@ -15,10 +15,12 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 BASE="$SRC/experiments/regime.yaml"
 SMALL="--set cluster.destinations=4 --set workload.duration_s=300 --set experiment.warmup_s=30 --seeds 1"
+# A trace has no workload.duration_s (it would not apply: an error).
+TRSMALL="--set cluster.destinations=4 --set experiment.warmup_s=30 --seeds 1"
 
 # A trace where no request shares a prefix with another: nothing to recover.
 awk 'BEGIN { for (i = 0; i < 300; i++) printf "{\"timestamp\": %d, \"input_length\": 1024, \"output_length\": 16, \"hash_ids\": [%d, %d]}\n", i * 100, 2 * i, 2 * i + 1 }' >"$TMP/noreuse.jsonl"
-if "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" $SMALL >"$TMP/out" 2>"$TMP/err"; then
+if "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" $TRSMALL >"$TMP/out" 2>"$TMP/err"; then
     grep -q "verdict: tie/lose" "$TMP/out" && grep -q "nothing to recover" "$TMP/out" &&
         echo "ok: no reuse -> tie/lose, nothing to recover" || fail "no-reuse output: $(cat "$TMP/out")"
 else

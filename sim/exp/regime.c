@@ -878,22 +878,27 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
         owned[n_owned] = sim_xstrdup(b_);                                    \
         sets[n_set++] = owned[n_owned++];                                    \
     } while (0)
+    /* A trace brings its own keys, arrivals and lengths: the base config's
+     * (synthetic) workload section is replaced, not merged (its keys would
+     * not apply to a trace), before any --set, so none is lost. */
+    if (exp_cli_has(a, "trace"))
+        OWN("workload={type: trace}");
     for (size_t i = 0; i < a->n_seq; i++) {
         const char *nm = a->seq[i].opt->name, *v = a->seq[i].arg;
         if (strcmp(nm, "set") == 0)
             sets[n_set++] = v;
-        else if (strcmp(nm, "rates") == 0) {
+        else if (strcmp(nm, "rates") == 0 || strcmp(nm, "servegen") == 0) {
+            /* The population is the file's: the parametric family's keys
+             * go back to their defaults (they would not apply). */
+            static const char *const param[] = {"keys.n", "keys.sigma", "keys.fit_gini",
+                                                "keys.zipf_s", "keys.zipf_q"};
             OWN("workload.type=synthetic");
-            OWN("workload.keys.distribution=file");
+            OWN("workload.keys.distribution=%s", nm[0] == 'r' ? "file" : "servegen");
             OWN("workload.keys.file=%s", v);
             OWN("workload.keys.cap=0");
-        } else if (strcmp(nm, "servegen") == 0) {
-            OWN("workload.type=synthetic");
-            OWN("workload.keys.distribution=servegen");
-            OWN("workload.keys.file=%s", v);
-            OWN("workload.keys.cap=0");
+            for (size_t k = 0; k < sizeof param / sizeof *param; k++)
+                OWN("workload.%s=%s", param[k], wl_config_default(param[k]));
         } else if (strcmp(nm, "trace") == 0) {
-            OWN("workload.type=mooncake");
             OWN("workload.trace=%s", v);
         } else if (strcmp(nm, "iat") == 0) {
             OWN("workload.arrival.process=bootstrap");
