@@ -22,6 +22,7 @@ TRSMALL="--set cluster.destinations=4 --set experiment.warmup_s=30 --seeds 1"
 awk 'BEGIN { for (i = 0; i < 300; i++) printf "{\"timestamp\": %d, \"input_length\": 1024, \"output_length\": 16, \"hash_ids\": [%d, %d]}\n", i * 100, 2 * i, 2 * i + 1 }' >"$TMP/noreuse.jsonl"
 if "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" $TRSMALL >"$TMP/out" 2>"$TMP/err"; then
     grep -q "verdict: tie/lose" "$TMP/out" && grep -q "nothing to recover" "$TMP/out" &&
+        grep -q "^trace: format mooncake, key first 2 hash ids, .*tick 0 s (detected: no tick" "$TMP/out" &&
         echo "ok: no reuse -> tie/lose, nothing to recover" || fail "no-reuse output: $(cat "$TMP/out")"
 else
     fail "no-reuse trace failed: $(cat "$TMP/err")"

@@ -112,5 +112,17 @@ expect0 "trace_format named" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run \
 expect0 "regime --trace replaces the synthetic section" -- "$CRSIM" workload describe "$SYN" \
     --set 'workload={type: trace}' --set "workload.trace=$TMP/az.csv" --requests 3
 
+# The neutral trace template (issue 39 item 2): nothing forced; the tick
+# and key rule found are printed by --dry-run and workload describe.
+TPL="$SRC/experiments/trace-template.yaml"
+grep -q '^  tick_s:' "$TPL" && fail "the template forces a tick"
+expect0 "template --dry-run" -- "$CRSIM" run "$TPL" --dry-run
+grep -q "^trace: format azure, key one per request (no key field), prefix none.*tick 0 s (detected: no tick, stamps as recorded)" "$TMP/out" ||
+    fail "template --dry-run lacks the trace rule: $(cat "$TMP/out")"
+expect0 "template on the Mooncake trace" -- "$CRSIM" workload describe "$TPL" \
+    --set "workload.trace=$MOON" --requests 1000
+grep -q "^trace: format mooncake, key first 2 hash ids, .*tick 3 s (detected)" "$TMP/out" ||
+    fail "describe lacks the detected tick: $(cat "$TMP/out")"
+
 [ "$fails" -eq 0 ] && echo "workload_keys: all passed"
 exit "$fails"

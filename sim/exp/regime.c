@@ -126,6 +126,8 @@ typedef struct regime_eval {
     char pol[16][64];
     double pol_cap[16], pol_hit[16];
     size_t n_pol;
+    char trace_rule[512];    /* a trace's reading rules (format, key, prefix, tick), or "" */
+    bool no_prefix_info;     /* a trace read with trace_prefix none (no reuse by assumption) */
 } regime_eval;
 
 double exp_regime_round_load(double x)
@@ -298,6 +300,14 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     exp_setup s;
     if ((rc = exp_setup_init(&cfg, &s)))
         goto out_cfg;
+    if (s.is_trace) { /* the tick and key rule the runs use (issue 39 item 2) */
+        FILE *m = fmemopen(ev->trace_rule, sizeof ev->trace_rule, "w");
+        if (m) {
+            exp_setup_print_trace_rule(&cfg, s.trace, s.tick_s, s.tick_detected, m);
+            fclose(m);
+        }
+        ev->no_prefix_info = strcmp(s.trace->prefix, "none") == 0;
+    }
     if (cfg.destinations < 2) {
         rc = SIM_ERROR(SIM_EINVAL, "%s: a cluster of %lld destination: every router sends "
                        "everything to it, so there is nothing to decide; expected "
@@ -531,6 +541,7 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
 {
     fprintf(out, "cluster: %u destinations, KV pool %llu tokens each; SLO %s p99 <= %g s\n",
             ev->n_dest, (unsigned long long)ev->pool_tokens, "TTFT", ev->slo_s);
+    fputs(ev->trace_rule, out);
     if (isnan(ev->q_cap)) {
         fprintf(out, "diagnostic at %.3g requests/s: hit rate under affinity %.1f %%, under "
                 "spreading %.1f %% [%.2f s]\n\nverdict: tie/lose\nreason: %s\n", ev->diag_rate,
