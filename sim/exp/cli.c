@@ -285,7 +285,9 @@ static const exp_cli_opt plot_opts[] = {
      .help = "report rate of the hit-rate figure, a tested load (default: the "
              "experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "DIR",
-     .help = "folder of the data and figures (default: results/<experiment name>/)"},
+     .help = "folder of the data and figures (default: the database path without .db, "
+             "plus -NAME when the experiment is not named as the database: "
+             "results/x.db -> results/x/)"},
     {0},
 };
 

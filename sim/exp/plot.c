@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "sim/exp/report_int.h"
 
@@ -655,6 +656,34 @@ static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
     sb_printf(b, "'; rate=%.10g; nseeds=%zu", r->rate_rps, r->n_seeds);
 }
 
+/* One colour per router, the same in every figure and experiment (issue 39
+ * item 9): the router's index in route_registry picks an entry of a fixed
+ * palette (Tableau 10, then 10 darker tones: 20 distinct colours).  A name
+ * not in the registry takes the palette after the registered ones. */
+static const char *router_color(const char *policy)
+{
+    static const char *const palette[] = {
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+        "#7f7f7f", "#bcbd22", "#17becf", "#0b3d62", "#a84d00", "#145214", "#7a1414",
+        "#4b2d6b", "#4a2b24", "#8e2f6f", "#333333", "#5f6011", "#0b6470"};
+    const size_t np = sizeof palette / sizeof *palette;
+    size_t i = 0;
+    for (; route_registry[i]; i++)
+        if (strcmp(route_registry[i]->name, policy) == 0)
+            return palette[i % np];
+    return palette[i % np];
+}
+
+/* The gnuplot variable colors: one "#rrggbb" word per policy of `pt`, in
+ * the order of its policies list. */
+static void color_vars(sbuf *b, const exp__rep_point *pt)
+{
+    sb_printf(b, "; colors='");
+    for (size_t c = 0; c < pt->n_cells; c++)
+        sb_printf(b, "%s%s", c ? " " : "", router_color(pt->cells[c].policy));
+    sb_printf(b, "'");
+}
+
 const char *exp_plot_script_dir(void)
 {
     const char *d = getenv("CRSIM_SCRIPT_DIR");
@@ -677,9 +706,21 @@ int exp_plot_main(const exp_cli_args *a)
     if (out_dir) {
         dir = sim_xstrdup(out_dir);
     } else {
+        /* Beside the database, named after it (results/x.db -> results/x/),
+         * so two databases never share a folder (issue 39 item 9); an
+         * experiment not named as its database adds its name. */
         char *nm = safe_name(r->name);
         sbuf b = {0};
-        sb_printf(&b, "results/%s", nm);
+        size_t pl = strlen(path);
+        const char *slash = strrchr(path, '/'), *stem = slash ? slash + 1 : path;
+        size_t sl = strlen(stem);
+        if (sl > 3 && strcmp(stem + sl - 3, ".db") == 0) {
+            sl -= 3;
+            pl -= 3;
+        }
+        sb_printf(&b, "%.*s", (int)pl, path);
+        if (sl != strlen(nm) || strncmp(stem, nm, sl) != 0)
+            sb_printf(&b, "-%s", nm);
         free(nm);
         dir = b.s;
     }
@@ -706,6 +747,7 @@ int exp_plot_main(const exp_cli_args *a)
             sb_printf(&base, "%s/%s%s", dir, kinds[k], sfx);
             sb_printf(&script, "%s/plot-%s.gp", exp_plot_script_dir(), kinds[k]);
             common_vars(&vars, r, pt, data.s, base.s);
+            color_vars(&vars, pt);
             if (k == 0) {
                 double ymax = 1;
                 rc = write_capacity(r, pt, data.s, &ymax);
