@@ -40,5 +40,27 @@ else
     fail "colours: a '$ca', b '$cb'"
 fi
 grep -q "lc rgb word(colors, i)" "$SRC/scripts/plot-p99.gp" || fail "plot-p99.gp does not use the colours"
+# The hit figure colours each router's box with its colour too.
+ch=$(grep "a/x-small/hit" gp.log | sed -n "s/.*colors='\([^']*\)'.*/\1/p")
+[ "$ch" = "$ca" ] && echo "ok: hit.png uses the router colours" || fail "hit colours '$ch' vs p99 '$ca'"
+# The run table's columns stay aligned with a long router name.
+"$CRSIM" run "$SRC/tests/configs/small.yaml" --set "workload.trace=$SRC/data/mooncake/conversation_trace.jsonl.xz" \
+    --set workload.max_requests=300 --set experiment.min_measured=0 --set experiment.rates=[1] \
+    --set "experiment.policies=[flat_lb, sglang_cache_aware]" --set experiment.db=t.db 2>/dev/null >table.txt
+h=$(grep '^policy' table.txt | awk '{ print index($0, "rate/s") + 5 }')
+bad=$(awk -v h="$h" '/^(flat_lb|sglang_cache_aware) / { if (index($0, " 1.00 ") + 4 != h) print }' table.txt)
+[ -n "$h" ] && [ -z "$bad" ] && [ "$(grep -c '^\(flat_lb\|sglang_cache_aware\) ' table.txt)" -eq 2 ] &&
+    echo "ok: run table aligned with a long router name" || fail "run table: $(cat table.txt)"
+# With real gnuplot: every hit 0 (a CSV trace has no reuse) draws without
+# "empty y range" warnings.
+if command -v gnuplot >/dev/null 2>&1; then
+    "$CRSIM" run "$SRC/tests/configs/small.yaml" --set "workload.trace=$SRC/data/azure/AzureLLMInferenceTrace_conv.csv.xz" \
+        --set workload.max_requests=400 --set experiment.min_measured=0 --set experiment.rates=[1,2] \
+        --set experiment.timeline_s=60 --set experiment.db=z.db --quiet >/dev/null 2>&1 || fail "zero-hit run"
+    "$CRSIM" plot z.db >/dev/null 2>plot.err || fail "zero-hit plot: $(cat plot.err)"
+    if grep -qi "empty . range\|warning" plot.err; then fail "gnuplot warnings: $(cat plot.err)"; else echo "ok: zero hits plot without warnings"; fi
+else
+    echo "skip: no gnuplot"
+fi
 [ "$fails" -eq 0 ] && echo "plot_colors: all passed"
 exit "$fails"

@@ -1078,15 +1078,27 @@ static bool served_nothing(const cluster_result *r)
     return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected > 0;
 }
 
-static void print_header(FILE *out, bool sweep)
+/* The run table's policy column: as wide as the longest router name of
+ * the experiment, at least 12 (issue 39 item 9: long names shifted the
+ * columns). */
+static int policy_width(const sweep_point *pts, size_t np)
 {
-    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
-            sweep ? "point " : "", "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
+    size_t w = 12;
+    for (size_t p = 0; p < np; p++)
+        for (size_t i = 0; i < pts[p].cfg.n_policies; i++)
+            w = strlen(pts[p].cfg.policies[i]) > w ? strlen(pts[p].cfg.policies[i]) : w;
+    return (int)w;
+}
+
+static void print_header(FILE *out, bool sweep, int pw)
+{
+    fprintf(out, "%s%-*s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
+            sweep ? "point " : "", pw, "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
             "E2Ep99", "imbal", "done", "unfin", "rej", "preempt", "toolong");
 }
 
-static void print_row(FILE *out, bool sweep, size_t point, const char *policy, double rate,
-                      int64_t seed, const cluster_result *r)
+static void print_row(FILE *out, bool sweep, int pw, size_t point, const char *policy,
+                      double rate, int64_t seed, const cluster_result *r)
 {
     char t50[16], t99[16], e99[16];
     fmt_s(t50, sizeof t50, r->ttft_p50);
@@ -1094,8 +1106,8 @@ static void print_row(FILE *out, bool sweep, size_t point, const char *policy, d
     fmt_s(e99, sizeof e99, r->e2e_p99);
     if (sweep)
         fprintf(out, "%5zu ", point);
-    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
-            policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
+    fprintf(out, "%-*s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
+            pw, policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)r->n_unfinished,
             (unsigned long long)r->n_rejected, (unsigned long long)r->preemptions,
             (unsigned long long)r->n_too_long, served_nothing(r) ? "  SERVED NOTHING" : "");
@@ -1674,7 +1686,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
             exp_setup_print(&pts[p].setup, out);
     }
     fputc('\n', out);
-    print_header(out, sweep);
+    const int pw = policy_width(pts, np);
+    print_header(out, sweep, pw);
     fflush(out);
 
     /* Workers simulate; this thread stores in run-index order. */
@@ -1733,7 +1746,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 stored++;
                 if (tty)
                     fputc('\r', stderr);
-                print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
+                print_row(out, sweep, pw, t->point, row.policy, row.rate_rps, row.seed, &t->res);
                 fflush(out);
                 if (served_nothing(&t->res)) {
                     n_nothing++;
