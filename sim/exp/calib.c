@@ -281,8 +281,14 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
     f.mean_reuse = reuse_sum / (double)f.requests;
     if (!(f.live_keys > 0 && f.live_blocks > 0)) {
         rc = SIM_ERROR(SIM_EINVAL, "footprint: no block of the %" PRIu64 " requests is "
-                       "re-used inside the measurement window; the workload has no warm "
-                       "prefix to keep (W is undefined)", f.requests);
+                       "re-used inside the measurement window, so there is no warm prefix "
+                       "to keep and W (warm slots) is undefined: cacheroute then degenerates "
+                       "to its cold-tail dispatch, power of two choices, i.e. flat_lb (which "
+                       "needs no calibration), whatever W; expected a workload with reuse (a trace: "
+                       "workload.key_field and workload.trace_prefix per_key with "
+                       "trace_prefix_tokens, or JSONL hash_ids), or set "
+                       "router.cacheroute.slots and q_cap by hand (docs/calibration.md)",
+                       f.requests);
         goto done;
     }
     f.tokens_per_key = f.live_blocks * block_size / f.live_keys;

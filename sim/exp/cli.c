@@ -307,7 +307,9 @@ static const exp_cli_opt plot_opts[] = {
      .help = "report rate of the hit-rate figure, a tested load (default: the "
              "experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "DIR",
-     .help = "folder of the data and figures (default: results/<experiment name>/)"},
+     .help = "folder of the data and figures (default: the database path without .db, "
+             "plus -NAME when the experiment is not named as the database: "
+             "results/x.db -> results/x/)"},
     {0},
 };
 
@@ -318,8 +320,9 @@ static const exp_cli_opt regime_opts[] = {
      .help = "per-key rates, a CSV of key,rate (requests/s), as the key population"},
     {.name = "servegen", .kind = EXP_CLI_STR, .metavar = "DIR",
      .help = "a ServeGen model folder: its clients' rates as the key population"},
-    {.name = "trace", .kind = EXP_CLI_STR, .metavar = "JSONL",
-     .help = "replay a Mooncake-format trace instead"},
+    {.name = "trace", .kind = EXP_CLI_STR, .metavar = "FILE",
+     .help = "replay a trace instead (workload.type trace: Mooncake JSONL, Azure or BurstGPT "
+             "CSV, format detected; .gz/.xz read directly)"},
     {.name = "iat", .kind = EXP_CLI_STR, .metavar = "CSV",
      .help = "bootstrap arrivals from a file of inter-arrival times"},
     {.name = "prefix-tokens", .kind = EXP_CLI_INT, .metavar = "N", .lo = 1, .hi = 1000000,

@@ -660,8 +660,11 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
     if (rc == SIM_OK)
         rc = sim_cfg_bind_sections(d, sections, n_sections);
     free(sections);
+    /* With a sweep a key may apply at some points only (an iat_file
+     * beside a sweep of arrival.process): exp_run checks the keys over
+     * the points instead. */
     if (rc == SIM_OK)
-        rc = wl_config_bind(d, &cfg->wl);
+        rc = wl_config_bind_opts(d, cfg->n_sweep == 0, &cfg->wl);
     if (rc == SIM_OK)
         rc = check_faults(d, cfg);
     if (rc == SIM_OK)
@@ -676,7 +679,7 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
     }
     if (rc == SIM_OK)
         rc = check_flavor(d, cfg);
-    if (rc == SIM_OK && strcmp(cfg->wl.type, "mooncake") == 0 &&
+    if (rc == SIM_OK && wl_config_is_trace(&cfg->wl) &&
         cfg->wl.trace_block_tokens % cfg->block_size != 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: engine.block_size %lld does not divide "
                        "workload.trace_block_tokens %lld; expected a divisor (e.g. 16)",
@@ -910,6 +913,21 @@ static int parse_axes(const exp_config *cfg, const char *path, axis **out)
         if (rc == SIM_OK && (rc = sim_cfg_bind(d, axis_schema, &ax[i])))
             rc = axis_bind_error(rc, path, i, ax[i].key);
         sim_cfgdoc_destroy(d);
+        /* A value twice in a grid axis would run its points twice and store
+         * them as two sweep points (issue 38 C10); an axis twice, likewise.
+         * A zip axis may repeat a value (the tuples differ). */
+        for (size_t j = 0; rc == SIM_OK && j < i; j++)
+            if (strcmp(ax[j].key, ax[i].key) == 0)
+                rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] and [%zu] both vary '%s'; "
+                               "expected each key in one axis", path, j, i, ax[i].key);
+        for (size_t a = 0; rc == SIM_OK && cfg->sweep_mode != EXP_SWEEP_ZIP && a < ax[i].n; a++)
+            for (size_t b = 0; b < a; b++)
+                if (strcmp(ax[i].values[a], ax[i].values[b]) == 0) {
+                    rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] (%s) lists '%s' "
+                                   "twice (values %zu and %zu); expected each value once", path,
+                                   i, ax[i].key, ax[i].values[a], b + 1, a + 1);
+                    break;
+                }
         if (rc == SIM_OK && cfg->sweep_mode == EXP_SWEEP_ZIP && ax[i].n != ax[0].n)
             rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] has %zu values but the first "
                            "axis has %zu; expected equal lengths with sweep_mode zip",
@@ -1344,15 +1362,27 @@ static bool served_nothing(const cluster_result *r)
     return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected + r->n_too_long > 0;
 }
 
-static void print_header(FILE *out, bool sweep)
+/* The run table's policy column: as wide as the longest router name of
+ * the experiment, at least 12 (issue 39 item 9: long names shifted the
+ * columns). */
+static int policy_width(const sweep_point *pts, size_t np)
 {
-    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
-            sweep ? "point " : "", "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
+    size_t w = 12;
+    for (size_t p = 0; p < np; p++)
+        for (size_t i = 0; i < pts[p].cfg.n_policies; i++)
+            w = strlen(pts[p].cfg.policies[i]) > w ? strlen(pts[p].cfg.policies[i]) : w;
+    return (int)w;
+}
+
+static void print_header(FILE *out, bool sweep, int pw)
+{
+    fprintf(out, "%s%-*s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
+            sweep ? "point " : "", pw, "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
             "E2Ep99", "imbal", "done", "unfin", "rej", "preempt", "toolong");
 }
 
-static void print_row(FILE *out, bool sweep, size_t point, const char *policy, double rate,
-                      int64_t seed, const cluster_result *r)
+static void print_row(FILE *out, bool sweep, int pw, size_t point, const char *policy,
+                      double rate, int64_t seed, const cluster_result *r)
 {
     char t50[16], t99[16], e99[16];
     fmt_s(t50, sizeof t50, r->ttft_p50);
@@ -1360,8 +1390,8 @@ static void print_row(FILE *out, bool sweep, size_t point, const char *policy, d
     fmt_s(e99, sizeof e99, r->e2e_p99);
     if (sweep)
         fprintf(out, "%5zu ", point);
-    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
-            policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
+    fprintf(out, "%-*s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
+            pw, policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)r->n_unfinished,
             (unsigned long long)r->n_rejected, (unsigned long long)r->preemptions,
             (unsigned long long)r->n_too_long, served_nothing(r) ? "  SERVED NOTHING" : "");
@@ -1719,6 +1749,34 @@ static void on_oom(void *ctx)
         fprintf(stderr, "crsim: %s\n", sim_errmsg());
 }
 
+/* A workload key set but inapplicable at every point of a sweep is an
+ * error (wl_config_check_keys); one that applies at some point is read
+ * there. */
+static int check_sweep_keys(const sweep_point *pts, size_t np, const char *path)
+{
+    const size_t nk = wl_config_n_keys();
+    const char **needs = sim_xcalloc(nk + 1, sizeof *needs), **first = sim_xcalloc(nk + 1, sizeof *first);
+    bool *all = sim_xcalloc(nk + 1, sizeof *all);
+    for (size_t i = 0; i < nk; i++)
+        all[i] = np > 0;
+    for (size_t p = 0; p < np; p++) {
+        wl_config_inapplicable(&pts[p].cfg.wl, needs);
+        for (size_t i = 0; i < nk; i++) {
+            all[i] = all[i] && needs[i];
+            if (p == 0)
+                first[i] = needs[i];
+        }
+    }
+    int rc = SIM_OK;
+    for (size_t i = 0; i < nk && rc == SIM_OK; i++)
+        if (all[i])
+            rc = wl_config_key_error(&pts[0].cfg.wl, NULL, path, i, first[i]);
+    free(needs);
+    free(first);
+    free(all);
+    return rc;
+}
+
 int exp_run(const exp_run_opts *o, FILE *out)
 {
     /* The base config is the sweep's template: its router inputs may come
@@ -1768,6 +1826,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
     }
     free(psets);
     axes_free(ax, base.n_sweep);
+    if (rc == SIM_OK && base.n_sweep > 0)
+        rc = check_sweep_keys(pts, np_ok, o->config_path);
 
     char *db_path = default_db(&base);
     char *cfg_text = NULL;
@@ -1839,8 +1899,15 @@ int exp_run(const exp_run_opts *o, FILE *out)
     if (rc)
         goto done;
     if (o->dry_run) {
-        /* The config hashes are what --resume matches and what old
-         * databases hold: tests/config_hashes.sh pins them. */
+        /* What each point would run (the trace's tick and key rule among
+         * it; issue 39 item 2), unless --quiet.  The config hashes are
+         * what --resume matches and what old databases hold:
+         * tests/config_hashes.sh pins them. */
+        for (size_t p = 0; p < np && !o->quiet; p++) {
+            if (np > 1)
+                fprintf(out, "point %zu: %s\n", p, pts[p].label);
+            exp_setup_print(&pts[p].setup, out);
+        }
         char *ct = exp_config_dump(&base);
         char hh[17];
         hash_hex(ct, hh);
@@ -1945,7 +2012,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
             exp_setup_print(&pts[p].setup, out);
     }
     fputc('\n', out);
-    print_header(out, sweep);
+    const int pw = policy_width(pts, np);
+    print_header(out, sweep, pw);
     fflush(out);
 
     /* Workers simulate; this thread stores in run-index order. */
@@ -2026,7 +2094,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
                     raise(SIGTERM); /* to this thread: handled before it returns */
                 if (tty)
                     fputc('\r', stderr);
-                print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
+                print_row(out, sweep, pw, t->point, row.policy, row.rate_rps, row.seed, &t->res);
                 fflush(out);
                 if (served_nothing(&t->res)) {
                     n_nothing++;
@@ -2173,7 +2241,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     const wl_config *wl = &cfg->wl;
     const uint32_t block_size = (uint32_t)cfg->block_size;
     /* Only the stream is needed: no cluster, cost model or router. */
-    exp_setup s = {.cfg = cfg, .is_trace = strcmp(wl->type, "mooncake") == 0};
+    exp_setup s = {.cfg = cfg, .is_trace = wl_config_is_trace(wl)};
     int rc = SIM_OK;
     wl_keystats ks;
     if (s.is_trace) {
@@ -2201,6 +2269,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
         if (rc == SIM_OK) {
             fprintf(out, "trace %s: %zu requests over %.0f s (%.2f requests/s as recorded)\n",
                     wl->trace, n, wl_trace_span_s(s.trace), wl_trace_mean_rate(s.trace));
+            exp_setup_print_trace_rule(cfg, s.trace, s.tick_s, s.tick_detected, out);
             print_keystats(out, "routing keys (request counts)", &ks);
         }
     } else {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "sim/core/datadir.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "sim/exp/report_int.h"
 
@@ -558,6 +559,38 @@ static int write_timeline(const exp__report *r, const tl_plot *t, const char *pa
 }
 
 /* The gnuplot variables of the timeline figure. */
+/* One colour per router, the same in every figure and experiment (issue 39
+ * item 9): the router's index in route_registry picks an entry of a fixed
+ * palette (Tableau 10, then 10 darker tones: 20 distinct colours).  A name
+ * not in the registry takes the palette after the registered ones. */
+static const char *palette_color(size_t i)
+{
+    static const char *const palette[] = {
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+        "#7f7f7f", "#bcbd22", "#17becf", "#0b3d62", "#a84d00", "#145214", "#7a1414",
+        "#4b2d6b", "#4a2b24", "#8e2f6f", "#333333", "#5f6011", "#0b6470"};
+    return palette[i % (sizeof palette / sizeof *palette)];
+}
+
+static const char *router_color(const char *policy)
+{
+    size_t i = 0;
+    for (; route_registry[i]; i++)
+        if (strcmp(route_registry[i]->name, policy) == 0)
+            break;
+    return palette_color(i);
+}
+
+/* The gnuplot variable colors: one "#rrggbb" word per policy of `pt`, in
+ * the order of its policies list. */
+static void color_vars(sbuf *b, const exp__rep_point *pt)
+{
+    sb_printf(b, "; colors='");
+    for (size_t c = 0; c < pt->n_cells; c++)
+        sb_printf(b, "%s%s", c ? " " : "", router_color(pt->cells[c].policy));
+    sb_printf(b, "'");
+}
+
 static void tl_vars(sbuf *b, const tl_plot *t)
 {
     sb_printf(b, "; series='");
@@ -565,7 +598,29 @@ static void tl_vars(sbuf *b, const tl_plot *t)
     for (size_t j = 0; j < t->n_ser; j++)
         if (!t->ser[j].drop)
             sb_printf(b, "%s%s", k++ ? " " : "", t->ser[j].title);
-    sb_printf(b, "'; ceiling=%.10g; ymin=%.10g; anyinf=%d; window=%.10g", t->ceiling, t->ymin,
+    /* Router colours when each series is one router (one point); with
+     * several points a router has several series: colours by series. */
+    bool distinct = true;
+    for (size_t j = 0; j < t->n_ser; j++)
+        for (size_t i = 0; i < j && distinct; i++)
+            if (!t->ser[i].drop && !t->ser[j].drop &&
+                strcmp(t->ser[i].policy, t->ser[j].policy) == 0)
+                distinct = false;
+    sb_printf(b, "'; colors='");
+    k = 0;
+    for (size_t j = 0; j < t->n_ser; j++)
+        if (!t->ser[j].drop) {
+            sb_printf(b, "%s%s", k ? " " : "",
+                      distinct ? router_color(t->ser[j].policy) : palette_color(k));
+            k++;
+        }
+    double hitmax = 0; /* the hit panel's top, % (0 when every hit is 0) */
+    for (size_t j = 0; j < t->n_ser; j++)
+        for (size_t w = 0; !t->ser[j].drop && w < t->n_win; w++)
+            if (t->ser[j].n_hit[w] > 0 && isfinite(t->ser[j].hit[w]))
+                hitmax = fmax(hitmax, 100 * t->ser[j].hit[w]);
+    sb_printf(b, "'; hitmax=%.10g", hitmax);
+    sb_printf(b, "; ceiling=%.10g; ymin=%.10g; anyinf=%d; window=%.10g", t->ceiling, t->ymin,
               t->any_inf ? 1 : 0, t->w_s);
     sb_printf(b, "; events='");
     for (size_t e = 0; e < t->n_ev; e++)
@@ -692,9 +747,21 @@ int exp_plot_main(const exp_cli_args *a)
     if (out_dir) {
         dir = sim_xstrdup(out_dir);
     } else {
+        /* Beside the database, named after it (results/x.db -> results/x/),
+         * so two databases never share a folder (issue 39 item 9); an
+         * experiment not named as its database adds its name. */
         char *nm = safe_name(r->name);
         sbuf b = {0};
-        sb_printf(&b, "results/%s", nm);
+        size_t pl = strlen(path);
+        const char *slash = strrchr(path, '/'), *stem = slash ? slash + 1 : path;
+        size_t sl = strlen(stem);
+        if (sl > 3 && strcmp(stem + sl - 3, ".db") == 0) {
+            sl -= 3;
+            pl -= 3;
+        }
+        sb_printf(&b, "%.*s", (int)pl, path);
+        if (sl != strlen(nm) || strncmp(stem, nm, sl) != 0)
+            sb_printf(&b, "-%s", nm);
         free(nm);
         dir = b.s;
     }
@@ -721,6 +788,7 @@ int exp_plot_main(const exp_cli_args *a)
             sb_printf(&base, "%s/%s%s", dir, kinds[k], sfx);
             sb_printf(&script, "%s/plot-%s.gp", sdir ? sdir : "scripts", kinds[k]);
             common_vars(&vars, r, pt, data.s, base.s);
+            color_vars(&vars, pt);
             if (k == 0) {
                 double ymax = 1;
                 rc = write_capacity(r, pt, data.s, &ymax);

@@ -278,7 +278,7 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
     if (rc)
         goto fail;
 shared:
-    s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
+    s->is_trace = wl_config_is_trace(&cfg->wl);
     /* The trace is parsed once per process and its block hashes computed
      * once per block size, both shared by every run (workloads/ingest.h). */
     if (s->is_trace &&
@@ -632,6 +632,34 @@ static void print_transfer(FILE *out, const char *who, const char *pname)
     cost_profile_fini(&p);
 }
 
+void exp_setup_print_trace_rule(const exp_config *cfg, const wl_trace *t, double tick_s,
+                                bool tick_detected, FILE *out)
+{
+    char keyrule[160], prefix[200], skipped[64] = "";
+    if (*cfg->wl.key_field)
+        snprintf(keyrule, sizeof keyrule, "field '%s' (XXH3-64 of its text)", cfg->wl.key_field);
+    else if (t->keys)
+        snprintf(keyrule, sizeof keyrule, "one per request (no key field)");
+    else
+        snprintf(keyrule, sizeof keyrule, "first %lld hash ids", (long long)cfg->wl.key_ids);
+    if (strcmp(t->prefix, "hashes") == 0)
+        snprintf(prefix, sizeof prefix, "the trace's hash ids (%u tokens each)", t->block_tokens);
+    else if (strcmp(t->prefix, "none") == 0)
+        snprintf(prefix, sizeof prefix, "none (synthetic: every block unique, no reuse)");
+    else
+        snprintf(prefix, sizeof prefix, "per_key (synthetic: %llu tokens shared per key%s)",
+                 (unsigned long long)t->prefix_tokens,
+                 t->keys && !*cfg->wl.key_field ? "; every request its own key, so no reuse"
+                                                : "");
+    if (t->n_skipped)
+        snprintf(skipped, sizeof skipped, "; %zu rows with 0 tokens skipped", t->n_skipped);
+    fprintf(out, "trace: format %s, key %s, prefix %s, tick %g s (%s)%s\n", t->format, keyrule,
+            prefix, tick_s,
+            tick_detected ? (tick_s > 0 ? "detected" : "detected: no tick, stamps as recorded")
+                          : "workload.tick_s",
+            skipped);
+}
+
 void exp_setup_print(const exp_setup *s, FILE *out)
 {
     const exp_config *cfg = s->cfg;
@@ -702,32 +730,7 @@ void exp_setup_print(const exp_setup *s, FILE *out)
         const wl_trace *t = s->trace;
         fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n",
                 cfg->wl.trace, t->n, wl_trace_span_s(t), wl_trace_mean_rate(t));
-        char keyrule[160], prefix[200], skipped[64] = "";
-        if (*cfg->wl.key_field)
-            snprintf(keyrule, sizeof keyrule, "field '%s' (XXH3-64 of its text)",
-                     cfg->wl.key_field);
-        else if (t->keys)
-            snprintf(keyrule, sizeof keyrule, "one per request (no key field)");
-        else
-            snprintf(keyrule, sizeof keyrule, "first %lld hash ids", (long long)cfg->wl.key_ids);
-        if (strcmp(t->prefix, "hashes") == 0)
-            snprintf(prefix, sizeof prefix, "the trace's hash ids (%u tokens each)",
-                     t->block_tokens);
-        else if (strcmp(t->prefix, "none") == 0)
-            snprintf(prefix, sizeof prefix, "none (synthetic: every block unique, no reuse)");
-        else
-            snprintf(prefix, sizeof prefix, "per_key (synthetic: %llu tokens shared per key%s)",
-                     (unsigned long long)t->prefix_tokens,
-                     t->keys && !*cfg->wl.key_field ? "; every request its own key, so no "
-                                                      "reuse" : "");
-        if (t->n_skipped)
-            snprintf(skipped, sizeof skipped, "; %zu rows with 0 tokens skipped", t->n_skipped);
-        fprintf(out, "trace: format %s, key %s, prefix %s, tick %g s (%s)%s\n", t->format,
-                keyrule, prefix, s->tick_s,
-                s->tick_detected ? (s->tick_s > 0 ? "detected" : "detected: no tick, stamps "
-                                                                  "as recorded")
-                                 : "workload.tick_s",
-                skipped);
+        exp_setup_print_trace_rule(cfg, t, s->tick_s, s->tick_detected, out);
         return;
     }
     wl_keyrates kr = {0};

@@ -152,4 +152,11 @@ void exp_stream_close(exp_stream *st);
 /* Print the set-up (cluster, cost model, KV pool, workload) to `out`. */
 void exp_setup_print(const exp_setup *s, FILE *out);
 
+/* The trace's reading rules, one line: "trace: format F, key RULE, prefix
+ * MODEL, tick T s (detected | workload.tick_s)" (issue 39 item 2), for
+ * trace `t` read under `cfg` with replay tick `tick_s` (s; tick_detected:
+ * found by wl_trace_detect_tick rather than set).  Cannot fail. */
+void exp_setup_print_trace_rule(const exp_config *cfg, const wl_trace *t, double tick_s,
+                                bool tick_detected, FILE *out);
+
 #endif
