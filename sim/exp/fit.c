@@ -1299,8 +1299,6 @@ static size_t alt_cells(const fit *f, size_t alt)
 static int refine(fit *f, size_t alt)
 {
     f->nm_d = alt_dims(f, alt, f->nm_map);
-    if (f->nm_d == 0 || f->top.refine == 0)
-        return SIM_OK;
     /* Start: the alternative's best candidate so far. */
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < f->n_cand; i++)
@@ -1309,11 +1307,14 @@ static int refine(fit *f, size_t alt)
     if (best == SIZE_MAX)
         return SIM_OK;
     /* Screening: an alternative whose best coarse candidate misses a
-     * target by more than screen.max_residual is rejected, not refined. */
+     * target by more than screen.max_residual is rejected, not refined
+     * (also reported with refine: 0). */
     if (f->top.screen_max > 0 && !(f->cand[best].maxabs <= f->top.screen_max)) {
         f->alt[alt].screened = true;
         return SIM_OK;
     }
+    if (f->nm_d == 0 || f->top.refine == 0)
+        return SIM_OK;
     size_t disc[64] = {0};
     for (size_t k = 0; k + f->n_cont < f->n_par; k++)
         disc[k] = cand_disc(f, &f->cand[best], k);
