@@ -525,6 +525,42 @@ int exp_calibrate(const exp_config *cfg, double slo_s, exp_calib_result *out)
     return exp_calibrate_opts(cfg, slo_s, NULL, out);
 }
 
+/* Step 1 of a calibration (exp_calib_footprint_cfg, calib.h). */
+int exp_calib_footprint_cfg(const exp_config *cfg, uint64_t seed, uint64_t fp_requests,
+                            exp_calib_footprint *fp, uint64_t *pool_tokens)
+{
+    bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
+    uint64_t fp_n = fp_requests;
+    if (fp_n == 0) {
+        uint64_t k = 0;
+        if (synth)
+            k = cfg->wl.keys.active_set > 0 ? (uint64_t)cfg->wl.keys.active_set
+                                            : (uint64_t)cfg->wl.keys.n;
+        fp_n = synth && k > 0 && k < CALIB_FP_MAX / CALIB_FP_PER_KEY ? CALIB_FP_PER_KEY * k
+                                                                     : CALIB_FP_MAX;
+    }
+    exp_config dfp;
+    int rc = derive(cfg, 0, 0, (int64_t)fp_n, &dfp);
+    if (rc)
+        return rc;
+    exp_setup s;
+    rc = exp_setup_init(&dfp, &s);
+    if (rc) {
+        exp_config_fini(&dfp);
+        return rc;
+    }
+    *pool_tokens = s.pool_tokens;
+    exp_stream *st = NULL;
+    rc = exp_stream_open(&s, seed, CALIB_FP_RATE, &st);
+    if (rc == SIM_OK)
+        rc = exp_calib_footprint_measure(exp_stream_source(st), fp_n, (uint32_t)cfg->block_size,
+                                         fp);
+    exp_stream_close(st);
+    exp_setup_fini(&s);
+    exp_config_fini(&dfp);
+    return rc;
+}
+
 int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts *o,
                        exp_calib_result *out)
 {
@@ -559,35 +595,8 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
 
     /* 1. Footprint of the workload as configured (its active set). */
-    uint64_t fp_n = o->fp_requests;
-    if (fp_n == 0) {
-        uint64_t k = 0;
-        if (synth)
-            k = cfg->wl.keys.active_set > 0 ? (uint64_t)cfg->wl.keys.active_set
-                                            : (uint64_t)cfg->wl.keys.n;
-        fp_n = synth && k > 0 && k < CALIB_FP_MAX / CALIB_FP_PER_KEY ? CALIB_FP_PER_KEY * k
-                                                                     : CALIB_FP_MAX;
-    }
-    exp_config dfp;
-    int rc = derive(cfg, 0, 0, (int64_t)fp_n, &dfp);
-    if (rc)
-        return rc;
-    uint64_t seed0 = o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0];
-    exp_setup s;
-    rc = exp_setup_init(&dfp, &s);
-    if (rc) {
-        exp_config_fini(&dfp);
-        return rc;
-    }
-    out->pool_tokens = s.pool_tokens;
-    exp_stream *st = NULL;
-    rc = exp_stream_open(&s, seed0, CALIB_FP_RATE, &st);
-    if (rc == SIM_OK)
-        rc = exp_calib_footprint_measure(exp_stream_source(st), fp_n, (uint32_t)cfg->block_size,
-                                         &out->fp);
-    exp_stream_close(st);
-    exp_setup_fini(&s);
-    exp_config_fini(&dfp);
+    int rc = exp_calib_footprint_cfg(cfg, o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0],
+                                     o->fp_requests, &out->fp, &out->pool_tokens);
     if (rc)
         return rc;
 
@@ -604,6 +613,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     exp_config dk;
     if ((rc = derive(cfg, keys, o->duration_s, -1, &dk)))
         return rc;
+    exp_setup s;
     if ((rc = exp_setup_init(&dk, &s))) {
         exp_config_fini(&dk);
         return rc;

@@ -482,7 +482,9 @@ static const exp_cli_cmd commands[] = {
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Tables of one experiment (default: the latest) of a result database: per sweep\n"
                 "point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
-                "SLO metric's p99 and load imbalance at the report rate R.  See docs/report.md.\n",
+                "SLO metric's p99 and load imbalance at the report rate R; with per-request\n"
+                "records (crsim run --requests), per policy the regime that limits its\n"
+                "capacity (throughput-bound or tail-bound).  See docs/report.md.\n",
      .opts = report_opts, .main = cmd_report},
     {.name = "export", .summary = "write a table of a result database as CSV or JSON Lines",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
@@ -549,7 +551,12 @@ static const exp_cli_cmd commands[] = {
                 "compare each with the observed metrics of TARGETS.yaml in tolerance units,\n"
                 "store every candidate as one experiment with its residuals, print the best\n"
                 "point and the identified set (every residual within tolerance) per\n"
-                "alternative, and write the best point's config for crsim run.  Runs no\n"
+                "alternative, and write the best point's config for crsim run.  Targets may\n"
+                "be bounds (side: at_least / at_most) and router-independent workload\n"
+                "targets (targets.workload: the infinite-cache hit bound, the admission\n"
+                "scale R x W), computed without a run; `screen` makes the coarse design a\n"
+                "screening stage (candidates far from the workload targets not run, short\n"
+                "runs, alternatives far from the targets not refined).  Runs no\n"
                 "target reads (loads above a series' first SLO failure, but the targets'\n"
                 "loads and the two lowest) are skipped; `prune: false` in TARGETS.yaml runs\n"
                 "them all.  See docs/fit.md.\n",

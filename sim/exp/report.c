@@ -983,8 +983,10 @@ int exp_report_main(const exp_cli_args *a)
     exp__report_warn(r);
     if (f == FMT_CSV)
         print_csv(r, out);
-    else
+    else {
         print_tables(r, f, out);
+        rc = exp__report_regime(path, r, f == FMT_MARKDOWN, out);
+    }
     if (out != stdout) {
         if (fclose(out) != 0)
             rc = SIM_ERROR(SIM_EIO, "%s: cannot write: %s", out_path, strerror(errno));

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sim/exp/capacity.h"
 #include "sim/exp/report.h"
@@ -123,5 +124,37 @@ void exp__report_free(exp__report *r);
  * interrupted runs, rate fallback) as lines "crsim: warning: ..." to
  * stderr.  Cannot fail. */
 void exp__report_warn(const exp__report *r);
+
+/* The request-size split of one run's measured requests (exp__regime_split). */
+typedef struct exp__regime {
+    size_t n_long, n_rest;    /* the longest 1 % of prompts (at least 1) and the rest */
+    double p99_long, p99_rest; /* p99 TTFT of each, s (+Inf: one without a first token
+                                  reaches it) */
+    double prompt_long, prompt_rest; /* mean prompt of each, tokens */
+    double uncached_mean;     /* mean prompt - hit tokens over all, tokens */
+} exp__regime;
+
+/*
+ * Split `n` measured requests (prompt tokens, uncached = prompt - hit
+ * tokens, TTFT s with +Inf for none) into the longest ceil(1 % of n)
+ * prompts (ties: the slower first) and the rest, into *out.  Returns
+ * SIM_OK; SIM_EINVAL when n < 2 (*out NaN).
+ */
+int exp__regime_split(const double *prompt, const double *uncached, const double *ttft,
+                      size_t n, exp__regime *out);
+
+/*
+ * Print the regime statement of experiment `r` of database `path`
+ * (docs/report.md, "Which regime limits capacity") to `out` (markdown:
+ * bold title and a list): per point and policy, at the first tested load
+ * whose mean SLO metric exceeds the headline SLO (the middle of
+ * experiment.slos), throughput-bound when the p99 TTFT of the rest
+ * (every request but the longest 1 % of prompts) exceeds it, else
+ * tail-bound; the two p99s, mean prompts, uncached tokens per request and
+ * imbalance, means over the seeds with per-request records.  Prints
+ * nothing when the experiment has no per-request records.  Returns SIM_OK
+ * or SIM_EDB/SIM_EIO.
+ */
+int exp__report_regime(const char *path, const exp__report *r, bool markdown, FILE *out);
 
 #endif
