@@ -1052,13 +1052,15 @@ static int cmp_line(const void *a, const void *b)
  * made so far).  Returns the line (owned by memo) or NULL with SIM_EIO. */
 static const char *input_line(input_list *memo, const char *path)
 {
-    const char *sd = spec_dir();
-    const size_t sdl = strlen(sd);
+    char *sd = NULL;
     char name[4096];
-    if (strncmp(path, sd, sdl) == 0 && path[sdl] == '/')
+    /* No spec folder found: no path can be inside it. */
+    const size_t sdl = spec_dir(&sd) == SIM_OK ? strlen(sd) : 0;
+    if (sdl && strncmp(path, sd, sdl) == 0 && path[sdl] == '/')
         snprintf(name, sizeof name, "<specs>%s", path + sdl);
     else
         snprintf(name, sizeof name, "%s", path);
+    free(sd);
     for (size_t i = 0; i < memo->n; i++) {
         const char *l = memo->path[i];
         mline m;
