@@ -81,6 +81,8 @@ typedef struct exp__report {
      * (exp_store_read_groups), none without groups; owned. */
     exp_store_group_row *groups;
     size_t n_groups;
+    char *calib;              /* calibration notes (exp_setup_calib_notes),
+                                 complete lines or ""; owned */
 } exp__report;
 
 /* Load experiment `id` (0 = the latest, highest id) of the store `db`

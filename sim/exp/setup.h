@@ -147,4 +147,17 @@ void exp_stream_close(exp_stream *st);
 /* Print the set-up (cluster, cost model, KV pool, workload) to `out`. */
 void exp_setup_print(const exp_setup *s, FILE *out);
 
+/*
+ * The calibration notes of a stored experiment for `crsim report`: the
+ * `NOTE:` line of every deployment (every group of a mixed fleet) whose
+ * cost profile transfers factors (cost_profile.transferred), as
+ * exp_setup_print prints them at start-up, from the canonical config text
+ * stored with the experiment (bound through a temporary file, without the
+ * routers' checks; the specs and profiles are those this binary finds,
+ * sim/core/datadir.h).  A config or profile that cannot be resolved gives
+ * one line saying so instead.  Returns a new string of complete lines,
+ * "" when there is nothing to note; the caller frees it.  Aborts on OOM.
+ */
+char *exp_setup_calib_notes(const char *config_text);
+
 #endif
