@@ -104,7 +104,8 @@ typedef struct dep_def {
 } dep_def;
 
 enum { D70_FP8, D70_BF16, D8_BF16, DQ_BF16, DQ_FP8,
-       D8_A100, D8_TP2, D8_TP4, D8_TP8, D70_FP8_TP4, D70_FP8_TP8, D70_FP8_A100, N_DEPS };
+       D8_A100, D8_TP2, D8_TP4, D8_TP8, D70_FP8_TP4, D70_FP8_TP8, D70_FP8_A100, DM7_BF16,
+       N_DEPS };
 
 static const dep_def deps[N_DEPS] = {
     [D70_FP8] = {"llama-3.3-70b_h100-sxm_tp2_fp8-fp8", "llama-3.3-70b", 2, SPEC_FP8, SPEC_FP8, -1, false,
@@ -138,6 +139,9 @@ static const dep_def deps[N_DEPS] = {
                       SPEC_FP8, D70_FP8, false,
                       "Llama-3.3-70B fp8 weights (W8A16 on Ampere) and KV, TP=2 A100-SXM-80GB",
                       "a100-sxm-80gb", true},
+    [DM7_BF16] = {"mistral-7b_h100-sxm_tp1_bf16-bf16", "mistral-7b", 1, SPEC_BF16, SPEC_BF16,
+                  D8_BF16, false, "Mistral-7B (v0.3) bf16 weights and KV, TP=1 H100-SXM", NULL,
+                  true},
 };
 
 #define LAMBDA "LambdaLabsML/vllm-benchmark"
@@ -280,6 +284,12 @@ static const meas ms[] = {
      "vLLM (Sept 2024) fp8 (W8A16 on Ampere); median ITL 280.20 ms / 10 tokens"},
     {D70_FP8_A100, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
      0.62909, LAMBDA " 2xA100 Llama-3.1-70B-FP8 tp2 len4096",
+     "median; includes HTTP and tokenisation"},
+    {DM7_BF16, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 159, 400, 8192, 256, false,
+     0.0069001, LAMBDA " 1xH100 Mistral-7B-Instruct-v0.3 tp1 len4096",
+     "vLLM (Sept 2024) bf16; 10 prompts, 1585 tokens total; median ITL 69.00 ms / 10 tokens"},
+    {DM7_BF16, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 159, 400, 8192, 256, false,
+     0.069055, LAMBDA " 1xH100 Mistral-7B-Instruct-v0.3 tp1 len4096",
      "median; includes HTTP and tokenisation"},
 };
 #define N_MEAS (sizeof ms / sizeof ms[0])
@@ -700,7 +710,10 @@ static int write_profile(const char *dir, int d)
     if (fit_oh)
         fprintf(f, "transferred: \"mfu of %s (%s); only the step overhead is fitted to this "
                    "deployment\"\n", xname,
-                deps[d].hw ? "an H100 fit applied to another GPU" : "the TP=1/2 fit of this GPU");
+                deps[d].hw ? "an H100 fit applied to another GPU"
+                : strcmp(deps[d].model, deps[deps[d].transfer_from].model) != 0
+                    ? "another model of the same size class on this GPU"
+                    : "the TP=1/2 fit of this GPU");
     else if (xfer && !deps[d].fit_mfu)
         fprintf(f, "transferred: \"mfu and step overhead of %s (no measurement of this "
                    "deployment fitted)\"\n", xname);

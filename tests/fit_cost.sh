@@ -3,7 +3,9 @@
 # profile fitted to a steps CSV is written, loads, and `crsim run` accepts
 # it for the deployment (--dry-run); bad measurement files (missing
 # column, negative time, fewer steps than parameters) and a bad
-# config.json are one line on stderr and exit status 2.
+# config.json are one line on stderr and exit status 2.  A profile whose
+# factors are transferred (the 70B at TP=4) is named so on crsim run's
+# start-up lines and in crsim report; the flagship's is not.
 # usage: fit_cost.sh CRSIM SOURCE_ROOT
 set -u
 CRSIM=$1
@@ -75,6 +77,21 @@ echo '{"model_type": "llama"}' > "$TMP/c.json"
 "$CRSIM" spec import-hf "$TMP/c.json" --name X >/dev/null 2>"$TMP/e"; rc=$?
 [ $rc -eq 2 ] && grep -q "key 'num_hidden_layers' is missing" "$TMP/e" && ok "bad config.json: exit 2" ||
     { cat "$TMP/e"; fail "bad config.json: exit $rc"; }
+
+# A profile with transferred factors says so at start-up and in the report;
+# one fitted to its own deployment alone (the flagship's) says nothing.
+"$CRSIM" run "$CFG" --set cluster.tp=4 --set experiment.rates=[5] --set experiment.policies=[flat_lb] \
+    --set experiment.drain_s=30 --set experiment.db="$TMP/t4.db" --quiet >"$TMP/run4" 2>&1 ||
+    { cat "$TMP/run4"; fail "run at TP=4"; }
+NOTE="NOTE: calibration profile llama-3.3-70b_h100-sxm_tp4_fp8-fp8 is not fitted to this deployment alone: mfu of"
+grep -q "^$NOTE" "$TMP/run4" && ok "transferred factors at start-up" || fail "no start-up NOTE"
+"$CRSIM" report "$TMP/t4.db" >"$TMP/rep4" 2>&1 && grep -q "^  $NOTE" "$TMP/rep4" &&
+    ok "transferred factors in the report" || { cat "$TMP/rep4"; fail "no report NOTE"; }
+"$CRSIM" run "$CFG" --set experiment.rates=[5] --set experiment.policies=[flat_lb] \
+    --set experiment.drain_s=30 --set experiment.db="$TMP/t2.db" --quiet >"$TMP/run2" 2>&1 &&
+    "$CRSIM" report "$TMP/t2.db" >"$TMP/rep2" 2>&1
+! grep -q "NOTE: calibration" "$TMP/run2" "$TMP/rep2" && ok "no NOTE for a fitted profile" ||
+    fail "NOTE for the flagship profile"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all fit-cost checks passed"

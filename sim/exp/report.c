@@ -19,6 +19,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "sim/core/error.h"
+#include "sim/exp/setup.h"
 #include "sim/exp/store.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -112,6 +113,7 @@ void exp__report_free(exp__report *r)
     exp_store_groups_free(r->groups, r->n_groups);
     exp_store_stages_free(r->stages, r->n_stages);
     exp_capacity_rows_free(r->cap_rows, r->n_cap_rows);
+    free(r->calib);
     free(r);
 }
 
@@ -134,6 +136,8 @@ static int load_experiment(exp_store *db, int64_t id, exp__report *r)
     r->stored_rate_rps = e.report_rate_rps;
     r->n_runs_planned = e.n_runs_planned;
     r->n_points_planned = e.n_points;
+    r->calib = exp_setup_calib_notes(e.config_text ? e.config_text : "");
+    free(e.config_text);
     rc = exp_capacity_parse_slos(e.slos, &r->slos, &r->n_slos);
     free(e.slos);
     if (rc == SIM_OK)
@@ -666,6 +670,12 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
             r->caps_source == 1 ? "from the capacities table"
             : r->caps_source == 2 ? "recomputed from the runs (capacities table out of date)"
                                   : "computed from the runs (no capacities rows)");
+    for (const char *l = r->calib ? r->calib : ""; *l;) { /* transferred cost factors */
+        const char *nl = strchr(l, '\n');
+        size_t k = nl ? (size_t)(nl - l) : strlen(l);
+        fprintf(out, "%s%.*s\n", b, (int)k, l);
+        l += k + (nl != NULL);
+    }
     bool partial = strcmp(r->status, "complete") != 0 || r->shard[0];
     if (partial) {
         if (f == FMT_MARKDOWN)

@@ -94,6 +94,8 @@ typedef struct exp__report {
     size_t n_stages;
     exp_capacity_row *cap_rows;
     size_t n_cap_rows;
+    char *calib;              /* calibration notes (exp_setup_calib_notes),
+                                 complete lines or ""; owned */
 } exp__report;
 
 /* Load experiment `id` (0 = the latest, highest id) of the store `db`

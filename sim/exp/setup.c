@@ -8,8 +8,10 @@
 #include <dirent.h>
 #include <math.h>
 #include <gsl/gsl_sort.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "models/cost_profile.h"
 #include "models/routers/plan.h"
@@ -744,4 +746,95 @@ void exp_setup_print(const exp_setup *s, FILE *out)
                 "requests, max key share %.3f%%\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
                 ks.n, ks.gini, 100 * ks.top4, 100 * ks.max_share);
     wl_keyrates_fini(&kr);
+}
+
+/* One deployment's profile note for exp_setup_calib_notes: appended to *s
+ * when the profile transfers factors. */
+static void calib_note(char **s, size_t *len, const char *who, const char *hardware,
+                       const char *model, int64_t tp, const char *wd, const char *kd,
+                       const char *profile)
+{
+    spec_hw hw = {0};
+    spec_model md = {0};
+    char line[1024] = "";
+    char *pname = NULL;
+    if (*profile) {
+        pname = sim_xstrdup(profile);
+    } else if (spec_hw_load(hardware, &hw) == SIM_OK && spec_model_load(model, &md) == SIM_OK) {
+        spec_deploy d = {.hw = &hw, .model = &md, .tp = tp};
+        spec_dtype_parse(wd, &d.weight_dtype);
+        spec_dtype_parse(kd, &d.kv_dtype);
+        pname = cost_profile_default_name(&d);
+    }
+    cost_profile p;
+    if (!pname)
+        snprintf(line, sizeof line, "%scalibration profile of %s on %lld x %s not resolved "
+                 "here: %s\n", who, model, (long long)tp, hardware, sim_errmsg());
+    else if (cost_profile_load(pname, &p) != SIM_OK)
+        snprintf(line, sizeof line, "%scalibration profile %s not resolved here: %s\n", who,
+                 pname, sim_errmsg());
+    else {
+        if (p.transferred && *p.transferred)
+            snprintf(line, sizeof line, "%sNOTE: calibration profile %s is not fitted to this "
+                     "deployment alone: %s (docs/calibration.md)\n", who, p.name,
+                     p.transferred);
+        cost_profile_fini(&p);
+    }
+    size_t k = strlen(line);
+    if (k) {
+        *s = sim_xrealloc(*s, *len + k + 1);
+        memcpy(*s + *len, line, k + 1);
+        *len += k;
+    }
+    free(pname);
+    spec_hw_fini(&hw);
+    spec_model_fini(&md);
+}
+
+char *exp_setup_calib_notes(const char *config_text)
+{
+    char *s = sim_xstrdup("");
+    size_t len = 0;
+    char path[] = "/tmp/crsim-report-config.XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return s;
+    }
+    int ok = fputs(config_text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    exp_config cfg;
+    int rc = ok ? exp_config_load_unchecked(path, NULL, 0, &cfg) : SIM_EIO;
+    remove(path);
+    if (rc) {
+        char line[1200];
+        snprintf(line, sizeof line, "calibration profiles not resolved here: %s\n",
+                 sim_errmsg());
+        free(s);
+        return sim_xstrdup(line);
+    }
+    if (cfg.n_groups)
+        for (size_t i = 0; i < cfg.n_groups; i++) {
+            exp_group g = exp_config_group(&cfg, i);
+            char who[96];
+            snprintf(who, sizeof who, "group %s: ", g.name);
+            calib_note(&s, &len, who, g.hardware, g.model, g.tp, g.weight_dtype, g.kv_dtype,
+                       g.cost_profile);
+        }
+    else
+        calib_note(&s, &len, "", cfg.hardware, cfg.model, cfg.tp, cfg.weight_dtype,
+                   cfg.kv_dtype, cfg.cost_profile);
+    if (cfg.n_sweep) {
+        static const char caveat[] = "(calibration notes of the base config; sweep points "
+                                     "that change the deployment are not shown)\n";
+        if (*s) {
+            s = sim_xrealloc(s, len + sizeof caveat);
+            memcpy(s + len, caveat, sizeof caveat);
+            len += sizeof caveat - 1;
+        }
+    }
+    exp_config_fini(&cfg);
+    return s;
 }

@@ -159,4 +159,17 @@ void exp_setup_print(const exp_setup *s, FILE *out);
 void exp_setup_print_trace_rule(const exp_config *cfg, const wl_trace *t, double tick_s,
                                 bool tick_detected, FILE *out);
 
+/*
+ * The calibration notes of a stored experiment for `crsim report`: the
+ * `NOTE:` line of every deployment (every group of a mixed fleet) whose
+ * cost profile transfers factors (cost_profile.transferred), as
+ * exp_setup_print prints them at start-up, from the canonical config text
+ * stored with the experiment (bound through a temporary file, without the
+ * routers' checks; the specs and profiles are those this binary finds,
+ * sim/core/datadir.h).  A config or profile that cannot be resolved gives
+ * one line saying so instead.  Returns a new string of complete lines,
+ * "" when there is nothing to note; the caller frees it.  Aborts on OOM.
+ */
+char *exp_setup_calib_notes(const char *config_text);
+
 #endif

@@ -182,6 +182,7 @@ typedef struct exp_store_experiment {
     char *slos;               /* thresholds, s, comma-separated (as stored) */
     double report_rate_rps;   /* requests/s; NAN when NULL */
     int64_t n_runs_planned, n_points;
+    char *config_text;        /* the experiment's canonical config */
 } exp_store_experiment;
 
 /* Read experiment `id` (0 = the latest, highest id) into *out (zeroed

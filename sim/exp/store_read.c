@@ -67,6 +67,7 @@ void exp_store_experiment_fini(exp_store_experiment *e)
     free(e->finished_at);
     free(e->slo_metric);
     free(e->slos);
+    free(e->config_text);
     memset(e, 0, sizeof *e);
 }
 
@@ -76,11 +77,11 @@ int exp_store_read_experiment(exp_store *s, int64_t id, exp_store_experiment *ou
     sqlite3_stmt *st = NULL;
     const char *sql = id > 0
         ? "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
-          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
-          " WHERE id = ?"
+          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points, config_text"
+          " FROM experiments WHERE id = ?"
         : "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
-          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
-          " ORDER BY id DESC LIMIT 1";
+          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points, config_text"
+          " FROM experiments ORDER BY id DESC LIMIT 1";
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         char what[96];
         snprintf(what, sizeof what, "not a crsim result database of version %d",
@@ -104,6 +105,7 @@ int exp_store_read_experiment(exp_store *s, int64_t id, exp_store_experiment *ou
         out->report_rate_rps = exp__store_col_real(st, 10);
         out->n_runs_planned = sqlite3_column_int64(st, 11);
         out->n_points = sqlite3_column_int64(st, 12);
+        out->config_text = exp__store_col_dup(st, 13);
     } else if (step == SQLITE_DONE) {
         if (id > 0)
             rc = SIM_ERROR(SIM_EINVAL, "%s: no experiment with id %lld (see: sqlite3 %s "
