@@ -60,6 +60,12 @@ chk docs/engine.md "view of queued tokens is exact and instantaneous" "the defau
     { echo "FAIL: regime --help says --trace takes JSONL only"; fails=$((fails + 1)); }
 grep -q '^build/crsim export ' "$SRC/README.md" ||
     { echo "FAIL: the README's usage list omits export"; fails=$((fails + 1)); }
+# The README's docs index lists every doc (issue 39 item 11).
+for f in "$SRC"/docs/*.md; do
+    d=docs/$(basename "$f")
+    grep -q "^| \[$d\]($d) |" "$SRC/README.md" ||
+        { echo "FAIL: README.md's documentation index lacks $d"; fails=$((fails + 1)); }
+done
 [ "$n" -gt 0 ] || { echo "FAIL: no runnable block found"; exit 1; }
 [ "$fails" -eq 0 ] && echo "doc_commands: $n runnable blocks ran"
 exit "$fails"

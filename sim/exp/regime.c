@@ -691,6 +691,11 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
     fprintf(out, "calibration: q_cap %.3g requests/s per destination, W = %lld warm slots "
             "(C = %llu keys) [%.1f s]\n", ev->q_cap, (long long)ev->slots,
             (unsigned long long)ev->n_dest * (unsigned long long)ev->slots, ev->calib_wall_s);
+    if (ev->trace_rule[0])
+        fprintf(out, "calibration: a trace is replayed whole on the one destination (its keys "
+                "cannot be narrowed to the top W), so this q_cap is pessimistic for a "
+                "destination under affinity; the simulation grid below moves until both "
+                "routers are resolved (docs/qcap.md)\n");
     if (ev->n_ext)
         fprintf(out, "calibration: the SLO failed at the lowest grid load; the grid was "
                 "extended down to %.4g requests/s (%zu probes)\n", ev->ext_low, ev->n_ext);
