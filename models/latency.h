@@ -24,7 +24,7 @@
  *    rare: the gap across a preemption (the token after a recompute comes
  *    from a prefill step) is not counted, and steps are selected by their
  *    end time (a time window), not by the request they served.
- *  - Goodput (DistServe, Zhong et al., OSDI 2024, §2: requests served
+ *  - Goodput (DistServe, Zhong et al., OSDI 2024: requests served
  *    within both a TTFT and a TPOT SLO; counted per request as vLLM's
  *    `--goodput`): completed requests with TTFT <= ttft_s and TPOT <=
  *    tpot_s (TPOT 0 for a request of one output token, as vLLM), per

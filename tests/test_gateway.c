@@ -383,7 +383,8 @@ static void check_blind_run(const route_type *blind, const route_type *seeing,
 static void test_blind(void)
 {
     static const char *const blind[] = {"sticky", "chwbl", "cacheroute", "cr_replicate",
-                                        "cr_affinity", "sglang_cache_aware", "dynamo_kv"};
+                                        "cr_affinity", "sglang_cache_aware", "dynamo_kv",
+                                        "round_robin", "random"};
     const size_t nb = sizeof blind / sizeof *blind;
     size_t n_blind = 0;
     for (size_t i = 0; route_names[i]; i++)

@@ -144,8 +144,8 @@ if "$CRSIM" report "$DB" --experiment 1 >"$TMP/t1" 2>"$TMP/e1"; then
         "≥ 200 (R 3/3)" "64.0 ± 1.0 %" "93.0 ± 0.5 %" "5.75 s" "inf" "30 ± 0"
     grep -q "WARNING" "$TMP/t1" && fail "complete experiment flagged partial"
     [ -s "$TMP/e1" ] && fail "warnings for a complete experiment: $(cat "$TMP/e1")"
-    # Row order = order of first run: flat_lb, cacheroute, sticky.
-    order=$(grep -E '^(flat_lb|cacheroute|sticky) ' "$TMP/t1" | cut -d' ' -f1 | tr '\n' ' ')
+    # Row order = order of first run: flat_lb, cacheroute, sticky (the first table).
+    order=$(grep -E '^(flat_lb|cacheroute|sticky) ' "$TMP/t1" | head -3 | cut -d' ' -f1 | tr '\n' ' ')
     [ "$order" = "flat_lb cacheroute sticky " ] && ok "policy order" || fail "policy order '$order'"
     line=$(grep '^flat_lb ' "$TMP/t1")
     case "$line" in *"< 30 (L 3/3)"*"43 ± 12"*"50 ± 0"*"5.75 s"*"1.50"*) ok "flat_lb row" ;;

@@ -298,6 +298,39 @@ static int write_hit(const exp__report *r, const exp__rep_point *pt, const char 
     return close_data(f, path);
 }
 
+/* serving.tsv: one row per policy at the report rate: the serving
+ * metrics of the report's second table (exp__serving_cols; means over
+ * seeds; NaN as '?', +Inf as 'inf') and the joint SLO's capacity
+ * string.  A data file only (no figure). */
+static int write_serving(const exp__report *r, const exp__rep_point *pt, const char *path)
+{
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    fprintf(f, "# crsim plot: serving metrics at %g requests/s, means over seeds, of "
+            "experiment %lld point %lld (s; requests/s; tokens/s)\n# policy", r->rate_rps,
+            (long long)r->id, (long long)pt->point);
+    for (size_t k = 0; k < EXP_SERVING_COLS; k++)
+        fprintf(f, "\t%s", exp__serving_cols[k]);
+    fprintf(f, "\tjoint_capacity\n");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        const exp__rep_cell *cell = &pt->cells[c];
+        fputs(cell->policy, f);
+        for (size_t k = 0; k < EXP_SERVING_COLS; k++) {
+            if (isinf(cell->serving[k]))
+                fputs("\tinf", f);
+            else
+                put_num(f, cell->serving[k]);
+        }
+        char buf[160] = "-";
+        if (r->joint)
+            exp_capacity_format(&cell->joint, buf, sizeof buf);
+        fprintf(f, "\t%s\n", buf);
+    }
+    return close_data(f, path);
+}
+
 /* ---- timeline (experiment.timeline_s) ---- */
 
 /* One line of the timeline figure: a (point, policy) at the report rate,
@@ -806,6 +839,14 @@ int exp_plot_main(const exp_cli_args *a)
                 printf("wrote %s\n", data.s);
             free(data.s);
             jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
+        }
+        if (rc == SIM_OK) { /* the serving metrics: data only */
+            sbuf data = {0};
+            sb_printf(&data, "%s/serving%s.tsv", dir, sfx);
+            rc = write_serving(r, pt, data.s);
+            if (rc == SIM_OK)
+                printf("wrote %s\n", data.s);
+            free(data.s);
         }
     }
 

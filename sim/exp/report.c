@@ -114,6 +114,7 @@ void exp__report_free(exp__report *r)
     exp_store_stages_free(r->stages, r->n_stages);
     exp_capacity_rows_free(r->cap_rows, r->n_cap_rows);
     free(r->calib);
+    free(r->joint);
     free(r);
 }
 
@@ -457,6 +458,9 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
                 for (size_t s = 0; s < r->n_slos; s++)
                     r->points[p].cells[c].caps[s].sd_rps = NAN;
 
+    /* Serving metrics at the report rate and the joint SLO's capacity. */
+    if ((rc = exp__report_serving_load(db, r)))
+        goto done;
     /* Per destination group (mixed fleets) at the report rate. */
     rc = exp_store_read_groups(db, r->id, r->rate_rps, &r->groups, &r->n_groups);
     /* Closed-loop clients: stage rows, and the per-seed capacities. */
@@ -707,6 +711,17 @@ static void print_legend(const exp__report *r, enum fmt f, FILE *out)
             "p99s, Jain = Jain's index of per-key mean TTFT (1 = equal), means over seeds. "
             "too long: requests over engine.max_model_len, rejected at the gateway (not in "
             "any percentile), mean over seeds.\n");
+    fprintf(out, "serving metrics (second table) at %g requests/s, means over seeds, s: TTFT, "
+            "TPOT = (E2E - TTFT)/(output - 1), ITL = gap between consecutive output tokens "
+            "(every gap pooled, as vLLM bench serve), E2E; req/s and out tok/s: completed "
+            "measured requests and their output tokens per second after warm-up", r->rate_rps);
+    if (r->has_goodput)
+        fprintf(out, "; goodput: those within both experiment.goodput_ttft_s and "
+                "goodput_tpot_s per second (DistServe)");
+    if (r->joint)
+        fprintf(out, "; cap joint SLO: SLO capacity with every term of '%s' holding at once",
+                r->joint);
+    fprintf(out, ".\n");
     if (r->n_groups)
         fprintf(out, "destination groups (mixed fleet): served = share of the run's measured "
                 "requests the group's destinations served; KV hit and ttft_p99 over those "
@@ -810,6 +825,69 @@ static void print_groups(const exp__report *r, const exp__rep_point *pt, enum fm
     fprintf(out, "\n");
 }
 
+/* Seconds with 3 significant digits, "-" when undefined, "inf". */
+static void fmt_sig(double x, char *buf, size_t n)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else if (isinf(x))
+        snprintf(buf, n, "inf");
+    else
+        snprintf(buf, n, "%.3g", x);
+}
+
+/* The serving-metrics table of one point at the report rate
+ * (docs/report.md, "Serving metrics"). */
+static void print_serving(const exp__report *r, const exp__rep_point *pt, enum fmt f, FILE *out)
+{
+    static const char *const head[] = {"TTFT mean/p50/p90/p99", "TPOT mean/p50/p90/p99",
+                                       "ITL mean/p50/p90/p99", "E2E mean/p50/p90/p99"};
+    const bool joint = r->joint != NULL;
+    const size_t cols = 1 + 4 + 2 + (r->has_goodput ? 1 : 0) + (joint ? 1 : 0);
+    table t = {.rows = pt->n_cells + 1, .cols = cols};
+    t.cell = sim_xcalloc(t.rows * t.cols, sizeof *t.cell);
+    char buf[200];
+    snprintf(buf, sizeof buf, "policy @%g", r->rate_rps);
+    table_set(&t, 0, 0, buf);
+    for (size_t k = 0; k < 4; k++)
+        table_set(&t, 0, 1 + k, head[k]);
+    table_set(&t, 0, 5, "req/s");
+    table_set(&t, 0, 6, "out tok/s");
+    if (r->has_goodput)
+        table_set(&t, 0, 7, "goodput req/s");
+    if (joint)
+        table_set(&t, 0, cols - 1, "cap joint SLO");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        const exp__rep_cell *cell = &pt->cells[c];
+        table_set(&t, c + 1, 0, cell->policy);
+        for (size_t k = 0; k < 4; k++) {
+            char v[4][32];
+            for (size_t q = 0; q < 4; q++)
+                fmt_sig(cell->serving[4 * k + q], v[q], sizeof v[q]);
+            snprintf(buf, sizeof buf, "%s / %s / %s / %s", v[0], v[1], v[2], v[3]);
+            table_set(&t, c + 1, 1 + k, buf);
+        }
+        fmt_sig(cell->serving[16], buf, sizeof buf);
+        table_set(&t, c + 1, 5, buf);
+        fmt_sig(cell->serving[17], buf, sizeof buf);
+        table_set(&t, c + 1, 6, buf);
+        if (r->has_goodput) {
+            fmt_sig(cell->serving[18], buf, sizeof buf);
+            table_set(&t, c + 1, 7, buf);
+        }
+        if (joint) {
+            exp_capacity_agg a = cell->joint;
+            if (r->n_seed_loads && r->n_seed_identical == r->n_seed_loads)
+                a.sd_rps = NAN; /* identical seeds: one value */
+            exp_capacity_format(&a, buf, sizeof buf);
+            table_set(&t, c + 1, cols - 1, buf);
+        }
+    }
+    table_print(&t, f, out);
+    table_free(&t);
+    fprintf(out, "\n");
+}
+
 static void print_tables(const exp__report *r, enum fmt f, FILE *out)
 {
     print_header(r, f, out);
@@ -878,6 +956,7 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
         table_print(&t, f, out);
         table_free(&t);
         fprintf(out, "\n");
+        print_serving(r, pt, f, out);
         print_groups(r, pt, f, out);
     }
     exp__report_print_clients(r, f == FMT_MARKDOWN, out);

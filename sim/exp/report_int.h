@@ -39,6 +39,18 @@ typedef struct exp__rep_load {
                                 did not vary the request stream */
 } exp__rep_load;
 
+/* The serving metrics the report shows (run_metrics columns): TTFT, TPOT,
+ * ITL and E2E mean/p50/p90/p99, then requests/s, output tokens/s and
+ * goodput (docs/report.md, "Serving metrics"). */
+#define EXP_SERVING_COLS 19
+extern const char *const exp__serving_cols[EXP_SERVING_COLS];
+
+/* Fill every cell's serving[] and joint from the runs and the joint
+ * capacities (sim/exp/report_serving.c); r->joint set when the experiment
+ * has a joint SLO.  Returns SIM_OK or the store's errors. */
+struct exp__report;
+int exp__report_serving_load(exp_store *db, struct exp__report *r);
+
 /* One (point, policy): a row of a report table. */
 typedef struct exp__rep_cell {
     char *policy;
@@ -47,6 +59,11 @@ typedef struct exp__rep_cell {
     size_t n_loads;
     const exp__rep_load *at_rate; /* the report rate's entry, or NULL if not tested */
     exp_capacity_agg *caps;   /* one per threshold (exp__report.slos order) */
+    /* Serving metrics at the report rate, means over seeds (+Inf if a seed
+     * is +Inf, NaN if none defined), in the order of exp__serving_cols. */
+    double serving[EXP_SERVING_COLS];
+    size_t serving_n[EXP_SERVING_COLS]; /* seeds with a value, per column */
+    exp_capacity_agg joint;   /* capacity under exp__report.joint (n_seeds 0: none) */
 } exp__rep_cell;
 
 /* One sweep point: a report table. */
@@ -96,6 +113,8 @@ typedef struct exp__report {
     size_t n_cap_rows;
     char *calib;              /* calibration notes (exp_setup_calib_notes),
                                  complete lines or ""; owned */
+    char *joint;              /* experiments.joint_slo, NULL when none */
+    bool has_goodput;         /* goodput bounds were set */
 } exp__report;
 
 /* Load experiment `id` (0 = the latest, highest id) of the store `db`
