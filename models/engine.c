@@ -737,7 +737,8 @@ static inline void admit_waiting(engine *e, double now, uint32_t *budget_io)
         }
         uint32_t m = 0, unpinned = 0;
         if (e->p.prefix_caching) {
-            /* Leave at least one token to compute, as vLLM does. */
+            /* Leave at least one token to compute, as vLLM (and SGLang)
+             * do. */
             uint32_t cap = (seq_len(er) - 1) / bs;
             m = head_match(e, er, r->n_blocks < cap ? r->n_blocks : cap, &unpinned);
         }
@@ -771,7 +772,6 @@ static inline void admit_waiting(engine *e, double now, uint32_t *budget_io)
         batch_add(e, er, n);
         *budget_io -= n;
     }
-
 }
 
 static double sglang_try_start(engine *e, double now);

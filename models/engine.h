@@ -12,7 +12,9 @@
  * left to compute) is reused.  When a running request needs a block and
  * none is free, the most recently admitted running request is preempted:
  * its blocks are released (cached ones stay matchable) and it is recomputed
- * later.  A step's duration comes from the cost model.
+ * later.  A step's duration comes from the cost model.  With
+ * engine_params.flavor ENGINE_SGLANG the engine follows SGLang's scheduler
+ * instead (prefill and decode batches apart; see engine_params).
  *
  * What this version leaves out (issue "Engine fidelity"): hashes of
  * generated-output blocks (only prompt blocks enter the cache, so the next

@@ -603,6 +603,35 @@ static void test_lpm_fallback(void)
     free(er);
 }
 
+/* SGLang: the chunks of a prefill in progress are matchable from the next
+ * step.  Chunk budget 160: A (250 tokens, 2 out) computes 160 in step 1;
+ * B (176 tokens, A's first 11 blocks) arrives during it and is admitted in
+ * step 2 beside A's last 90 tokens, hitting the 10 blocks of A's first
+ * chunk: 1 ms + (90 + 16) us.  Step 3: A's decode. */
+static void test_sglang_chunk_prefix(void)
+{
+    log_ctx l = {0};
+    engine_hooks h = {.ctx = &l, .first_token = hk_first, .finish = hk_finish};
+    engine_params p = {.block_size = 16, .max_num_batched_tokens = 160, .max_num_seqs = 8,
+                       .prefix_caching = true, .flavor = ENGINE_SGLANG};
+    cost_model cm = simple_cost();
+    engine *e = engine_create(0, 1000, &p, &cm, &h);
+    wl_request a = make_req(0, 250, 2, 16, 3), b = make_req(1, 176, 1, 16, 3);
+    engine_req ea = {.r = &a}, eb = {.r = &b};
+    engine_submit(e, &ea, 0);
+    double t = engine_try_start(e, 0);
+    engine_submit(e, &eb, 0.0005);
+    engine_step_done(e, t);
+    drain(e, t);
+    CHECK_INT_EQ(eb.hit_tokens, 160);
+    CHECK_NEAR(l.first_t[0], 0.001160 + 0.001106, 1e-12);
+    CHECK_NEAR(l.first_t[1], 0.001160 + 0.001106, 1e-12);
+    CHECK_NEAR(l.finish_t[0], 0.001160 + 0.001106 + 0.001001, 1e-12);
+    engine_destroy(e);
+    free_req(&a, &ea);
+    free_req(&b, &eb);
+}
+
 static void test_sglang_chunk_default(void)
 {
     const double gib = 1073741824.0;
@@ -628,6 +657,7 @@ int main(void)
     test_queue_order(ENGINE_FCFS);
     test_queue_order(ENGINE_LPM);
     test_lpm_fallback();
+    test_sglang_chunk_prefix();
     test_sglang_chunk_default();
     puts("engine: ok");
     return 0;
