@@ -12,12 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "sim/core/error.h"
 #include "sim/core/metrics.h"
 #include "sim/exp/report_int.h"
-#include "sim/exp/store_int.h"
+#include "sim/exp/store.h"
 
 /* Share of the measured requests, largest prompts first, that form the
  * "long" tail (1 %: the p99's own share of the requests). */
@@ -84,42 +82,6 @@ int exp__regime_split(const double *prompt, const double *uncached, const double
     return SIM_OK;
 }
 
-/* The measured requests of run `run_id` into the three arrays (owned by
- * the caller); their count into *n. */
-static int read_requests(sqlite3 *db, int64_t run_id, double **prompt, double **unc,
-                         double **ttft, size_t *n)
-{
-    sqlite3_stmt *st = NULL;
-    *n = 0;
-    *prompt = *unc = *ttft = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT prompt_tokens, hit_tokens, ttft_s FROM requests WHERE run_id = ?"
-                           " AND measured = 1 AND status <> 'too_long' ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return SIM_ERROR(SIM_EDB, "regime: reading requests: %s", sqlite3_errmsg(db));
-    sqlite3_bind_int64(st, 1, run_id);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            *prompt = sim_xrealloc(*prompt, cap * sizeof **prompt);
-            *unc = sim_xrealloc(*unc, cap * sizeof **unc);
-            *ttft = sim_xrealloc(*ttft, cap * sizeof **ttft);
-        }
-        double p = (double)sqlite3_column_int64(st, 0), h = (double)sqlite3_column_int64(st, 1);
-        (*prompt)[*n] = p;
-        (*unc)[*n] = p - h;
-        (*ttft)[*n] = sqlite3_column_type(st, 2) == SQLITE_NULL ? INFINITY
-                                                                 : sqlite3_column_double(st, 2);
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return SIM_ERROR(SIM_EDB, "regime: reading requests: %s", sqlite3_errmsg(db));
-    return SIM_OK;
-}
-
 static void fmt_s(double x, char *buf, size_t n)
 {
     if (isinf(x))
@@ -139,32 +101,9 @@ int exp__report_regime(const char *path, const exp__report *r, bool markdown, FI
     int rc = exp_store_open_read(path, &store);
     if (rc)
         return rc;
-    sqlite3 *db = store->db;
-    sqlite3_stmt *st = NULL;
     /* Only experiments with per-request records get the statement. */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT 1 FROM runs r WHERE r.experiment_id = ? AND EXISTS "
-                           "(SELECT 1 FROM requests q WHERE q.run_id = r.id) LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK) {
-        exp_store_close(store);
-        return SIM_OK;
-    }
-    sqlite3_bind_int64(st, 1, r->id);
-    bool any = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    st = NULL;
-    if (!any) {
-        exp_store_close(store);
-        return SIM_OK;
-    }
-    if (sqlite3_prepare_v2(db,
-                           "SELECT r.id, m.imbalance_work FROM runs r JOIN run_metrics m ON "
-                           "m.run_id = r.id WHERE r.experiment_id = ? AND r.point = ? AND "
-                           "r.policy = ? AND r.rate_rps = ? AND r.status = 'complete' AND "
-                           "EXISTS (SELECT 1 FROM requests q WHERE q.run_id = r.id) "
-                           "ORDER BY r.seed",
-                           -1, &st, NULL) != SQLITE_OK) {
-        /* A database without the requests table: nothing to say. */
+    bool any = false;
+    if (exp_store_has_requests(store, r->id, &any) != SIM_OK || !any) {
         exp_store_close(store);
         return SIM_OK;
     }
@@ -188,24 +127,22 @@ int exp__report_regime(const char *path, const exp__report *r, bool markdown, FI
                 continue;
             }
             const double load = cell->loads[j].load_rps;
-            sqlite3_reset(st);
-            sqlite3_bind_int64(st, 1, r->id);
-            sqlite3_bind_int64(st, 2, pt->point);
-            sqlite3_bind_text(st, 3, cell->policy, -1, SQLITE_STATIC);
-            sqlite3_bind_double(st, 4, load);
+            int64_t *ids = NULL;
+            double *imb = NULL;
+            size_t n_runs = 0;
             double sl = 0, sr = 0, su = 0, spl = 0, spr = 0, simb = 0;
             size_t ns = 0, nimb = 0;
-            int step;
-            while (rc == SIM_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t run_id = sqlite3_column_int64(st, 0);
-                if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
-                    simb += sqlite3_column_double(st, 1);
+            rc = exp_store_request_runs(store, r->id, pt->point, cell->policy, load, &ids, &imb,
+                                        &n_runs);
+            for (size_t k = 0; rc == SIM_OK && k < n_runs; k++) {
+                if (!isnan(imb[k])) {
+                    simb += imb[k];
                     nimb++;
                 }
                 double *pr = NULL, *un = NULL, *tt = NULL;
                 size_t n = 0;
                 exp__regime g;
-                rc = read_requests(db, run_id, &pr, &un, &tt, &n);
+                rc = exp_store_request_sizes(store, ids[k], &pr, &un, &tt, &n);
                 if (rc == SIM_OK && exp__regime_split(pr, un, tt, n, &g) == SIM_OK) {
                     sl += g.p99_long;
                     sr += g.p99_rest;
@@ -218,6 +155,8 @@ int exp__report_regime(const char *path, const exp__report *r, bool markdown, FI
                 free(un);
                 free(tt);
             }
+            free(ids);
+            free(imb);
             if (rc)
                 break;
             if (ns == 0) {
@@ -240,7 +179,6 @@ int exp__report_regime(const char *path, const exp__report *r, bool markdown, FI
         }
     }
     fprintf(out, "\n");
-    sqlite3_finalize(st);
     exp_store_close(store);
     return rc;
 }

@@ -458,4 +458,25 @@ void exp_store_shard_detach(exp_store *s);
  * *n.  Returns SIM_OK or SIM_EDB. */
 int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n);
 
+/* The regime statement's reads (sim/exp/store_regime.c, docs/report.md
+ * "Which regime limits capacity").  Whether experiment `exp_id` has any
+ * per-request records into *any (false, not an error, for a database
+ * without a requests table).  Returns SIM_OK or SIM_EDB. */
+int exp_store_has_requests(exp_store *s, int64_t exp_id, bool *any);
+
+/* The complete runs of (exp_id, point, policy, rate_rps, in requests/s)
+ * that carry per-request records, in seed order: their ids into *run_id
+ * and their served-work imbalance (max/mean, NAN when not stored) into
+ * *imbalance, *n of each (malloc'd, the caller frees both).  Returns
+ * SIM_OK or SIM_EDB (then both NULL and *n 0). */
+int exp_store_request_runs(exp_store *s, int64_t exp_id, int64_t point, const char *policy,
+                           double rate_rps, int64_t **run_id, double **imbalance, size_t *n);
+
+/* The measured requests of run `run_id` (too-long ones excluded), in id
+ * order: prompt tokens, uncached tokens (prompt - prefix hit) and TTFT in s
+ * (+Inf without a first token), *n of each (malloc'd, the caller frees
+ * all three).  Returns SIM_OK or SIM_EDB (then NULL and *n 0). */
+int exp_store_request_sizes(exp_store *s, int64_t run_id, double **prompt, double **uncached,
+                            double **ttft, size_t *n);
+
 #endif
