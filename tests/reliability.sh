@@ -164,3 +164,11 @@ for p in range(last + 1, last + 301):
     "$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run with a linked cache: $(cat "$TMP/err")"
     [ -f "$TMP/d4/$cache" ] && [ ! -L "$TMP/d4/$cache" ] && echo "ok: a symlink at the cache's name is replaced, not read" || fail "a symlink at the cache's name stayed"
 fi
+
+# ---- D10: Azure date-times far apart: a range error, not a wrapped product ----
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2023-11-16 00:00:05,100,20\n2700-01-01 00:00:00,100,20\n' >"$TMP/az.csv"
+expect_error 2 "az.csv:4: '2700-01-01 00:00:00' in column 'TIMESTAMP' is 676 years from the first row's date-time; expected rows within 292 years" -- "$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az.csv" --requests 3
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2317-01-01 00:00:00,100,20\n' >"$TMP/az2.csv"
+expect_error 2 "az2.csv:3: '2317-01-01 00:00:00' in column 'TIMESTAMP' is 293 years from the first" -- "$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az2.csv" --requests 3
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2315-01-01 00:00:00,100,20\n' >"$TMP/az3.csv"
+"$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az3.csv" --requests 3 2>"$TMP/err" | grep -q "2 requests" && echo "ok: 291 years apart still read" || fail "291 years apart: $(cat "$TMP/err")"
