@@ -172,3 +172,18 @@ printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n231
 expect_error 2 "az2.csv:3: '2317-01-01 00:00:00' in column 'TIMESTAMP' is 293 years from the first" -- "$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az2.csv" --requests 3
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2315-01-01 00:00:00,100,20\n' >"$TMP/az3.csv"
 "$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az3.csv" --requests 3 2>"$TMP/err" | grep -q "2 requests" && echo "ok: 291 years apart still read" || fail "291 years apart: $(cat "$TMP/err")"
+
+# ---- D11: fault destinations are checked against the cluster.groups fleet at load ----
+cat >"$TMP/gf.yaml" <<'Y'
+experiment: {name: gf, policies: [flat_lb], rates: [5], warmup_s: 5, min_measured: 10}
+cluster:
+  groups:
+    - {name: h100, destinations: 2}
+    - {name: h200, destinations: 1, hardware: h200-sxm}
+faults: {events: ["30:slow:3:3"]}
+workload: {type: synthetic, duration_s: 100, keys: {n: 100}}
+Y
+expect_error 2 "gf.yaml:6: key 'faults.events' item 0 is '30:slow:3:3': destination 3 of 3; expected DEST in \[0, 2\]" -- "$CRSIM" run "$TMP/gf.yaml" --dry-run
+expect_error 2 "destination 3 of 3" -- "$CRSIM" run "$TMP/gf.yaml" --set "experiment.db=$TMP/gf.db"
+[ -e "$TMP/gf.db" ] && fail "a fault beyond the groups' fleet created $TMP/gf.db" || echo "ok: nothing written"
+"$CRSIM" run "$TMP/gf.yaml" --dry-run --set 'faults.events=["30:slow:2:3"]' >/dev/null 2>"$TMP/err" && echo "ok: destination 2 of 3 passes" || fail "destination 2 of 3: $(cat "$TMP/err")"

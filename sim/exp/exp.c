@@ -511,7 +511,8 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
 }
 
 /* faults.events: parse every entry (models/cluster.h cluster_fault_parse)
- * and check them against cluster.destinations, each error at its list
+ * and check them against cluster.destinations (with cluster.groups: their
+ * sum, set by check_groups, which runs first), each error at its list
  * item; mtbf_s with its mttr_s. */
 static int check_faults(const sim_cfgdoc *d, exp_config *cfg)
 {
@@ -557,10 +558,12 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
     free(sections);
     if (rc == SIM_OK)
         rc = wl_config_bind(d, &cfg->wl);
-    if (rc == SIM_OK)
-        rc = check_faults(d, cfg);
+    /* Groups first: they set cluster.destinations to the fleet's size,
+     * which the fault destinations are checked against (issue 38 D11). */
     if (rc == SIM_OK)
         rc = check_groups(d, cfg);
+    if (rc == SIM_OK)
+        rc = check_faults(d, cfg);
     if (rc == SIM_OK && cfg->scrape_interval_s == 0 && cfg->scrape_delay_s > 0) {
         char at[512];
         if (!sim_cfgdoc_locate(d, "gateway.scrape_delay_s", NULL, at, sizeof at))
