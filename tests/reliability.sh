@@ -187,3 +187,21 @@ expect_error 2 "gf.yaml:6: key 'faults.events' item 0 is '30:slow:3:3': destinat
 expect_error 2 "destination 3 of 3" -- "$CRSIM" run "$TMP/gf.yaml" --set "experiment.db=$TMP/gf.db"
 [ -e "$TMP/gf.db" ] && fail "a fault beyond the groups' fleet created $TMP/gf.db" || echo "ok: nothing written"
 "$CRSIM" run "$TMP/gf.yaml" --dry-run --set 'faults.events=["30:slow:2:3"]' >/dev/null 2>"$TMP/err" && echo "ok: destination 2 of 3 passes" || fail "destination 2 of 3: $(cat "$TMP/err")"
+
+# ---- D6: merge checks each shard's schema version and is atomic ----
+M="$CRSIM run $TINY --quiet --set experiment.seeds=[1,2]"
+$M --shard 0/2 --set "experiment.db=$TMP/sh0.db" >/dev/null 2>&1
+$M --shard 1/2 --set "experiment.db=$TMP/sh1.db" >/dev/null 2>&1
+cp "$TMP/sh1.db" "$TMP/v999.db" && q "$TMP/v999.db" "UPDATE meta SET value = '999' WHERE key = 'schema_version'"
+cp "$TMP/sh1.db" "$TMP/dropcol.db" && q "$TMP/dropcol.db" "ALTER TABLE run_metrics DROP COLUMN hit_rate"
+v=$(sed -n 's/^#define EXP_STORE_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$ROOT/sim/exp/store.h")
+expect_error 2 "v999.db: result schema version 999; this crsim merges version $v" -- "$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/v999.db"
+[ -e "$TMP/mg.db" ] && fail "a refused merge created its output" || echo "ok: a refused merge creates no output"
+expect_error 2 "dropcol.db: cannot copy its runs (.*); expected an unaltered crsim result database of schema version $v" -- "$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/dropcol.db"
+# a merge failing after its first shard leaves an existing output as it was
+"$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/sh1.db" >/dev/null 2>"$TMP/err" || fail "merge: $(cat "$TMP/err")"
+before=$(q "$TMP/mg.db" "SELECT group_concat(id || ':' || status) FROM experiments")
+"$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/dropcol.db" >/dev/null 2>&1
+after=$(q "$TMP/mg.db" "SELECT group_concat(id || ':' || status) FROM experiments")
+left=$(ls "$TMP" | grep -c "mg.db.merge-")
+[ "$before" = "1:complete" ] && [ "$after" = "$before" ] && [ "$left" = 0 ] && echo "ok: a failed merge leaves the output unchanged ($after)" || fail "failed merge: experiments before $before, after $after, $left temporary file(s) left"

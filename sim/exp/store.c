@@ -1080,6 +1080,26 @@ int exp_store_shard_attach(exp_store *s, const char *path, exp_store_shard *out)
     if (rc)
         return rc;
     sqlite3_stmt *st = NULL;
+    /* The shard's schema version first, as run and report check theirs
+     * (issue 38 D6). */
+    int have = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM src.meta WHERE key = 'schema_version'", -1,
+                           &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        have = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (have < 0) {
+        exp_store_shard_detach(s);
+        return SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (no meta.schema_version); "
+                         "expected the output of crsim run --shard", path);
+    }
+    if (have != EXP_STORE_SCHEMA_VERSION) {
+        exp_store_shard_detach(s);
+        return SIM_ERROR(SIM_EINVAL, "%s: result schema version %d; this crsim merges version "
+                         "%d (re-run the shard with this build)", path, have,
+                         EXP_STORE_SCHEMA_VERSION);
+    }
     if (sqlite3_prepare_v2(s->db, "SELECT id, config_hash, n_runs_planned, status FROM "
                            "src.experiments ORDER BY id DESC LIMIT 1", -1, &st, NULL) !=
         SQLITE_OK) {
@@ -1213,6 +1233,15 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         "DROP TABLE idmap;",
         (long long)exp_id, (long long)sh->id, (long long)exp_id, (long long)sh->id),
         "cannot copy the shard's runs");
+    if (rc) {
+        /* The shard passed the version check: a table or column it lacks
+         * makes it an altered or damaged file, i.e. bad input. */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sim_errmsg());
+        rc = SIM_ERROR(SIM_EINVAL, "%s: cannot copy its runs (%s); expected an unaltered crsim "
+                       "result database of schema version %d", sh->path, msg,
+                       EXP_STORE_SCHEMA_VERSION);
+    }
     if (rc == SIM_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = exp__store_dberr(s, "cannot commit the shard's runs");
     if (rc)
@@ -1234,5 +1263,22 @@ int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n)
     else
         rc = exp__store_dberr(s, "cannot count the merged runs");
     sqlite3_finalize(st);
+    return rc;
+}
+
+int exp_store_copy_to(const char *path, const char *dest)
+{
+    sqlite3 *db = NULL;
+    int rc = SIM_OK;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = SIM_ERROR(SIM_EDB, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "");
+    } else {
+        sqlite3_busy_timeout(db, busy_timeout_ms());
+        char *sql = sqlite3_mprintf("VACUUM INTO %Q", dest);
+        if (!sql || sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            rc = SIM_ERROR(SIM_EDB, "%s: cannot copy to %s: %s", path, dest, sqlite3_errmsg(db));
+        sqlite3_free(sql);
+    }
+    sqlite3_close(db);
     return rc;
 }

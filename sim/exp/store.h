@@ -408,4 +408,9 @@ void exp_store_shard_detach(exp_store *s);
  * *n.  Returns SIM_OK or SIM_EDB. */
 int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n);
 
+/* Copy the database at `path` into the new file `dest` (which must not
+ * exist or be empty), as one consistent snapshot (SQLite VACUUM INTO).
+ * Returns SIM_OK or SIM_EDB. */
+int exp_store_copy_to(const char *path, const char *dest);
+
 #endif
