@@ -205,3 +205,14 @@ before=$(q "$TMP/mg.db" "SELECT group_concat(id || ':' || status) FROM experimen
 after=$(q "$TMP/mg.db" "SELECT group_concat(id || ':' || status) FROM experiments")
 left=$(ls "$TMP" | grep -c "mg.db.merge-")
 [ "$before" = "1:complete" ] && [ "$after" = "$before" ] && [ "$left" = 0 ] && echo "ok: a failed merge leaves the output unchanged ($after)" || fail "failed merge: experiments before $before, after $after, $left temporary file(s) left"
+
+# ---- C11: a write error on standard output fails the command ----
+if [ -w /dev/full ]; then
+    for cmd in "run $TINY --dry-run" "workload describe $TINY --requests 100" "help config" "version"; do
+        $CRSIM $cmd >/dev/full 2>"$TMP/err"
+        st=$?
+        [ $st -eq 2 ] && grep -q "cannot write standard output" "$TMP/err" && echo "ok: crsim $cmd > /dev/full: exit 2" || fail "crsim $cmd > /dev/full: exit $st: $(cat "$TMP/err")"
+    done
+else
+    echo "skip: C11 (no /dev/full)"
+fi

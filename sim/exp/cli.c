@@ -1036,7 +1036,25 @@ void exp_hugepages(char **argv)
 #endif
 }
 
+static int cli_main(int argc, char **argv);
+
+/* Every command's standard output is checked once, at the end: a write
+ * error (a full disk, /dev/full, a closed pipe's EPIPE) is a failure
+ * with exit status 2, as report and export already did (issue 38 C11). */
 int exp_cli_main(int argc, char **argv)
+{
+    int status = cli_main(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "crsim: cannot write standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        if (status == 0)
+            status = SIM_EXIT_BADINPUT;
+    }
+    return status;
+}
+
+static int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
         print_commands_usage(stderr);
