@@ -216,3 +216,17 @@ if [ -w /dev/full ]; then
 else
     echo "skip: C11 (no /dev/full)"
 fi
+
+# ---- C14: bytes after the last gzip member are an error (as gzip -t says) ----
+G="$TMP/gz"
+mkdir -p "$G"
+awk 'BEGIN { for (i = 0; i < 300; i++) printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n", i * 50, 1000, i % 5, 100 + i }' >"$G/t.jsonl"
+gzip -c "$G/t.jsonl" >"$G/t.jsonl.gz"
+head -150 "$G/t.jsonl" | gzip -c >"$G/c.jsonl.gz" && tail -150 "$G/t.jsonl" | gzip -c >>"$G/c.jsonl.gz"
+cp "$G/t.jsonl.gz" "$G/g.jsonl.gz" && printf 'garbage' >>"$G/g.jsonl.gz"
+DESC="env CRSIM_TRACE_CACHE=off $CRSIM workload describe $TMP/d5.yaml --requests 10"
+plain=$($DESC --set "workload.trace=$G/t.jsonl" 2>&1 | sed 1d)
+for f in t.jsonl.gz c.jsonl.gz; do
+    [ "$($DESC --set "workload.trace=$G/$f" 2>&1 | sed 1d)" = "$plain" ] && echo "ok: $f reads as the plain file" || fail "$f differs from the plain file"
+done
+expect_error 2 "g.jsonl.gz:301: cannot read: Bad message" -- $DESC --set "workload.trace=$G/g.jsonl.gz"
