@@ -230,3 +230,19 @@ for f in t.jsonl.gz c.jsonl.gz; do
     [ "$($DESC --set "workload.trace=$G/$f" 2>&1 | sed 1d)" = "$plain" ] && echo "ok: $f reads as the plain file" || fail "$f differs from the plain file"
 done
 expect_error 2 "g.jsonl.gz:301: cannot read: Bad message" -- $DESC --set "workload.trace=$G/g.jsonl.gz"
+
+# ---- C9: one decimal number reader: no hexadecimal, inf, nan; ranges in the value's type ----
+{ echo 'Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type'; i=1; while [ $i -le 20 ]; do echo "$i,ChatGPT,100,20,120,Conversation log"; i=$((i + 1)); done; } >"$TMP/b.csv"
+cp "$TMP/b.csv" "$TMP/bhex.csv" && echo '0x200,ChatGPT,100,20,120,Conversation log' >>"$TMP/bhex.csv"
+cp "$TMP/b.csv" "$TMP/bbig.csv" && echo '1e308,ChatGPT,100,20,120,Conversation log' >>"$TMP/bbig.csv"
+BG="$CRSIM workload describe $TMP/d5.yaml --set workload.trace_format=burstgpt --requests 10"
+expect_error 2 "bhex.csv:22: '0x200' in column 'Timestamp' is not a time" -- $BG --set "workload.trace=$TMP/bhex.csv"
+expect_error 2 "bbig.csv:22: '1e308' in column 'Timestamp' is not a time" -- $BG --set "workload.trace=$TMP/bbig.csv"
+expect_error 2 "item 0 is '0x10:crash:0'; expected TIME_S a decimal number" -- "$CRSIM" run "$TINY" --dry-run --set 'faults.events=["0x10:crash:0"]'
+expect_error 2 "item 0 is '10:slow:0:0x2'; expected FACTOR" -- "$CRSIM" run "$TINY" --dry-run --set 'faults.events=["10:slow:0:0x2"]'
+expect_error 2 "experiment.seeds\[0\]' is 9007199254740993; expected an integer in \[0, 9007199254740992\]" -- "$CRSIM" run "$TINY" --dry-run --set 'experiment.seeds=[9007199254740993]'
+printf 'key,rate\na,1\nb,2\n' >"$TMP/rates.csv"
+expect_error 2 "plan: --q-cap '0x10'; expected a number > 0" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 0x10 --slots 2
+expect_error 2 "plan: --q-cap 'inf'" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap inf --slots 2
+expect_error 2 "--jobs '0x2'" -- "$CRSIM" run "$TINY" --dry-run --jobs 0x2
+"$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 1e1 --slots 2 >/dev/null 2>"$TMP/err" && echo "ok: --q-cap 1e1 (decimal exponent) accepted" || fail "--q-cap 1e1: $(cat "$TMP/err")"

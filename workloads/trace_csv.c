@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "sim/core/number.h"
 #include "workloads/trace_csv.h"
 
 #include <ctype.h>
@@ -154,7 +155,7 @@ static const struct fmt fmts[] = {
     {"azure", "TIMESTAMP", "ContextTokens", "GeneratedTokens",
      "a UTC date-time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM], non-decreasing"},
     {"burstgpt", "Timestamp", "Request tokens", "Response tokens",
-     "seconds since the trace start (a decimal number >= 0), non-decreasing"},
+     "seconds since the trace start (a decimal number in [0, 1e10]), non-decreasing"},
 };
 
 static int find_col(wl_csv *c, size_t nf, const char *name, size_t *col)
@@ -258,10 +259,8 @@ int wl_trace_csv_load(const char *path, const char *format, const char *key_colu
             }
             t = (double)dns * 1e-9;
         } else {
-            char *end;
-            errno = 0;
-            t = strtod(tc, &end);
-            if (!*tc || *end || !isfinite(t) || t < 0 || isalpha((unsigned char)*tc)) {
+            /* decimal seconds in [0, 1e10] (317 years; sim/core/number.h) */
+            if (!sim_num_real(tc, 0, 1e10, &t)) {
                 rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' is not a time; "
                                "expected %s", path, line, tc, f->time_col, f->time_form);
                 break;
