@@ -246,3 +246,15 @@ expect_error 2 "plan: --q-cap '0x10'; expected a number > 0" -- "$CRSIM" plan --
 expect_error 2 "plan: --q-cap 'inf'" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap inf --slots 2
 expect_error 2 "--jobs '0x2'" -- "$CRSIM" run "$TINY" --dry-run --jobs 0x2
 "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 1e1 --slots 2 >/dev/null 2>"$TMP/err" && echo "ok: --q-cap 1e1 (decimal exponent) accepted" || fail "--q-cap 1e1: $(cat "$TMP/err")"
+
+# ---- C7: a database path that cannot be opened, or a file that is not a database: exit 2 everywhere ----
+echo "not a database" >"$TMP/garbage.db"
+expect_error 2 "garbage.db: cannot read its tables" -- "$CRSIM" run "$TINY" --quiet --set experiment.seeds=[1] --set "experiment.db=$TMP/garbage.db"
+expect_error 2 "garbage.db: not a crsim result database" -- "$CRSIM" report "$TMP/garbage.db"
+expect_error 2 "/proc/crsim-x.db: cannot open or create the database" -- "$CRSIM" run "$TINY" --quiet --set experiment.seeds=[1] --set experiment.db=/proc/crsim-x.db
+expect_error 2 "garbage.db: cannot read its tables" -- "$CRSIM" merge "$TMP/garbage.db" "$TMP/sh0.db"
+
+# ---- C12: an output location is checked before the work ----
+t0=$(date +%s)
+expect_error 2 "/proc/crsim-map/map.tsv: cannot write the map data" -- "$CRSIM" regime "$ROOT/experiments/regime.yaml" --map "workload.prefix.mean=[1,2]" "workload.input.mean=[1,2]" --out /proc/crsim-map --seeds 1
+grep -q calibrating "$TMP/out" && fail "regime --map calibrated before checking --out" || echo "ok: --out checked before calibrating ($(($(date +%s) - t0)) s)"

@@ -202,6 +202,24 @@ static int busy_timeout_ms(void)
     return (int)(v * 1000);
 }
 
+/* The status of a database that cannot be opened as given: a path that
+ * cannot be opened or created, a file that is not a database, a damaged
+ * or read-only one are bad input (exit 2), the same for run, report,
+ * plot, export and merge (docs/harness.md "Exit status"; issue 38 C7);
+ * anything else (a full disk, I/O errors) keeps SIM_EDB (exit 1). */
+static int open_status(const exp_store *s)
+{
+    switch (s->db ? sqlite3_errcode(s->db) : SQLITE_NOMEM) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH: return SIM_EIO;
+    default: return SIM_EDB;
+    }
+}
+
 int exp__store_fail(const exp_store *s, int code, const char *file, const char *what)
 {
     const int ec = s->db ? sqlite3_errcode(s->db) : SQLITE_NOMEM;
@@ -273,7 +291,7 @@ static int check_ours(exp_store *s)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'table' "
                            "ORDER BY name", -1, &st, NULL) != SQLITE_OK)
-        return exp__store_fail(s, SIM_EDB, NULL, "cannot read its tables (expected a crsim "
+        return exp__store_fail(s, open_status(s), NULL, "cannot read its tables (expected a crsim "
                                "result database or a new file)");
     char names[256] = "";
     size_t n = 0, used = 0;
@@ -288,7 +306,7 @@ static int check_ours(exp_store *s)
     }
     sqlite3_finalize(st);
     if (r != SQLITE_DONE)
-        return exp__store_fail(s, SIM_EDB, NULL, "cannot read its tables (expected a crsim "
+        return exp__store_fail(s, open_status(s), NULL, "cannot read its tables (expected a crsim "
                                "result database or a new file)");
     if (n == 0)
         return SIM_OK; /* a new file */
@@ -315,7 +333,7 @@ int exp_store_open(const char *path, exp_store **out)
     s->path = sim_xstrdup(path);
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
-        rc = exp__store_dberr(s, "cannot open");
+        rc = exp__store_fail(s, open_status(s), NULL, "cannot open or create the database");
         exp_store_close(s);
         return rc;
     }
