@@ -10,6 +10,7 @@
  * times are broken by insertion order (sim_evq), which keeps runs
  * bit-for-bit deterministic.
  */
+#include "sim/core/number.h"
 #include "models/cluster.h"
 #include "models/latency.h"
 
@@ -1037,15 +1038,14 @@ int cluster_fault_parse(const char *text, cluster_fault *out, char *why, size_t 
             break;
         *q = '\0';
     }
-    char *end;
     if (nf < 3 || nf > 4) {
         snprintf(why, n, "expected TIME_S:KIND:DEST[:ARG] (e.g. 600:crash:3, 720:recover:3, "
                  "300:slow:5:3)");
         return SIM_EINVAL;
     }
-    out->t_s = strtod(f[0], &end);
-    if (end == f[0] || *end || !isfinite(out->t_s) || out->t_s < 0) {
-        snprintf(why, n, "expected TIME_S a finite number of seconds >= 0, not '%s'", f[0]);
+    if (!sim_num_real(f[0], 0, 1e12, &out->t_s)) {
+        snprintf(why, n, "expected TIME_S a decimal number of seconds in [0, 1e12], not '%s'",
+                 f[0]);
         return SIM_EINVAL;
     }
     out->kind = -1;
@@ -1056,8 +1056,8 @@ int cluster_fault_parse(const char *text, cluster_fault *out, char *why, size_t 
         snprintf(why, n, "expected KIND crash, drain, slow or recover, not '%s'", f[1]);
         return SIM_EINVAL;
     }
-    unsigned long long dv = strtoull(f[2], &end, 10);
-    if (end == f[2] || *end || f[2][0] == '-' || f[2][0] == '+' || dv > UINT32_MAX - 1) {
+    uint64_t dv = 0;
+    if (f[2][0] == '+' || !sim_num_u64(f[2], UINT32_MAX - 1, &dv)) {
         snprintf(why, n, "expected DEST a destination index 0, 1, ..., not '%s'", f[2]);
         return SIM_EINVAL;
     }
@@ -1067,9 +1067,7 @@ int cluster_fault_parse(const char *text, cluster_fault *out, char *why, size_t 
             snprintf(why, n, "expected slow with a factor, TIME_S:slow:DEST:FACTOR (>= 1)");
             return SIM_EINVAL;
         }
-        out->factor = strtod(f[3], &end);
-        if (end == f[3] || *end || !isfinite(out->factor) || out->factor < 1 ||
-            out->factor > 1e6) {
+        if (!sim_num_real(f[3], 1, 1e6, &out->factor)) {
             snprintf(why, n, "expected FACTOR a number in [1, 1e6], not '%s'", f[3]);
             return SIM_EINVAL;
         }

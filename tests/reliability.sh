@@ -164,3 +164,97 @@ for p in range(last + 1, last + 301):
     "$CRSIM" run "$TMP/d4/c.yaml" --dry-run >/dev/null 2>"$TMP/err" || fail "D4 dry run with a linked cache: $(cat "$TMP/err")"
     [ -f "$TMP/d4/$cache" ] && [ ! -L "$TMP/d4/$cache" ] && echo "ok: a symlink at the cache's name is replaced, not read" || fail "a symlink at the cache's name stayed"
 fi
+
+# ---- D10: Azure date-times far apart: a range error, not a wrapped product ----
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2023-11-16 00:00:05,100,20\n2700-01-01 00:00:00,100,20\n' >"$TMP/az.csv"
+expect_error 2 "az.csv:4: '2700-01-01 00:00:00' in column 'TIMESTAMP' is 676 years from the first row's date-time; expected rows within 292 years" -- "$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az.csv" --requests 3
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2317-01-01 00:00:00,100,20\n' >"$TMP/az2.csv"
+expect_error 2 "az2.csv:3: '2317-01-01 00:00:00' in column 'TIMESTAMP' is 293 years from the first" -- "$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az2.csv" --requests 3
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,100,20\n2315-01-01 00:00:00,100,20\n' >"$TMP/az3.csv"
+"$CRSIM" workload describe "$TMP/d5.yaml" --set "workload.trace=$TMP/az3.csv" --requests 3 2>"$TMP/err" | grep -q "2 requests" && echo "ok: 291 years apart still read" || fail "291 years apart: $(cat "$TMP/err")"
+
+# ---- D11: fault destinations are checked against the cluster.groups fleet at load ----
+cat >"$TMP/gf.yaml" <<'Y'
+experiment: {name: gf, policies: [flat_lb], rates: [5], warmup_s: 5, min_measured: 10}
+cluster:
+  groups:
+    - {name: h100, destinations: 2}
+    - {name: h200, destinations: 1, hardware: h200-sxm}
+faults: {events: ["30:slow:3:3"]}
+workload: {type: synthetic, duration_s: 100, keys: {n: 100}}
+Y
+expect_error 2 "gf.yaml:6: key 'faults.events' item 0 is '30:slow:3:3': destination 3 of 3; expected DEST in \[0, 2\]" -- "$CRSIM" run "$TMP/gf.yaml" --dry-run
+expect_error 2 "destination 3 of 3" -- "$CRSIM" run "$TMP/gf.yaml" --set "experiment.db=$TMP/gf.db"
+[ -e "$TMP/gf.db" ] && fail "a fault beyond the groups' fleet created $TMP/gf.db" || echo "ok: nothing written"
+"$CRSIM" run "$TMP/gf.yaml" --dry-run --set 'faults.events=["30:slow:2:3"]' >/dev/null 2>"$TMP/err" && echo "ok: destination 2 of 3 passes" || fail "destination 2 of 3: $(cat "$TMP/err")"
+
+# ---- D6: merge checks each shard's schema version and is atomic ----
+M="$CRSIM run $TINY --quiet --set experiment.seeds=[1,2]"
+$M --shard 0/2 --set "experiment.db=$TMP/sh0.db" >/dev/null 2>&1
+$M --shard 1/2 --set "experiment.db=$TMP/sh1.db" >/dev/null 2>&1
+cp "$TMP/sh1.db" "$TMP/v999.db" && q "$TMP/v999.db" "UPDATE meta SET value = '999' WHERE key = 'schema_version'"
+cp "$TMP/sh1.db" "$TMP/dropcol.db" && q "$TMP/dropcol.db" "ALTER TABLE run_metrics DROP COLUMN hit_rate"
+v=$(sed -n 's/^#define EXP_STORE_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$ROOT/sim/exp/store.h")
+expect_error 2 "v999.db: result schema version 999; this crsim merges version $v" -- "$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/v999.db"
+[ -e "$TMP/mg.db" ] && fail "a refused merge created its output" || echo "ok: a refused merge creates no output"
+expect_error 2 "dropcol.db: cannot copy its runs (.*); expected an unaltered crsim result database of schema version $v" -- "$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/dropcol.db"
+# a merge failing after its first shard leaves an existing output as it was
+"$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/sh1.db" >/dev/null 2>"$TMP/err" || fail "merge: $(cat "$TMP/err")"
+before=$(q "$TMP/mg.db" "SELECT group_concat(id || ':' || status) FROM experiments")
+"$CRSIM" merge "$TMP/mg.db" "$TMP/sh0.db" "$TMP/dropcol.db" >/dev/null 2>&1
+after=$(q "$TMP/mg.db" "SELECT group_concat(id || ':' || status) FROM experiments")
+left=$(ls "$TMP" | grep -c "mg.db.merge-")
+[ "$before" = "1:complete" ] && [ "$after" = "$before" ] && [ "$left" = 0 ] && echo "ok: a failed merge leaves the output unchanged ($after)" || fail "failed merge: experiments before $before, after $after, $left temporary file(s) left"
+
+# ---- C11: a write error on standard output fails the command ----
+if [ -w /dev/full ]; then
+    for cmd in "run $TINY --dry-run" "workload describe $TINY --requests 100" "help config" "version"; do
+        $CRSIM $cmd >/dev/full 2>"$TMP/err"
+        st=$?
+        [ $st -eq 2 ] && grep -q "cannot write standard output" "$TMP/err" && echo "ok: crsim $cmd > /dev/full: exit 2" || fail "crsim $cmd > /dev/full: exit $st: $(cat "$TMP/err")"
+    done
+else
+    echo "skip: C11 (no /dev/full)"
+fi
+
+# ---- C14: bytes after the last gzip member are an error (as gzip -t says) ----
+G="$TMP/gz"
+mkdir -p "$G"
+awk 'BEGIN { for (i = 0; i < 300; i++) printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [%d, %d]}\n", i * 50, 1000, i % 5, 100 + i }' >"$G/t.jsonl"
+gzip -c "$G/t.jsonl" >"$G/t.jsonl.gz"
+head -150 "$G/t.jsonl" | gzip -c >"$G/c.jsonl.gz" && tail -150 "$G/t.jsonl" | gzip -c >>"$G/c.jsonl.gz"
+cp "$G/t.jsonl.gz" "$G/g.jsonl.gz" && printf 'garbage' >>"$G/g.jsonl.gz"
+DESC="env CRSIM_TRACE_CACHE=off $CRSIM workload describe $TMP/d5.yaml --requests 10"
+plain=$($DESC --set "workload.trace=$G/t.jsonl" 2>&1 | sed 1d)
+for f in t.jsonl.gz c.jsonl.gz; do
+    [ "$($DESC --set "workload.trace=$G/$f" 2>&1 | sed 1d)" = "$plain" ] && echo "ok: $f reads as the plain file" || fail "$f differs from the plain file"
+done
+expect_error 2 "g.jsonl.gz:301: cannot read: Bad message" -- $DESC --set "workload.trace=$G/g.jsonl.gz"
+
+# ---- C9: one decimal number reader: no hexadecimal, inf, nan; ranges in the value's type ----
+{ echo 'Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type'; i=1; while [ $i -le 20 ]; do echo "$i,ChatGPT,100,20,120,Conversation log"; i=$((i + 1)); done; } >"$TMP/b.csv"
+cp "$TMP/b.csv" "$TMP/bhex.csv" && echo '0x200,ChatGPT,100,20,120,Conversation log' >>"$TMP/bhex.csv"
+cp "$TMP/b.csv" "$TMP/bbig.csv" && echo '1e308,ChatGPT,100,20,120,Conversation log' >>"$TMP/bbig.csv"
+BG="$CRSIM workload describe $TMP/d5.yaml --set workload.trace_format=burstgpt --requests 10"
+expect_error 2 "bhex.csv:22: '0x200' in column 'Timestamp' is not a time" -- $BG --set "workload.trace=$TMP/bhex.csv"
+expect_error 2 "bbig.csv:22: '1e308' in column 'Timestamp' is not a time" -- $BG --set "workload.trace=$TMP/bbig.csv"
+expect_error 2 "item 0 is '0x10:crash:0'; expected TIME_S a decimal number" -- "$CRSIM" run "$TINY" --dry-run --set 'faults.events=["0x10:crash:0"]'
+expect_error 2 "item 0 is '10:slow:0:0x2'; expected FACTOR" -- "$CRSIM" run "$TINY" --dry-run --set 'faults.events=["10:slow:0:0x2"]'
+expect_error 2 "experiment.seeds\[0\]' is 9007199254740993; expected an integer in \[0, 9007199254740992\]" -- "$CRSIM" run "$TINY" --dry-run --set 'experiment.seeds=[9007199254740993]'
+printf 'key,rate\na,1\nb,2\n' >"$TMP/rates.csv"
+expect_error 2 "plan: --q-cap '0x10'; expected a number > 0" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 0x10 --slots 2
+expect_error 2 "plan: --q-cap 'inf'" -- "$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap inf --slots 2
+expect_error 2 "--jobs '0x2'" -- "$CRSIM" run "$TINY" --dry-run --jobs 0x2
+"$CRSIM" plan --rates "$TMP/rates.csv" --destinations 4 --q-cap 1e1 --slots 2 >/dev/null 2>"$TMP/err" && echo "ok: --q-cap 1e1 (decimal exponent) accepted" || fail "--q-cap 1e1: $(cat "$TMP/err")"
+
+# ---- C7: a database path that cannot be opened, or a file that is not a database: exit 2 everywhere ----
+echo "not a database" >"$TMP/garbage.db"
+expect_error 2 "garbage.db: cannot read its tables" -- "$CRSIM" run "$TINY" --quiet --set experiment.seeds=[1] --set "experiment.db=$TMP/garbage.db"
+expect_error 2 "garbage.db: not a crsim result database" -- "$CRSIM" report "$TMP/garbage.db"
+expect_error 2 "/proc/crsim-x.db: cannot open or create the database" -- "$CRSIM" run "$TINY" --quiet --set experiment.seeds=[1] --set experiment.db=/proc/crsim-x.db
+expect_error 2 "garbage.db: cannot read its tables" -- "$CRSIM" merge "$TMP/garbage.db" "$TMP/sh0.db"
+
+# ---- C12: an output location is checked before the work ----
+t0=$(date +%s)
+expect_error 2 "/proc/crsim-map/map.tsv: cannot write the map data" -- "$CRSIM" regime "$ROOT/experiments/regime.yaml" --map "workload.prefix.mean=[1,2]" "workload.input.mean=[1,2]" --out /proc/crsim-map --seeds 1
+grep -q calibrating "$TMP/out" && fail "regime --map calibrated before checking --out" || echo "ok: --out checked before calibrating ($(($(date +%s) - t0)) s)"

@@ -50,27 +50,110 @@ static int ends_with(const char *s, const char *suffix)
 
 /* ---- gzip through zlib ---- */
 
+/* gzip members decoded with inflate (zlib's gzread ignores bytes after
+ * the last member; gzip -t calls them an error, and so do we: issue 38
+ * C14).  Members may follow each other (`cat a.gz b.gz`, RFC 1952 2.2);
+ * anything else after a member is an error. */
+typedef struct gz_cookie {
+    int fd;
+    z_stream s;
+    int in_eof;    /* the file's end was read */
+    int between;   /* a member ended: the next bytes must start another */
+    int done;      /* the last member ended at the file's end */
+    int err;       /* errno of a failure, reported on the next read */
+    uint8_t in[INFILE_BUF];
+} gz_cookie;
+
+/* Refill the input if empty; 0, or -1 with g->err set. */
+static int gz_fill(gz_cookie *g)
+{
+    while (g->s.avail_in == 0 && !g->in_eof) {
+        ssize_t got = read(g->fd, g->in, sizeof g->in);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            g->err = errno;
+            return -1;
+        }
+        if (got == 0)
+            g->in_eof = 1;
+        g->s.next_in = g->in;
+        g->s.avail_in = (uInt)got;
+    }
+    return 0;
+}
+
 static ssize_t gz_cookie_read(void *c, char *buf, size_t size)
 {
-    gzFile g = c;
-    unsigned want = size > (1u << 30) ? 1u << 30 : (unsigned)size;
-    int n = gzread(g, buf, want);
-    int err = Z_OK;
-    if (n > 0)
-        return n;
-    gzerror(g, &err);
-    /* gzread reports a file cut short (Z_BUF_ERROR, "unexpected end of
-     * file") by returning 0 like a clean end: tell them apart here. */
-    if (n == 0 && err == Z_OK)
+    gz_cookie *g = c;
+    if (g->err) {
+        errno = g->err;
+        return -1;
+    }
+    if (g->done || size == 0)
         return 0;
-    if (err != Z_ERRNO)
-        errno = err == Z_MEM_ERROR ? ENOMEM : EBADMSG;
-    return -1;
+    g->s.next_out = (Bytef *)buf;
+    g->s.avail_out = size > (1u << 30) ? 1u << 30 : (uInt)size;
+    const uInt want = g->s.avail_out;
+    while (g->s.avail_out > 0) {
+        if (gz_fill(g))
+            break;
+        if (g->between) {
+            if (g->s.avail_in == 0) { /* the file ends after a member */
+                g->done = 1;
+                break;
+            }
+            if (g->s.avail_in < 2 && !g->in_eof) { /* the magic may straddle reads */
+                memmove(g->in, g->s.next_in, g->s.avail_in);
+                ssize_t got = read(g->fd, g->in + g->s.avail_in, sizeof g->in - g->s.avail_in);
+                if (got < 0 && errno == EINTR)
+                    continue;
+                if (got < 0) {
+                    g->err = errno;
+                    break;
+                }
+                if (got == 0)
+                    g->in_eof = 1;
+                g->s.next_in = g->in;
+                g->s.avail_in += (uInt)got;
+                continue;
+            }
+            if (g->s.avail_in < 2 || g->s.next_in[0] != 0x1f || g->s.next_in[1] != 0x8b) {
+                g->err = EBADMSG; /* trailing bytes that are not a gzip member */
+                break;
+            }
+            inflateReset(&g->s);
+            g->between = 0;
+        }
+        if (g->s.avail_in == 0 && g->in_eof) {
+            g->err = EBADMSG; /* cut short inside a member */
+            break;
+        }
+        int r = inflate(&g->s, Z_NO_FLUSH);
+        if (r == Z_STREAM_END) {
+            g->between = 1;
+            continue;
+        }
+        if (r != Z_OK && r != Z_BUF_ERROR) {
+            g->err = r == Z_MEM_ERROR ? ENOMEM : EBADMSG;
+            break;
+        }
+    }
+    size_t produced = want - g->s.avail_out;
+    if (produced == 0 && g->err) {
+        errno = g->err;
+        return -1;
+    }
+    return (ssize_t)produced; /* an error after some bytes shows on the next call */
 }
 
 static int gz_cookie_close(void *c)
 {
-    return gzclose_r(c) == Z_OK ? 0 : EOF;
+    gz_cookie *g = c;
+    inflateEnd(&g->s);
+    int rc = close(g->fd);
+    free(g);
+    return rc == 0 ? 0 : EOF;
 }
 
 /* ---- xz through liblzma ---- */
@@ -202,17 +285,24 @@ int wl_infile_open(const char *path, const char *what, FILE **out, wl_infile_for
             return SIM_ERROR(SIM_EIO, "%s: cannot open %s: %s", path, what, strerror(e));
         }
     } else if (f == WL_INFILE_GZIP) {
-        gzFile g = gzdopen(fd, "rb");
+        gz_cookie *g = malloc(sizeof *g);
+        if (g) {
+            *g = (gz_cookie){.fd = fd};
+            /* windowBits 15 + 16: a gzip wrapper (zlib manual, inflateInit2) */
+            if (inflateInit2(&g->s, 15 + 16) != Z_OK) {
+                free(g);
+                g = NULL;
+            }
+        }
         if (!g) {
             close(fd);
             return SIM_ERROR(SIM_ENOMEM, "%s: cannot start the gzip decoder for %s: out of "
                              "memory", path, what);
         }
-        gzbuffer(g, INFILE_BUF);
         s = fopencookie(g, "r", (cookie_io_functions_t){.read = gz_cookie_read,
                                                          .close = gz_cookie_close});
         if (!s) {
-            gzclose_r(g);
+            gz_cookie_close(g);
             return SIM_ERROR(SIM_ENOMEM, "%s: cannot open %s: out of memory", path, what);
         }
     } else {

@@ -731,6 +731,12 @@ int wl_keyrates_load_csv_names(const char *path, wl_keyrates *out, char ***names
                            "in decimal", path, lineno, val, form);
             break;
         }
+        if (!numeric && *val && (strtod(val, &end), *end == '\0')) {
+            /* nan, inf, infinity: numbers to strtod, never a header */
+            rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: rate %s for key '%s'; %s", path, lineno, val, key,
+                           form);
+            break;
+        }
         if (!numeric && !seen_row) { /* header line */
             seen_row = 1;
             continue;

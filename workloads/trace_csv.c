@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "sim/core/number.h"
 #include "workloads/trace_csv.h"
 
 #include <ctype.h>
@@ -154,7 +155,7 @@ static const struct fmt fmts[] = {
     {"azure", "TIMESTAMP", "ContextTokens", "GeneratedTokens",
      "a UTC date-time YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM], non-decreasing"},
     {"burstgpt", "Timestamp", "Request tokens", "Response tokens",
-     "seconds since the trace start (a decimal number >= 0), non-decreasing"},
+     "seconds since the trace start (a decimal number in [0, 1e10]), non-decreasing"},
 };
 
 static int find_col(wl_csv *c, size_t nf, const char *name, size_t *col)
@@ -244,12 +245,22 @@ int wl_trace_csv_load(const char *path, const char *format, const char *key_colu
                 s0 = s;
                 ns0 = ns;
             }
-            t = (double)((s - s0) * 1000000000LL + (ns - ns0)) * 1e-9;
+            /* Nanoseconds since the first row in int64: checked, since
+             * date-times more than ~292 years apart overflow it (a row in
+             * year 2700 read as 92 years after one in 2023; issue 38 D10). */
+            int64_t dns;
+            if (__builtin_mul_overflow(s - s0, (int64_t)1000000000, &dns) ||
+                __builtin_add_overflow(dns, ns - ns0, &dns)) {
+                rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' is %.0f years from the "
+                               "first row's date-time; expected rows within 292 years of each "
+                               "other (%s)", path, line, tc, f->time_col,
+                               (double)(s - s0) / (365.2425 * 86400), f->time_form);
+                break;
+            }
+            t = (double)dns * 1e-9;
         } else {
-            char *end;
-            errno = 0;
-            t = strtod(tc, &end);
-            if (!*tc || *end || !isfinite(t) || t < 0 || isalpha((unsigned char)*tc)) {
+            /* decimal seconds in [0, 1e10] (317 years; sim/core/number.h) */
+            if (!sim_num_real(tc, 0, 1e10, &t)) {
                 rc = SIM_ERROR(SIM_EINVAL, "%s:%ld: '%s' in column '%s' is not a time; "
                                "expected %s", path, line, tc, f->time_col, f->time_form);
                 break;

@@ -10,6 +10,7 @@
  * several schemas share one document.  Schemas and configs are tens of keys,
  * so every lookup here is a linear scan; nothing is hashed or sorted.
  */
+#include "sim/core/number.h"
 #include "sim/core/config.h"
 
 #include "sim/core/error.h"
@@ -795,6 +796,22 @@ static bool in_range(const sim_cfg_key *k, double v)
     return lo && hi;
 }
 
+/* The integer bounds of k's range (min/max are doubles in the schema):
+ * the smallest and largest integers in it, clamped to int64.  Unchanged
+ * without a range. */
+static void int_bounds(const sim_cfg_key *k, int64_t *lo, int64_t *hi)
+{
+    if (!has_range(k))
+        return;
+    double a = ceil(k->min), b = floor(k->max);
+    if ((k->flags & SIM_CFG_EXCL_MIN) && a == k->min)
+        a += 1;
+    if ((k->flags & SIM_CFG_EXCL_MAX) && b == k->max)
+        b -= 1;
+    *lo = a <= -0x1p63 ? INT64_MIN : a >= 0x1p63 ? INT64_MAX : (int64_t)a;
+    *hi = b >= 0x1p63 ? INT64_MAX : b <= -0x1p63 ? INT64_MIN : (int64_t)b;
+}
+
 /* Shortest "%.Ng" that reads back to the same bits (N <= 17 always does).
  * Shortest rather than a fixed %.17g so that the stored config shows 0.1,
  * not 0.10000000000000001; both re-parse exactly. */
@@ -1001,31 +1018,9 @@ static bool is_int_text(const char *s, bool allow_minus)
     return *s == '\0';
 }
 
-/* YAML 1.2 core float: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
- * (checked here because strtod would also take "nan", "0x1p3", "infinity"). */
-static bool is_float_text(const char *s)
-{
-    size_t digits = 0;
-    if (*s == '+' || *s == '-')
-        s++;
-    for (; is_digit(*s); s++)
-        digits++;
-    if (*s == '.')
-        for (s++; is_digit(*s); s++)
-            digits++;
-    if (digits == 0)
-        return false;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-')
-            s++;
-        if (!is_digit(*s))
-            return false;
-        while (is_digit(*s))
-            s++;
-    }
-    return *s == '\0';
-}
+/* YAML 1.2 core float: the project's one decimal grammar (sim/core/number.h;
+ * checked because strtod would also take "nan", "0x1p3", "infinity"). */
+static bool is_float_text(const char *s) { return sim_num_is_decimal(s); }
 
 /* +1 for .inf, -1 for -.inf, 0 otherwise (YAML 1.2 core spellings). */
 static int inf_sign(const char *s)
@@ -1061,22 +1056,26 @@ static int bind_scalar(const sim_cfgdoc *d, const sim_cfg_key *k, const char *la
     case SIM_CFG_INT: {
         if (n->quoted || !is_int_text(s, true))
             return bad_value(n, k, label, element, false);
-        errno = 0;
-        long long v = strtoll(s, NULL, 10);
-        if (errno == ERANGE || !in_range(k, (double)v))
+        /* The range compared in int64, not double (2^53 + 1 must not pass
+         * a bound of 2^53; issue 38 C9). */
+        int64_t lo = INT64_MIN, hi = INT64_MAX, v = 0;
+        int_bounds(k, &lo, &hi);
+        if (!sim_num_i64(s, lo, hi, &v))
             return bad_value(n, k, label, element, true);
-        *(int64_t *)dst = (int64_t)v;
+        *(int64_t *)dst = v;
         return SIM_OK;
     }
     case SIM_CFG_UINT64: {
         /* Validated first: strtoull would quietly wrap "-1". */
         if (n->quoted || !is_int_text(s, false))
             return bad_value(n, k, label, element, *s == '-' && is_int_text(s, true));
-        errno = 0;
-        unsigned long long v = strtoull(s, NULL, 10);
-        if (errno == ERANGE || !in_range(k, (double)v))
+        int64_t lo = 0, hi = INT64_MAX;
+        int_bounds(k, &lo, &hi);
+        uint64_t v = 0;
+        const uint64_t uhi = has_range(k) ? (uint64_t)(hi < 0 ? 0 : hi) : UINT64_MAX;
+        if (!sim_num_u64(s, uhi, &v) || (has_range(k) && v < (uint64_t)(lo < 0 ? 0 : lo)))
             return bad_value(n, k, label, element, true);
-        *(uint64_t *)dst = (uint64_t)v;
+        *(uint64_t *)dst = v;
         return SIM_OK;
     }
     case SIM_CFG_DOUBLE: {

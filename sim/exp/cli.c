@@ -5,6 +5,7 @@
  * The bigger subcommands live in their modules (report.c, plot.c,
  * calib.c, regime.c, plan_cli.c, merge.c) and read the parsed arguments.
  */
+#include "sim/core/number.h"
 #include "sim/exp/cli.h"
 
 #include <errno.h>
@@ -842,19 +843,17 @@ static int store(exp_cli_args *a, const exp_cli_opt *o, const char *arg, const c
     case EXP_CLI_STR:
         break;
     case EXP_CLI_INT: {
-        char *end = NULL;
-        errno = 0;
-        long long x = strtoll(arg, &end, 10);
-        if (end == arg || *end || errno || (double)x < o->lo || (double)x > o->hi)
+        int64_t x = 0; /* decimal, range-checked as int64 (sim/core/number.h) */
+        const int64_t lo = o->lo <= -9.2e18 ? INT64_MIN : (int64_t)ceil(o->lo),
+                      hi = o->hi >= 9.2e18 ? INT64_MAX : (int64_t)floor(o->hi);
+        if (!sim_num_i64(arg, lo, hi, &x))
             return SIM_ERROR(SIM_EINVAL, "%s: --%s '%s'; expected %s", sub, o->name, arg, want);
         it->i = v->i = x;
         break;
     }
     case EXP_CLI_REAL: {
-        char *end = NULL;
-        errno = 0;
-        double x = strtod(arg, &end);
-        bool ok = end != arg && !*end && !errno && isfinite(x) &&
+        double x = NAN;
+        bool ok = sim_num_real(arg, -INFINITY, INFINITY, &x) &&
                   (o->flags & EXP_CLI_GT ? x > o->lo : x >= o->lo) &&
                   (o->flags & EXP_CLI_LT ? x < o->hi : x <= o->hi);
         if (!ok)
@@ -1109,7 +1108,25 @@ void exp_hugepages(char **argv)
 #endif
 }
 
+static int cli_main(int argc, char **argv);
+
+/* Every command's standard output is checked once, at the end: a write
+ * error (a full disk, /dev/full, a closed pipe's EPIPE) is a failure
+ * with exit status 2, as report and export already did (issue 38 C11). */
 int exp_cli_main(int argc, char **argv)
+{
+    int status = cli_main(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "crsim: cannot write standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        if (status == 0)
+            status = SIM_EXIT_BADINPUT;
+    }
+    return status;
+}
+
+static int cli_main(int argc, char **argv)
 {
     if (argc < 2) {
         print_commands_usage(stderr);

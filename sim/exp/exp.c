@@ -573,9 +573,6 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
     return rc;
 }
 
-/* faults.events: parse every entry (models/cluster.h cluster_fault_parse)
- * and check them against cluster.destinations, each error at its list
- * item; mtbf_s with its mttr_s. */
 /* The engine keys of one flavour only: with vllm, chunked_prefill_size 0
  * and schedule_policy fcfs; with sglang, no long_prefill_token_threshold
  * and no max_num_batched_tokens written (its budget is
@@ -618,6 +615,10 @@ static int check_flavor(const sim_cfgdoc *d, const exp_config *cfg)
                      "expected it absent (%s)", at, key, want);
 }
 
+/* faults.events: parse every entry (models/cluster.h cluster_fault_parse)
+ * and check them against cluster.destinations (with cluster.groups: their
+ * sum, set by check_groups, which runs first), each error at its list
+ * item; mtbf_s with its mttr_s. */
 static int check_faults(const sim_cfgdoc *d, exp_config *cfg)
 {
     char at[512], why[320];
@@ -665,10 +666,12 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
      * the points instead. */
     if (rc == SIM_OK)
         rc = wl_config_bind_opts(d, cfg->n_sweep == 0, &cfg->wl);
-    if (rc == SIM_OK)
-        rc = check_faults(d, cfg);
+    /* Groups first: they set cluster.destinations to the fleet's size,
+     * which the fault destinations are checked against (issue 38 D11). */
     if (rc == SIM_OK)
         rc = check_groups(d, cfg);
+    if (rc == SIM_OK)
+        rc = check_faults(d, cfg);
     if (rc == SIM_OK && cfg->scrape_interval_s == 0 && cfg->scrape_delay_s > 0) {
         char at[512];
         if (!sim_cfgdoc_locate(d, "gateway.scrape_delay_s", NULL, at, sizeof at))

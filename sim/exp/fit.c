@@ -3,6 +3,7 @@
  * evaluation through exp_run, the Latin-hypercube design, the GSL
  * Nelder-Mead refinement, the identified set and the outputs.
  */
+#include "sim/core/number.h"
 #include "sim/exp/fit.h"
 
 #include <ctype.h>
@@ -356,10 +357,7 @@ static void strs_free(char **s, size_t n)
 
 static int parse_real(const char *s, double *v)
 {
-    char *end = NULL;
-    errno = 0;
-    *v = strtod(s, &end);
-    return (end == s || *end || errno || !isfinite(*v)) ? -1 : 0;
+    return sim_num_real(s, -INFINITY, INFINITY, v) ? 0 : -1; /* decimal only */
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -4,14 +4,34 @@
  */
 #include "sim/exp/merge.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/core/error.h"
 #include "sim/exp/exp.h"
 #include "sim/exp/store.h"
+
+/* mkdir -p of the folder holding `path`. */
+static int make_parent(const char *path)
+{
+    char *d = sim_xstrdup(path);
+    int rc = SIM_OK;
+    for (char *p = d + 1; *p && rc == SIM_OK; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(d, 0777) != 0 && errno != EEXIST)
+            rc = SIM_ERROR(SIM_EIO, "%s: cannot create folder: %s", d, strerror(errno));
+        *p = '/';
+    }
+    free(d);
+    return rc;
+}
 
 int exp_merge_main(int argc, const char *const *argv)
 {
@@ -27,10 +47,38 @@ int exp_merge_main(int argc, const char *const *argv)
             return SIM_ERROR(SIM_EINVAL, "%s is both output and input; expected a new output "
                              "database", outp);
     }
+    /* Atomic: the merge is built in a new file beside OUT (a copy of OUT
+     * if it exists) and renamed over OUT only when it succeeded, so an
+     * interrupted or failed merge leaves OUT as it was and never a
+     * partial experiment in it (issue 38 D6). */
     exp_store *store = NULL;
-    int rc = exp_store_open(outp, &store);
-    if (rc)
+    struct stat sb;
+    const bool had_out = stat(outp, &sb) == 0 && sb.st_size > 0;
+    if (had_out) { /* refuses a foreign or other-version OUT, unchanged */
+        int rc = exp_store_open(outp, &store);
+        exp_store_close(store);
+        store = NULL;
+        if (rc)
+            return rc;
+    }
+    char *tmp = sim_xmalloc(strlen(outp) + 16);
+    sprintf(tmp, "%s.merge-XXXXXX", outp);
+    int rc = make_parent(outp);
+    int fd = rc == SIM_OK ? mkstemp(tmp) : -1;
+    if (rc == SIM_OK && fd < 0)
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot create a file beside it: %s", outp, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (rc == SIM_OK && had_out)
+        rc = exp_store_copy_to(outp, tmp);
+    if (rc == SIM_OK)
+        rc = exp_store_open(tmp, &store);
+    if (rc) {
+        if (fd >= 0)
+            unlink(tmp);
+        free(tmp);
         return rc;
+    }
     char first_hash[17] = "";
     int64_t n_planned = 0, exp_id = 0;
     int all_complete = 1;
@@ -78,10 +126,16 @@ int exp_merge_main(int argc, const char *const *argv)
         if (rc == SIM_OK)
             rc = rc2;
     }
+    exp_store_close(store);
+    if (rc == SIM_OK && rename(tmp, outp) != 0)
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot rename the merged database over it: %s", outp,
+                       strerror(errno));
+    if (rc)
+        unlink(tmp);
+    free(tmp);
     if (rc == SIM_OK)
         printf("merged %d shard database(s) into %s (experiment %lld): %lld of %lld runs%s\n",
                argc - 1, outp, (long long)exp_id, (long long)have, (long long)n_planned,
                complete ? "" : " -- INCOMPLETE: some shards are missing or unfinished");
-    exp_store_close(store);
     return rc;
 }

@@ -793,26 +793,30 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
         rc = parse_map_axis(o->map[1], &ax[1]);
     if (rc)
         return rc;
+    /* Where the map goes is checked before any work (issue 38 C12). */
+    const char *outdir = o->outdir ? o->outdir : "results/regime-map";
+    if (!o->outdir)
+        mkdir("results", 0777);
+    mkdir(outdir, 0777);
+    char tsv[1024];
+    snprintf(tsv, sizeof tsv, "%s/map.tsv", outdir);
+    FILE *f = fopen(tsv, "w");
+    if (!f) {
+        rc = SIM_ERROR(SIM_EIO, "%s: cannot write the map data: %s; expected --out a folder "
+                       "that exists or can be created", tsv, strerror(errno));
+        goto done;
+    }
     /* One calibration at the base workload, reused across the map. */
     regime_eval base;
     regime_opts fast = *o;
     fast.fast = true;
     fprintf(out, "calibrating q_cap and W at the base workload...\n");
     rc = evaluate(&fast, NULL, 0, NULL, db, NULL, &base);
-    if (rc)
-        goto done;
-    fprintf(out, "base: q_cap %.3g requests/s, W = %lld\n", base.q_cap, (long long)base.slots);
-    const char *outdir = o->outdir ? o->outdir : "results/regime-map";
-    mkdir("results", 0777);
-    mkdir(outdir, 0777);
-    char tsv[1024];
-    snprintf(tsv, sizeof tsv, "%s/map.tsv", outdir);
-    FILE *f = fopen(tsv, "w");
-    if (!f) {
-        rc = SIM_ERROR(SIM_EIO, "%s: cannot write the map data", tsv);
-        eval_fini(&base);
+    if (rc) {
+        fclose(f);
         goto done;
     }
+    fprintf(out, "base: q_cap %.3g requests/s, W = %lld\n", base.q_cap, (long long)base.slots);
     fprintf(f, "# x\ty\tx_label\ty_label\tratio\tverdict\taffinity_hit\tspread_hit\n");
     FILE *devnull = fopen("/dev/null", "w");
     for (size_t i = 0; i < ax[0].n && rc == SIM_OK; i++)

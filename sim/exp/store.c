@@ -227,6 +227,24 @@ static int busy_timeout_ms(void)
     return (int)(v * 1000);
 }
 
+/* The status of a database that cannot be opened as given: a path that
+ * cannot be opened or created, a file that is not a database, a damaged
+ * or read-only one are bad input (exit 2), the same for run, report,
+ * plot, export and merge (docs/harness.md "Exit status"; issue 38 C7);
+ * anything else (a full disk, I/O errors) keeps SIM_EDB (exit 1). */
+static int open_status(const exp_store *s)
+{
+    switch (s->db ? sqlite3_errcode(s->db) : SQLITE_NOMEM) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH: return SIM_EIO;
+    default: return SIM_EDB;
+    }
+}
+
 int exp__store_fail(const exp_store *s, int code, const char *file, const char *what)
 {
     const int ec = s->db ? sqlite3_errcode(s->db) : SQLITE_NOMEM;
@@ -298,7 +316,7 @@ static int check_ours(exp_store *s)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'table' "
                            "ORDER BY name", -1, &st, NULL) != SQLITE_OK)
-        return exp__store_fail(s, SIM_EDB, NULL, "cannot read its tables (expected a crsim "
+        return exp__store_fail(s, open_status(s), NULL, "cannot read its tables (expected a crsim "
                                "result database or a new file)");
     char names[256] = "";
     size_t n = 0, used = 0;
@@ -313,7 +331,7 @@ static int check_ours(exp_store *s)
     }
     sqlite3_finalize(st);
     if (r != SQLITE_DONE)
-        return exp__store_fail(s, SIM_EDB, NULL, "cannot read its tables (expected a crsim "
+        return exp__store_fail(s, open_status(s), NULL, "cannot read its tables (expected a crsim "
                                "result database or a new file)");
     if (n == 0)
         return SIM_OK; /* a new file */
@@ -340,7 +358,7 @@ int exp_store_open(const char *path, exp_store **out)
     s->path = sim_xstrdup(path);
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
-        rc = exp__store_dberr(s, "cannot open");
+        rc = exp__store_fail(s, open_status(s), NULL, "cannot open or create the database");
         exp_store_close(s);
         return rc;
     }
@@ -1208,6 +1226,26 @@ int exp_store_shard_attach(exp_store *s, const char *path, exp_store_shard *out)
     if (rc)
         return rc;
     sqlite3_stmt *st = NULL;
+    /* The shard's schema version first, as run and report check theirs
+     * (issue 38 D6). */
+    int have = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM src.meta WHERE key = 'schema_version'", -1,
+                           &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        have = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (have < 0) {
+        exp_store_shard_detach(s);
+        return SIM_ERROR(SIM_EINVAL, "%s: not a crsim result database (no meta.schema_version); "
+                         "expected the output of crsim run --shard", path);
+    }
+    if (have != EXP_STORE_SCHEMA_VERSION) {
+        exp_store_shard_detach(s);
+        return SIM_ERROR(SIM_EINVAL, "%s: result schema version %d; this crsim merges version "
+                         "%d (re-run the shard with this build)", path, have,
+                         EXP_STORE_SCHEMA_VERSION);
+    }
     if (sqlite3_prepare_v2(s->db, "SELECT id, config_hash, n_runs_planned, status FROM "
                            "src.experiments ORDER BY id DESC LIMIT 1", -1, &st, NULL) !=
         SQLITE_OK) {
@@ -1352,6 +1390,15 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         "DROP TABLE idmap;",
         (long long)exp_id, (long long)sh->id, (long long)exp_id, (long long)sh->id),
         "cannot copy the shard's runs");
+    if (rc) {
+        /* The shard passed the version check: a table or column it lacks
+         * makes it an altered or damaged file, i.e. bad input. */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", sim_errmsg());
+        rc = SIM_ERROR(SIM_EINVAL, "%s: cannot copy its runs (%s); expected an unaltered crsim "
+                       "result database of schema version %d", sh->path, msg,
+                       EXP_STORE_SCHEMA_VERSION);
+    }
     if (rc == SIM_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = exp__store_dberr(s, "cannot commit the shard's runs");
     if (rc)
@@ -1373,5 +1420,22 @@ int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n)
     else
         rc = exp__store_dberr(s, "cannot count the merged runs");
     sqlite3_finalize(st);
+    return rc;
+}
+
+int exp_store_copy_to(const char *path, const char *dest)
+{
+    sqlite3 *db = NULL;
+    int rc = SIM_OK;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = SIM_ERROR(SIM_EDB, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "");
+    } else {
+        sqlite3_busy_timeout(db, busy_timeout_ms());
+        char *sql = sqlite3_mprintf("VACUUM INTO %Q", dest);
+        if (!sql || sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            rc = SIM_ERROR(SIM_EDB, "%s: cannot copy to %s: %s", path, dest, sqlite3_errmsg(db));
+        sqlite3_free(sql);
+    }
+    sqlite3_close(db);
     return rc;
 }

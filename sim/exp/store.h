@@ -479,4 +479,9 @@ int exp_store_request_runs(exp_store *s, int64_t exp_id, int64_t point, const ch
 int exp_store_request_sizes(exp_store *s, int64_t run_id, double **prompt, double **uncached,
                             double **ttft, size_t *n);
 
+/* Copy the database at `path` into the new file `dest` (which must not
+ * exist or be empty), as one consistent snapshot (SQLite VACUUM INTO).
+ * Returns SIM_OK or SIM_EDB. */
+int exp_store_copy_to(const char *path, const char *dest);
+
 #endif
