@@ -26,7 +26,7 @@ DB="$TMP/r.db"
 {
 cat <<'EOF'
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta VALUES ('schema_version', '8');
+INSERT INTO meta VALUES ('schema_version', '9');
 CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL, config_path TEXT,
   config_text TEXT NOT NULL, config_hash TEXT NOT NULL, build_version TEXT NOT NULL,
   host TEXT, started_at TEXT NOT NULL, finished_at TEXT, n_runs_planned INTEGER NOT NULL,
