@@ -1738,6 +1738,21 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 "count as SLO violations;\ntoolong = prompt + output over "
                 "engine.max_model_len, rejected at the gateway (vLLM: HTTP 400), in no "
                 "percentile.\n");
+        if (wl_client_closed(&base.wl)) {
+            const enum wl_client_mode m = wl_client_mode_of(&base.wl);
+            fprintf(out, "rate/s = the load of workload.client.mode %s: %s; latencies from the "
+                    "%s; per-stage metrics and achieved requests/s: crsim report "
+                    "(docs/clients.md).\n", base.wl.client.mode,
+                    m == WL_CLIENT_CONCURRENCY ? "the number of clients N"
+                    : m == WL_CLIENT_STAGES    ? "the multiplier of every stage's rate and "
+                                                 "concurrency"
+                    : m == WL_CLIENT_BURST     ? "the batch size"
+                    : strcmp(base.wl.client.rate_unit, "conversations") == 0
+                        ? "conversations started per second"
+                        : "requests per second (conversations start at rate / E[turns])",
+                    strcmp(base.wl.client.latency_from, "intended") == 0
+                        ? "intended send time" : "send");
+        }
         if (n_nothing)
             fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
                     "rejected); their latencies are undefined.\n", n_nothing);
