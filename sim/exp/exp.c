@@ -1873,6 +1873,15 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
         }
         wl_keyrates_fini(&kr);
     }
+    if (rc == SIM_OK && wl_client_closed(wl)) {
+        /* A closed-loop client sends as completions come: there is no
+         * stream to read ahead without a simulated cluster. */
+        fprintf(out, "stream: workload.client.mode %s sends as its requests complete, so "
+                "no stream is described without a run (docs/clients.md); crsim report "
+                "shows what a run sent\n", wl->client.mode);
+        wl_ingest_release(s.trace);
+        return SIM_OK;
+    }
     exp_stream *st = NULL;
     if (rc == SIM_OK)
         rc = exp_stream_open(&s, seed, rate, &st);
