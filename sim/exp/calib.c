@@ -24,6 +24,7 @@
 #include "sim/exp/setup.h"
 #include "sim/core/u64map.h"
 #include "sim/core/wall.h"
+#include "workloads/client.h"
 
 #define CALIB_DEFAULT_TOL 0.02
 #define CALIB_DEFAULT_SAFETY 0.5
@@ -854,6 +855,13 @@ int exp_calib_main(const exp_cli_args *a)
     exp_config cfg = {0};
     if (rc == SIM_OK)
         rc = exp_config_load_unchecked(config, sets, n_set, &cfg); /* measures q_cap */
+    if (rc == SIM_OK && wl_client_closed(&cfg.wl))
+        /* q_cap is a request rate at an open-loop knee; a closed-loop
+         * client's load is a concurrency or a ladder multiplier. */
+        rc = SIM_ERROR(SIM_EINVAL, "%s: workload.client.mode is %s; expected open: calibrate "
+                       "measures the open-loop knee (request rate) of the workload; run it on "
+                       "the open-loop twin, e.g. --set workload.client.mode=open "
+                       "(docs/clients.md, \"Example configs\")", config, cfg.wl.client.mode);
     uint64_t *seeds = NULL;
     if (rc == SIM_OK) {
         if (!(slo > 0)) /* the median threshold, as the harness uses for routers */

@@ -2163,6 +2163,21 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 "count as SLO violations;\ntoolong = prompt + output over "
                 "engine.max_model_len, rejected at the gateway (vLLM: HTTP 400), in no "
                 "percentile.\n");
+        if (wl_client_closed(&base.wl)) {
+            const enum wl_client_mode m = wl_client_mode_of(&base.wl);
+            fprintf(out, "rate/s = the load of workload.client.mode %s: %s; latencies from the "
+                    "%s; per-stage metrics and achieved requests/s: crsim report "
+                    "(docs/clients.md).\n", base.wl.client.mode,
+                    m == WL_CLIENT_CONCURRENCY ? "the number of clients N"
+                    : m == WL_CLIENT_STAGES    ? "the multiplier of every stage's rate and "
+                                                 "concurrency"
+                    : m == WL_CLIENT_BURST     ? "the batch size"
+                    : strcmp(base.wl.client.rate_unit, "conversations") == 0
+                        ? "conversations started per second"
+                        : "requests per second (conversations start at rate / E[turns])",
+                    strcmp(base.wl.client.latency_from, "intended") == 0
+                        ? "intended send time" : "send");
+        }
         if (n_nothing)
             fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
                     "rejected: over engine.max_model_len or longer than the KV pool); their "
@@ -2292,6 +2307,15 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
                                                         : "key-rate population", &ks);
         }
         wl_keyrates_fini(&kr);
+    }
+    if (rc == SIM_OK && wl_client_closed(wl)) {
+        /* A closed-loop client sends as completions come: there is no
+         * stream to read ahead without a simulated cluster. */
+        fprintf(out, "stream: workload.client.mode %s sends as its requests complete, so "
+                "no stream is described without a run (docs/clients.md); crsim report "
+                "shows what a run sent\n", wl->client.mode);
+        wl_ingest_release(s.trace);
+        return SIM_OK;
     }
     exp_stream *st = NULL;
     if (rc == SIM_OK)
