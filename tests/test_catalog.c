@@ -54,9 +54,10 @@ static void test_every_spec(const char *dir)
         snprintf(name, sizeof name, "%.*s", (int)(l - 5), e->d_name);
         if (in(gpus, name)) {
             spec_hw hw;
-            if (spec_hw_load(name, &hw))
+            int rc = spec_hw_load(name, &hw);
+            if (rc)
                 fprintf(stderr, "%s: %s\n", name, sim_errmsg());
-            CHECK(spec_hw_load(name, &hw) == SIM_OK);
+            CHECK(rc == SIM_OK);
             CHECK(hw.peak_fp8_flops >= hw.peak_bf16_flops && hw.hbm_bw > 0);
             spec_hw_fini(&hw);
         } else {
@@ -99,9 +100,10 @@ static void test_import(const char *hf)
         snprintf(path, sizeof path, "%s/%s.config.json", hf, models[i]);
         spec_model got, want;
         spec_hf_detail dt;
-        if (spec_model_from_hf(path, "x", &got, &dt))
+        int rc = spec_model_from_hf(path, "x", &got, &dt);
+        if (rc)
             fprintf(stderr, "%s\n", sim_errmsg());
-        CHECK(spec_model_from_hf(path, "x", &got, &dt) == SIM_OK);
+        CHECK(rc == SIM_OK);
         CHECK(spec_model_load(models[i], &want) == SIM_OK);
         CHECK_INT_EQ(got.layers, want.layers);
         CHECK_INT_EQ(got.hidden, want.hidden);

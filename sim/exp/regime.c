@@ -916,7 +916,8 @@ static int run_targets(const regime_opts *o, const char *db, FILE *out)
                 fr.alt[a].identified ? "consistent" : "rejected", fr.alt[a].best_maxabs,
                 fr.alt[a].point ? fr.alt[a].point : "");
     enum exp_verdict v[64];
-    const char *reason[64], *vname[64];
+    const char *vname[64];
+    char reason[64][512]; /* copies: ev.reason may point into ev, gone after the loop */
     size_t which[64], n_ev = 0, best_ov[64];
     char best_name[64][64];
     bool none = n_id == 0;
@@ -934,7 +935,7 @@ static int run_targets(const regime_opts *o, const char *db, FILE *out)
             print_eval(o, &ev, out);
             which[n_ev] = a;
             v[n_ev] = ev.simulated ? ev.verdict : EXP_TIE;
-            reason[n_ev] = ev.reason;
+            snprintf(reason[n_ev], sizeof reason[n_ev], "%s", ev.reason ? ev.reason : "");
             vname[n_ev] = ev.simulated ? exp_verdict_name(ev.verdict) : "tie/lose";
             best_ov[n_ev] = best_router(&ev, o->tie);
             snprintf(best_name[n_ev], sizeof best_name[n_ev], "%s",
