@@ -115,7 +115,7 @@ static void test_bad(void)
     expect_bad("b2", "0,1,1,Gamma,1,1\n600,fast,1,Gamma,1,1\n", ":2:",
                "rate_rps 'fast' is not a number");
     expect_bad("b3", "0,-1,1,Gamma,1,1\n", ":1:", "rate_rps -1");
-    expect_bad("b4", "0,1,nan,Gamma,1,1\n", ":1:", "iat_cv nan");
+    expect_bad("b4", "0,1,nan,Gamma,1,1\n", ":1:", "iat_cv 'nan' is not a number");
     expect_bad("b5", "0,1,1,Poisson,1,1\n", ":1:", "pattern 'Poisson'");
     expect_bad("b6", "0,1,1,Gamma,1,1\n0,1,1,Gamma,1,1\n", ":2:", "does not follow");
     expect_bad("b7", "0,1,1,Gamma,1,1,7\n", ":1:", "more than 6 fields");

@@ -181,7 +181,7 @@ int main(void)
     fclose(f);
     CHECK_INT_EQ(exp_store_open_read(text, &s), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "not a crsim result database");
-    CHECK_INT_EQ(exp_store_open(text, &s), SIM_EDB);
+    CHECK_INT_EQ(exp_store_open(text, &s), SIM_EIO); /* bad input, exit 2 (issue 38 C7) */
     CHECK_STR_CONTAINS(sim_errmsg(), "text.db");
 
     unlink(text);
