@@ -3,7 +3,8 @@
 # client keys exit 2 with one line naming the key, before any run or
 # database; the same config gives identical results with --jobs 1 and
 # --jobs 2 (stage_metrics, client_runs and run_metrics rows, wall times
-# aside); report shows the client section.
+# aside); report shows the client section, and `report --format csv
+# --table stages` writes the stored stage rows.
 # usage: clients.sh CRSIM
 set -u
 case $1 in /*) CRSIM=$1 ;; *) CRSIM=$(pwd)/$1 ;; esac
@@ -35,6 +36,13 @@ expect_bad "workload.client.stages\[1\]" --set workload.client.mode=stages \
     --set 'workload.client.stages=[{rate: 2, duration_s: 5}, {rate: 1, concurrency: 2, duration_s: 5}]'
 expect_bad "duration_s" --set workload.client.mode=stages \
     --set 'workload.client.stages=[{rate: 2, duration_s: 0}]'
+expect_bad "workload.client.concurrency 0" --set workload.client.concurrency=0 --set 'experiment.rates=[0.4]'
+expect_bad "workload.client.stages\[0\] has rate 0 and concurrency 0" --set workload.client.mode=stages \
+    --set 'workload.client.stages=[{concurrency: 0, duration_s: 5}]'
+expect_bad "workload.client.stages\[0\].duration_s" --set workload.client.mode=stages \
+    --set 'workload.client.stages=[{rate: 2}]'
+expect_bad "workload.client.mode sessions needs an end" --set workload.client.mode=sessions \
+    --set workload.duration_s=0
 expect_bad "workload.client.mode" --set workload.client.mode=closed
 expect_bad "experiment.warmup_requests" --set experiment.warmup_requests=10
 expect_bad "workload.client.patience_s" --set workload.client.mode=open --set workload.client.think.mean_s=0 \
@@ -63,6 +71,29 @@ if printf '%s\n' "$out" | grep -q "Clients: per-stage metrics (mode concurrency)
     echo "ok: report shows the client section"
 else
     echo "FAIL: report has no client section"
+    fails=$((fails + 1))
+fi
+# report --format csv --table stages: one row per stored stage, with the
+# stored values (10 significant digits); CSV only.
+db=j1/results/clients-test.db
+"$CRSIM" report $db --format csv --table stages >st.csv 2>/dev/null || fails=$((fails + 1))
+rows=$(sqlite3 $db "SELECT count(*) FROM stage_metrics")
+if [ "$(($(wc -l <st.csv) - 1))" -ne "$rows" ] || [ "$rows" -lt 12 ] ||
+    [ -n "$(awk -F, 'NR > 1 && NF != 34' st.csv)" ]; then
+    echo "FAIL: report --table stages: $(($(wc -l <st.csv) - 1)) rows (stored $rows) or bad field counts"
+    fails=$((fails + 1))
+fi
+for c in throughput_rps ttft_p90 tpot_mean e2e_p99 ttft_p99_intended; do
+    awk -F, -v c=$c 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+        { print $1 "," $4 "," $5 "," $6 "," $8 "," $k }' st.csv | sort >got.txt
+    sqlite3 $db "SELECT r.experiment_id || ',' || r.policy || ',' || printf('%.10g', r.rate_rps)
+        || ',' || r.seed || ',' || g.stage || ',' || printf('%.10g', g.$c) FROM stage_metrics g
+        JOIN runs r ON r.id = g.run_id" | sort >want.txt
+    cmp -s got.txt want.txt || { echo "FAIL: report --table stages column $c differs from stage_metrics"; fails=$((fails + 1)); }
+done
+out=$("$CRSIM" report $db --table stages 2>&1 >/dev/null)
+if [ $? -ne 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] || ! printf '%s' "$out" | grep -q "needs --format csv"; then
+    echo "FAIL: --table stages without --format csv: $out"
     fails=$((fails + 1))
 fi
 [ "$fails" -eq 0 ] || exit 1

@@ -297,6 +297,10 @@ static const exp_cli_opt report_opts[] = {
      .help = "report rate, a tested load (default: the experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "FILE",
      .help = "write the tables to FILE (default: stdout)"},
+    {.name = "table", .kind = EXP_CLI_CHOICE, .metavar = "policies|stages",
+     .choices = "policies|stages",
+     .help = "CSV rows: one per (point, policy) (default), or one per stage of every "
+             "closed-loop client run (needs --format csv)"},
     {0},
 };
 
@@ -485,7 +489,10 @@ static const exp_cli_cmd commands[] = {
                 "point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
                 "SLO metric's p99 and load imbalance at the report rate R; with per-request\n"
                 "records (crsim run --requests), per policy the regime that limits its\n"
-                "capacity (throughput-bound or tail-bound).  See docs/report.md.\n",
+                "capacity (throughput-bound or tail-bound).  --format csv: the same with\n"
+                "the serving metrics (TTFT/TPOT/ITL/E2E mean, p50, p90, p99, requests/s,\n"
+                "output tokens/s, goodput, joint SLO capacity); --table stages: one CSV row\n"
+                "per stage of closed-loop client runs.  See docs/report.md.\n",
      .opts = report_opts, .main = cmd_report},
     {.name = "export", .summary = "write a table of a result database as CSV or JSON Lines",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
