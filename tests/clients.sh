@@ -4,7 +4,8 @@
 # database; the same config gives identical results with --jobs 1 and
 # --jobs 2 (stage_metrics, client_runs and run_metrics rows, wall times
 # aside); report shows the client section, and `report --format csv
-# --table stages` writes the stored stage rows.
+# --table stages` writes the stored stage rows; `plot` writes the serving
+# metrics against load and, for a stage ladder, per stage.
 # usage: clients.sh CRSIM
 set -u
 case $1 in /*) CRSIM=$1 ;; *) CRSIM=$(pwd)/$1 ;; esac
@@ -95,5 +96,45 @@ out=$("$CRSIM" report $db --table stages 2>&1 >/dev/null)
 if [ $? -ne 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] || ! printf '%s' "$out" | grep -q "needs --format csv"; then
     echo "FAIL: --table stages without --format csv: $out"
     fails=$((fails + 1))
+fi
+# plot: serving-load.tsv holds, per policy and load, the mean over seeds of
+# the stored achieved requests/s; a stage ladder adds stages.tsv, per
+# policy and stage, the mean over seeds of the stage rows (no gnuplot
+# needed for the data files).
+near() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-9 * (b < 0 ? -b : b) + 1e-12) }'; }
+CRSIM_GNUPLOT="$TMP/no-gnuplot" "$CRSIM" plot $db --out fig >/dev/null 2>&1
+[ -e fig/stages.tsv ] && { echo "FAIL: stages.tsv for a run without stages"; fails=$((fails + 1)); }
+sqlite3 -separator ' ' $db "SELECT r.policy, r.rate_rps, avg(m.throughput_rps) FROM run_metrics m
+    JOIN runs r ON r.id = m.run_id GROUP BY r.policy, r.rate_rps" >want.txt
+n=0
+while read -r pol load want; do
+    got=$(awk -F'\t' -v p="$pol" -v l="$load" '!/^#/ && $8 == p && $1 == l { print $2 }' fig/serving-load.tsv)
+    if [ -n "$got" ] && near "$got" "$want"; then n=$((n + 1)); else
+        echo "FAIL: serving-load.tsv $pol at $load: '$got', stored mean $want"; fails=$((fails + 1)); fi
+done <want.txt
+[ "$n" -eq 6 ] && echo "ok: serving-load.tsv has the achieved requests/s of the 6 (policy, load)s" ||
+    { echo "FAIL: serving-load.tsv checked $n of 6"; fails=$((fails + 1)); }
+mkdir lad
+(cd lad && "$CRSIM" run "$CFG" --quiet --set workload.client.mode=stages --set 'experiment.rates=[1]' \
+    --set 'workload.client.stages=[{concurrency: 2, duration_s: 10}, {concurrency: 6, duration_s: 10}]' \
+    --set 'experiment.policies=[sticky, round_robin]' >/dev/null 2>&1) || { echo "FAIL: ladder run"; exit 1; }
+ldb=lad/results/clients-test.db
+CRSIM_GNUPLOT="$TMP/no-gnuplot" "$CRSIM" plot $ldb --out lfig >/dev/null 2>&1
+sqlite3 -separator ' ' $ldb "SELECT r.policy, g.load, avg(g.throughput_rps), avg(g.ttft_p99), count(*)
+    FROM stage_metrics g JOIN runs r ON r.id = g.run_id GROUP BY r.policy, g.stage" >want.txt
+n=0
+while read -r pol load tput ttft cnt; do
+    row=$(awk -F'\t' -v p="$pol" -v l="$load" '!/^#/ && $8 == p && $1 == l { print $2, $4, $7 }' lfig/stages.tsv)
+    set -- $row
+    if [ $# -eq 3 ] && near "$1" "$tput" && near "$2" "$ttft" && [ "$3" = "$cnt" ]; then n=$((n + 1)); else
+        echo "FAIL: stages.tsv $pol stage load $load: '$row', stored means $tput $ttft over $cnt"; fails=$((fails + 1)); fi
+done <want.txt
+[ "$n" -eq 4 ] && echo "ok: stages.tsv has the stage means of 2 policies x 2 stages" ||
+    { echo "FAIL: stages.tsv checked $n of 4"; fails=$((fails + 1)); }
+if command -v gnuplot >/dev/null 2>&1; then
+    CRSIM_SCRIPT_DIR="$ROOT/scripts" "$CRSIM" plot $ldb --out lfig2 >/dev/null 2>plot.err &&
+        [ -s lfig2/stages.png ] && [ -s lfig2/stages.svg ] && [ -s lfig2/serving-load.png ] &&
+        [ ! -s plot.err ] && echo "ok: stages and serving-load figures drawn" ||
+        { echo "FAIL: figures: $(cat plot.err)"; fails=$((fails + 1)); }
 fi
 [ "$fails" -eq 0 ] || exit 1

@@ -503,10 +503,14 @@ static const exp_cli_cmd commands[] = {
                 "A run that does not exist, or nothing to write (a database made without\n"
                 "per-request records), is an error (exit 2). See docs/results-schema.md.\n",
      .opts = export_opts, .main = cmd_export},
-    {.name = "plot", .summary = "capacity, p99-vs-load, hit-rate and timeline figures (gnuplot)",
+    {.name = "plot", .summary = "capacity, p99-vs-load, throughput/goodput, hit-rate and "
+                                "timeline figures (gnuplot)",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Figures of one experiment (default: the latest): SLO capacity per policy and\n"
-                "threshold, the SLO metric against load, KV hit rate at the report rate R, and,\n"
+                "threshold, the SLO metric against load, KV hit rate at the report rate R,\n"
+                "achieved requests/s, goodput and p99 TTFT against load (serving-load.*; per\n"
+                "stage for a stage ladder, stages.*), the serving metrics at R (serving.tsv),\n"
+                "and,\n"
                 "when the runs stored a timeline (experiment.timeline_s), hit rate and p99 TTFT\n"
                 "per window with the scheduled faults marked (timeline.*); data (.tsv) and\n"
                 "figures (.png, .svg) go to DIR.  Needs gnuplot.  See docs/report.md.\n",
