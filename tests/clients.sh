@@ -5,7 +5,8 @@
 # --jobs 2 (stage_metrics, client_runs and run_metrics rows, wall times
 # aside); report shows the client section, and `report --format csv
 # --table stages` writes the stored stage rows; `plot` writes the serving
-# metrics against load and, for a stage ladder, per stage.
+# metrics against load and, for a stage ladder, per stage; per-request
+# records name their stage and client.
 # usage: clients.sh CRSIM
 set -u
 case $1 in /*) CRSIM=$1 ;; *) CRSIM=$(pwd)/$1 ;; esac
@@ -115,10 +116,24 @@ done <want.txt
 [ "$n" -eq 6 ] && echo "ok: serving-load.tsv has the achieved requests/s of the 6 (policy, load)s" ||
     { echo "FAIL: serving-load.tsv checked $n of 6"; fails=$((fails + 1)); }
 mkdir lad
-(cd lad && "$CRSIM" run "$CFG" --quiet --set workload.client.mode=stages --set 'experiment.rates=[1]' \
-    --set 'workload.client.stages=[{concurrency: 2, duration_s: 10}, {concurrency: 6, duration_s: 10}]' \
+(cd lad && "$CRSIM" run "$CFG" --quiet --requests --set workload.client.mode=stages --set 'experiment.rates=[1]' \
+    --set 'workload.client.stages=[{rate: 2, duration_s: 10}, {concurrency: 6, duration_s: 10}]' \
     --set 'experiment.policies=[sticky, round_robin]' >/dev/null 2>&1) || { echo "FAIL: ladder run"; exit 1; }
 ldb=lad/results/clients-test.db
+# Per-request records name their stage and client: every stage's records
+# are as many as it sent; the concurrency stage's come from its 6 clients,
+# the rate stage's from conversations.
+bad=$(sqlite3 $ldb "SELECT count(*) FROM stage_metrics g WHERE g.sent != (SELECT count(*) FROM requests q
+    WHERE q.run_id = g.run_id AND q.stage = g.stage)")
+c1=$(sqlite3 $ldb "SELECT count(DISTINCT client) || ' ' || sum(client NOT LIKE 'client %') FROM requests
+    WHERE stage = 1 AND run_id = 1")
+c0=$(sqlite3 $ldb "SELECT sum(client NOT LIKE 'conversation %') FROM requests WHERE stage = 0")
+if [ "$bad" = 0 ] && [ "$c1" = "6 0" ] && [ "$c0" = 0 ]; then
+    echo "ok: request records name their stage and client"
+else
+    echo "FAIL: request stage/client: $bad stages miscounted, stage 1 clients '$c1', stage 0 non-conversations '$c0'"
+    fails=$((fails + 1))
+fi
 CRSIM_GNUPLOT="$TMP/no-gnuplot" "$CRSIM" plot $ldb --out lfig >/dev/null 2>&1
 sqlite3 -separator ' ' $ldb "SELECT r.policy, g.load, avg(g.throughput_rps), avg(g.ttft_p99), count(*)
     FROM stage_metrics g JOIN runs r ON r.id = g.run_id GROUP BY r.policy, g.stage" >want.txt

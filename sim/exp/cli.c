@@ -499,7 +499,8 @@ static const exp_cli_cmd commands[] = {
      .details = "Write one table of a result database (default: requests, the per-request\n"
                 "records of runs with experiment.requests or crsim run --requests) as CSV or\n"
                 "JSON Lines for pandas, duckdb or a spreadsheet; --run N keeps one run's rows.\n"
-                "Request rows carry their run's policy, load (rate_rps), seed and sweep point.\n"
+                "Request rows carry their run's policy, load (rate_rps), seed and sweep point,\n"
+                "and under a closed-loop client their stage and client.\n"
                 "A run that does not exist, or nothing to write (a database made without\n"
                 "per-request records), is an error (exit 2). See docs/results-schema.md.\n",
      .opts = export_opts, .main = cmd_export},
