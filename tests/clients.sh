@@ -93,6 +93,24 @@ for c in throughput_rps ttft_p90 tpot_mean e2e_p99 ttft_p99_intended; do
         JOIN runs r ON r.id = g.run_id" | sort >want.txt
     cmp -s got.txt want.txt || { echo "FAIL: report --table stages column $c differs from stage_metrics"; fails=$((fails + 1)); }
 done
+# --table capacities: per (policy, seed, SLO) the stored capacity and the
+# achieved requests/s of the run at that load.
+"$CRSIM" report $db --format csv --table capacities >cap.csv 2>/dev/null || fails=$((fails + 1))
+tail -n +2 cap.csv | awk -F, '{ print $3 "|" $4 "|" $7 "|" $8 "|" $9 "|" $10 }' | sort >got.txt
+sqlite3 $db "SELECT r.policy || '|' || r.seed || '|' || printf('%.10g', c.slo_s) || '|' ||
+    iif(c.capacity_rps IS NULL, '', printf('%.10g', c.capacity_rps)) || '|' || c.censoring || '|' ||
+    ifnull((SELECT printf('%.10g', g.throughput_rps) FROM stage_metrics g JOIN runs q ON q.id = g.run_id
+        WHERE q.experiment_id = r.experiment_id AND q.policy = r.policy AND q.seed = r.seed
+        AND q.rate_rps = c.capacity_rps), '')
+    FROM capacities c JOIN runs r ON r.experiment_id = c.experiment_id AND r.policy = c.policy
+    AND r.seed = c.seed AND r.rate_rps = (SELECT min(rate_rps) FROM runs) WHERE c.slo_metric = 'ttft_p99'" |
+    sort >want.txt
+if [ "$(wc -l <got.txt)" -eq 12 ] && cmp -s got.txt want.txt; then
+    echo "ok: report --table capacities: 12 rows, the stored capacities and the requests/s there"
+else
+    echo "FAIL: report --table capacities differs from capacities/stage_metrics:"; diff got.txt want.txt | head -5
+    fails=$((fails + 1))
+fi
 out=$("$CRSIM" report $db --table stages 2>&1 >/dev/null)
 if [ $? -ne 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] || ! printf '%s' "$out" | grep -q "needs --format csv"; then
     echo "FAIL: --table stages without --format csv: $out"
@@ -118,7 +136,8 @@ done <want.txt
 mkdir lad
 (cd lad && "$CRSIM" run "$CFG" --quiet --requests --set workload.client.mode=stages --set 'experiment.rates=[1]' \
     --set 'workload.client.stages=[{rate: 2, duration_s: 10}, {concurrency: 6, duration_s: 10}]' \
-    --set 'experiment.policies=[sticky, round_robin]' >/dev/null 2>&1) || { echo "FAIL: ladder run"; exit 1; }
+    --set 'experiment.policies=[sticky, round_robin]' --set 'experiment.slos=[0.03, 2]' \
+    >/dev/null 2>&1) || { echo "FAIL: ladder run"; exit 1; }
 ldb=lad/results/clients-test.db
 # Per-request records name their stage and client: every stage's records
 # are as many as it sent; the concurrency stage's come from its 6 clients,
@@ -132,6 +151,25 @@ if [ "$bad" = 0 ] && [ "$c1" = "6 0" ] && [ "$c0" = 0 ]; then
     echo "ok: request records name their stage and client"
 else
     echo "FAIL: request stage/client: $bad stages miscounted, stage 1 clients '$c1', stage 0 non-conversations '$c0'"
+    fails=$((fails + 1))
+fi
+# A ladder's capacity: the last stage whose stage p99 TTFT and every
+# earlier one's hold the SLO, with that stage's requests/s.
+"$CRSIM" report $ldb --format csv --table capacities 2>/dev/null | tail -n +2 |
+    awk -F, '{ print $3 "|" $4 "|" $7 "|" $8 "|" $9 "|" $10 }' | sort >got.txt
+sqlite3 $ldb "WITH s(v) AS (VALUES (0.03), (2)), k AS (SELECT r.id, r.policy, r.seed, s.v,
+    (SELECT max(g.stage) FROM stage_metrics g WHERE g.run_id = r.id AND NOT EXISTS (SELECT 1
+        FROM stage_metrics h WHERE h.run_id = r.id AND h.stage <= g.stage AND NOT h.ttft_p99 <= s.v)) AS st,
+    (SELECT max(stage) FROM stage_metrics WHERE run_id = r.id) AS last FROM runs r, s)
+    SELECT k.policy || '|' || k.seed || '|' || printf('%.10g', k.v) || '|' ||
+    iif(g.load IS NULL, '', printf('%.10g', g.load)) || '|' ||
+    CASE WHEN k.st IS NULL THEN 'left' WHEN k.st = k.last THEN 'right' ELSE 'none' END || '|' ||
+    iif(g.throughput_rps IS NULL, '', printf('%.10g', g.throughput_rps))
+    FROM k LEFT JOIN stage_metrics g ON g.run_id = k.id AND g.stage = k.st" | sort >want.txt
+if [ "$(wc -l <got.txt)" -eq 8 ] && cmp -s got.txt want.txt; then
+    echo "ok: ladder capacities: the last stage holding the SLO with every earlier one ($(cut -d'|' -f5 got.txt | sort | uniq -c | tr -s ' \n' ' '))"
+else
+    echo "FAIL: ladder --table capacities:"; diff got.txt want.txt | head -5
     fails=$((fails + 1))
 fi
 CRSIM_GNUPLOT="$TMP/no-gnuplot" "$CRSIM" plot $ldb --out lfig >/dev/null 2>&1

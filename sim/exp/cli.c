@@ -297,10 +297,11 @@ static const exp_cli_opt report_opts[] = {
      .help = "report rate, a tested load (default: the experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "FILE",
      .help = "write the tables to FILE (default: stdout)"},
-    {.name = "table", .kind = EXP_CLI_CHOICE, .metavar = "policies|stages",
-     .choices = "policies|stages",
-     .help = "CSV rows: one per (point, policy) (default), or one per stage of every "
-             "closed-loop client run (needs --format csv)"},
+    {.name = "table", .kind = EXP_CLI_CHOICE, .metavar = "policies|stages|capacities",
+     .choices = "policies|stages|capacities",
+     .help = "CSV rows: one per (point, policy) (default); for closed-loop clients one per "
+             "stage of every run, or one per (policy, seed, SLO) with the requests/s "
+             "achieved at its capacity (needs --format csv)"},
     {0},
 };
 
@@ -492,7 +493,8 @@ static const exp_cli_cmd commands[] = {
                 "capacity (throughput-bound or tail-bound).  --format csv: the same with\n"
                 "the serving metrics (TTFT/TPOT/ITL/E2E mean, p50, p90, p99, requests/s,\n"
                 "output tokens/s, goodput, joint SLO capacity); --table stages: one CSV row\n"
-                "per stage of closed-loop client runs.  See docs/report.md.\n",
+                "per stage of closed-loop client runs; --table capacities: their SLO\n"
+                "capacity per seed with the requests/s achieved there.  See docs/report.md.\n",
      .opts = report_opts, .main = cmd_report},
     {.name = "export", .summary = "write a table of a result database as CSV or JSON Lines",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",

@@ -1124,21 +1124,24 @@ int exp_report_main(const exp_cli_args *a)
     enum fmt f = strcmp(fs, "csv") == 0    ? FMT_CSV
                  : strcmp(fs, "text") == 0 ? FMT_TEXT
                                            : FMT_MARKDOWN; /* "markdown" or "md" */
-    /* --table stages (index 1 of "policies|stages"): CSV only. */
-    const bool stages = exp_cli_int(a, "table", 0) == 1;
+    /* --table stages or capacities (indices 1, 2 of
+     * "policies|stages|capacities"): CSV only, closed-loop clients. */
+    const int64_t tbl = exp_cli_int(a, "table", 0);
+    const bool stages = tbl > 0;
+    const char *tname = tbl == 1 ? "stages" : "capacities";
     int rc;
     if (stages && f != FMT_CSV)
-        return exp_cli_fail(SIM_ERROR(SIM_EINVAL, "--table stages needs --format csv (the "
-                                      "text and markdown reports show the stage table "
-                                      "under \"Clients\")"));
+        return exp_cli_fail(SIM_ERROR(SIM_EINVAL, "--table %s needs --format csv (the "
+                                      "text and markdown reports show the table under "
+                                      "\"Clients\")", tname));
     exp__report *r = NULL;
     if ((rc = exp__report_read(path, exp_cli_int(a, "experiment", 0),
                                exp_cli_real(a, "rate", 0), &r)))
         return exp_cli_fail(rc);
     if (stages && r->n_stages == 0) {
-        rc = SIM_ERROR(SIM_EINVAL, "%s: experiment %lld has no stage rows (no complete run "
-                       "of a closed-loop client, workload.client.mode other than open; "
-                       "docs/clients.md)", path, (long long)r->id);
+        rc = SIM_ERROR(SIM_EINVAL, "%s: --table %s: experiment %lld has no stage rows (no "
+                       "complete run of a closed-loop client, workload.client.mode other than "
+                       "open; docs/clients.md)", path, tname, (long long)r->id);
         exp__report_free(r);
         return exp_cli_fail(rc);
     }
@@ -1150,8 +1153,10 @@ int exp_report_main(const exp_cli_args *a)
         return exp_cli_fail(rc);
     }
     exp__report_warn(r);
-    if (stages)
+    if (tbl == 1)
         print_stages_csv(r, out);
+    else if (tbl == 2)
+        exp__report_print_client_caps_csv(r, out);
     else if (f == FMT_CSV)
         print_csv(r, out);
     else {

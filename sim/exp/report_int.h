@@ -142,6 +142,12 @@ int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report 
  * (report_clients.c) */
 void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out);
 
+/* The same SLO capacities as CSV (`report --format csv --table
+ * capacities`): one row per (point, policy, seed, threshold) with the
+ * censoring and the requests/s achieved at the capacity load.
+ * (report_clients.c) */
+void exp__report_print_client_caps_csv(const exp__report *r, FILE *out);
+
 /* Free a report.  Accepts NULL. */
 void exp__report_free(exp__report *r);
 
