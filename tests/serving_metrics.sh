@@ -3,7 +3,7 @@
 # issues 36, 38 (C13) and 39 (item 10), end to end on tests/configs/small.yaml:
 # the run_metrics serving columns are filled and consistent (goodput <=
 # throughput, ITL gaps counted), the report shows the serving table and the
-# joint capacity, exported request rows name policy, load and seed;
+# joint capacity, and its CSV carries the stored values, exported request rows name policy, load and seed;
 # `export --run 99`, an export of a database without per-request records
 # and a bad joint SLO are one line and exit 2 (no output file left); a run
 # whose every request is over engine.max_model_len says SERVED NOTHING;
@@ -52,6 +52,27 @@ j=$(sqlite3 "$TMP/m.db" "SELECT count(*) FROM capacities WHERE slo_metric =
 for want in "TTFT mean/p50/p90/p99" "ITL mean/p50/p90/p99" "goodput req/s" "cap joint SLO" "≥ 2 (R 1/1)"; do
     grep -qF -- "$want" "$TMP/rep" || fail "report lacks '$want'"
 done
+# report --format csv carries the serving metrics and the joint capacity:
+# the named columns hold the means over seeds of the stored run_metrics at
+# the report rate (one seed here: the stored values, to 10 digits).
+"$CRSIM" report "$TMP/m.db" --format csv >"$TMP/rep.csv" 2>/dev/null || fail "report csv"
+col() { # CSV POLICY COLUMN: the value of COLUMN in POLICY's row
+    awk -F, -v p="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) k[$i] = i; next }
+        $5 == p { print (c in k) ? $k[c] : "NO-COLUMN" }' "$1"
+}
+rr=$(sqlite3 "$TMP/m.db" "SELECT report_rate_rps FROM experiments")
+for c in ttft_p99 tpot_p90 itl_mean e2e_p50 throughput_rps output_tps goodput_rps; do
+    want=$(sqlite3 "$TMP/m.db" "SELECT printf('%.10g', m.$c) FROM run_metrics m JOIN runs r
+        ON r.id = m.run_id WHERE r.policy = 'sticky' AND r.rate_rps = $rr")
+    got=$(col "$TMP/rep.csv" sticky $c)
+    [ -n "$want" ] && [ "$got" = "$want" ] || fail "report csv $c of sticky: '$got', stored '$want'"
+done
+[ "$(col "$TMP/rep.csv" flat_lb joint_slo)" = "ttft_p99<=1000 and tpot_p99<=10" ] ||
+    fail "report csv joint_slo: $(col "$TMP/rep.csv" flat_lb joint_slo)"
+[ "$(col "$TMP/rep.csv" flat_lb joint_n_right)" = 1 ] && [ "$(col "$TMP/rep.csv" flat_lb joint_cap_right_bound)" = 2 ] ||
+    fail "report csv joint capacity of flat_lb: right-censored at 2 expected"
+expect_error 2 "has no stage rows (no complete run of a closed-loop client" -- \
+    "$CRSIM" report "$TMP/m.db" --format csv --table stages
 head=$("$CRSIM" export "$TMP/m.db" --run 2 | head -2)
 case $head in
 run_id,policy,rate_rps,seed,point,id,*stage,client*) ;;

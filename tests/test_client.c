@@ -18,7 +18,8 @@
  *    flight under concurrency N; no stage k+1 send before stage k's last
  *    completion with the barrier; under sticky with a pool nothing evicts
  *    from, turn t+1 hits at least the full blocks of turn t's prompt and
- *    output; the same users (lengths, keys) for every router.
+ *    output; the same users (lengths, keys) and the same think-time draws
+ *    for every router, while their send times differ.
  *  - max_concurrency: the cap holds, waiting sends keep their intended
  *    time, and latency_from: intended moves the run's percentiles to it.
  *  - Bad input: one message naming the key.
@@ -250,6 +251,10 @@ static void test_sessions_invariants(void)
      * turn), different send times. */
     const char *pol[2] = {"sticky", "flat_lb"};
     uint64_t sig[2] = {0, 0};
+    /* Per (conversation, turn >= 1): the gap from the previous turn's last
+     * token to this send, i.e. the think time drawn for it (turns <= 6). */
+    double *gap[2] = {NULL, NULL}, *send[2] = {NULL, NULL};
+    uint64_t n_gap[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
         wl_client *cl = client(&cfg, 3, 2.0);
         cluster_result r;
@@ -266,6 +271,11 @@ static void test_sessions_invariants(void)
         for (uint64_t i = 0; i <= max_conv; i++)
             last[i] = UINT64_MAX;
         uint64_t turns2 = 0, hist_ok = 0;
+        n_gap[k] = (max_conv + 1) * 8;
+        gap[k] = malloc(n_gap[k] * sizeof *gap[k]);
+        send[k] = malloc(n_gap[k] * sizeof *send[k]);
+        for (uint64_t i = 0; i < n_gap[k]; i++)
+            gap[k][i] = send[k][i] = NAN;
         for (uint64_t i = 0; i < n; i++) {
             CHECK(cr[i].send_s == r.rec[i].arrival_s);
             CHECK(cr[i].intended_s <= cr[i].send_s);
@@ -278,6 +288,9 @@ static void test_sessions_invariants(void)
                 CHECK(r.rec[prev].e2e_s >= 0);
                 CHECK(cr[i].send_s >= end_of(&r, prev));
                 CHECK(r.rec[i].key == r.rec[prev].key);
+                CHECK(cr[i].turn < 8);
+                gap[k][cr[i].conv * 8 + cr[i].turn] = cr[i].send_s - end_of(&r, prev);
+                send[k][cr[i].conv * 8 + cr[i].turn] = cr[i].send_s;
                 turns2++;
                 /* The history (turn t's prompt and output) leads this
                  * prompt; under sticky its full blocks are cached, but for
@@ -308,6 +321,24 @@ static void test_sessions_invariants(void)
         wl_client_destroy(cl);
     }
     (void)sig;
+    /* The same think-time draws under both routers, though the send times
+     * differ (docs/clients.md, "Determinism and paired comparison"). */
+    uint64_t common = 0, moved = 0;
+    for (uint64_t i = 0; i < n_gap[0] && i < n_gap[1]; i++)
+        if (!isnan(gap[0][i]) && !isnan(gap[1][i])) {
+            CHECK(fabs(gap[0][i] - gap[1][i]) <= 1e-9);
+            common++;
+            moved += send[0][i] != send[1][i];
+        }
+    CHECK(common > 50);
+    CHECK(moved > 0);
+    printf("sessions: %llu later turns of the same conversations under both routers, the "
+           "same think time each; %llu sent at different times\n",
+           (unsigned long long)common, (unsigned long long)moved);
+    for (int k = 0; k < 2; k++) {
+        free(gap[k]);
+        free(send[k]);
+    }
     wl_config_fini(&cfg);
 }
 

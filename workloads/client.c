@@ -760,7 +760,9 @@ static int next(void *state, wl_request *out)
     c->rec[c->n_rec] = (wl_client_rec){.intended_s = intended < c->now ? intended : c->now,
                                        .send_s = c->now,
                                        .stage = c->mode == WL_CLIENT_STAGES ? ph : 0,
-                                       .turn = c->cv[i].turn, .conv = c->cv[i].index};
+                                       .turn = c->cv[i].turn, .conv = c->cv[i].index,
+                                       .client = c->cv[i].client == NO_CONV
+                                                     ? WL_CLIENT_NONE : c->cv[i].client};
     c->rec_conv[c->n_rec] = i;
     c->n_rec++;
     c->st.sent++;

@@ -49,10 +49,15 @@ typedef struct wl_client_rec {
                           nominal time in a stage delayed by a barrier, a
                           turn's completion + think time); <= send_s */
     double send_s;     /* when it was sent (the request's arrival_s), s */
-    uint32_t stage;    /* stage index (stages mode; burst: batch; else 0) */
+    uint32_t stage;    /* stage index (stages mode; else 0) */
     uint32_t turn;     /* turn within its conversation, from 0 */
-    uint64_t conv;     /* conversation number */
+    uint64_t conv;     /* conversation number, from 0 */
+    uint32_t client;   /* the concurrency client (0 .. N-1) that sent it, or
+                          WL_CLIENT_NONE for a conversation that arrived
+                          open-loop (sessions, rate stages, burst) */
 } wl_client_rec;
+
+#define WL_CLIENT_NONE UINT32_MAX
 
 /* One stage as it ran (wl_client_stage_info). */
 typedef struct wl_client_stage {

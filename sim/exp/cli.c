@@ -297,6 +297,11 @@ static const exp_cli_opt report_opts[] = {
      .help = "report rate, a tested load (default: the experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "FILE",
      .help = "write the tables to FILE (default: stdout)"},
+    {.name = "table", .kind = EXP_CLI_CHOICE, .metavar = "policies|stages|capacities",
+     .choices = "policies|stages|capacities",
+     .help = "CSV rows: one per (point, policy) (default); for closed-loop clients one per "
+             "stage of every run, or one per (policy, seed, SLO) with the requests/s "
+             "achieved at its capacity (needs --format csv)"},
     {0},
 };
 
@@ -485,21 +490,30 @@ static const exp_cli_cmd commands[] = {
                 "point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
                 "SLO metric's p99 and load imbalance at the report rate R; with per-request\n"
                 "records (crsim run --requests), per policy the regime that limits its\n"
-                "capacity (throughput-bound or tail-bound).  See docs/report.md.\n",
+                "capacity (throughput-bound or tail-bound).  --format csv: the same with\n"
+                "the serving metrics (TTFT/TPOT/ITL/E2E mean, p50, p90, p99, requests/s,\n"
+                "output tokens/s, goodput, joint SLO capacity); --table stages: one CSV row\n"
+                "per stage of closed-loop client runs; --table capacities: their SLO\n"
+                "capacity per seed with the requests/s achieved there.  See docs/report.md.\n",
      .opts = report_opts, .main = cmd_report},
     {.name = "export", .summary = "write a table of a result database as CSV or JSON Lines",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Write one table of a result database (default: requests, the per-request\n"
                 "records of runs with experiment.requests or crsim run --requests) as CSV or\n"
                 "JSON Lines for pandas, duckdb or a spreadsheet; --run N keeps one run's rows.\n"
-                "Request rows carry their run's policy, load (rate_rps), seed and sweep point.\n"
+                "Request rows carry their run's policy, load (rate_rps), seed and sweep point,\n"
+                "and under a closed-loop client their stage and client.\n"
                 "A run that does not exist, or nothing to write (a database made without\n"
                 "per-request records), is an error (exit 2). See docs/results-schema.md.\n",
      .opts = export_opts, .main = cmd_export},
-    {.name = "plot", .summary = "capacity, p99-vs-load, hit-rate and timeline figures (gnuplot)",
+    {.name = "plot", .summary = "capacity, p99-vs-load, throughput/goodput, hit-rate and "
+                                "timeline figures (gnuplot)",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Figures of one experiment (default: the latest): SLO capacity per policy and\n"
-                "threshold, the SLO metric against load, KV hit rate at the report rate R, and,\n"
+                "threshold, the SLO metric against load, KV hit rate at the report rate R,\n"
+                "achieved requests/s, goodput and p99 TTFT against load (serving-load.*; per\n"
+                "stage for a stage ladder, stages.*), the serving metrics at R (serving.tsv),\n"
+                "and,\n"
                 "when the runs stored a timeline (experiment.timeline_s), hit rate and p99 TTFT\n"
                 "per window with the scheduled faults marked (timeline.*); data (.tsv) and\n"
                 "figures (.png, .svg) go to DIR.  Needs gnuplot.  See docs/report.md.\n",

@@ -145,6 +145,23 @@ void exp_client_summarise(const wl_config *wl, wl_client *cl, cluster_result *re
     free(buf);
 }
 
+void exp_client_keep_requests(const wl_client *cl, uint64_t n_arrived, exp_client_summary *out)
+{
+    uint64_t n_rec;
+    const wl_client_rec *cr = wl_client_records(cl, &n_rec);
+    SIM_ALWAYS(n_rec >= n_arrived);
+    const size_t n = n_arrived ? (size_t)n_arrived : 1;
+    out->req_stage = sim_xmalloc(n * sizeof *out->req_stage);
+    out->req_client = sim_xmalloc(n * sizeof *out->req_client);
+    out->req_conv = sim_xmalloc(n * sizeof *out->req_conv);
+    out->n_req = n_arrived;
+    for (uint64_t i = 0; i < n_arrived; i++) {
+        out->req_stage[i] = cr[i].stage;
+        out->req_client[i] = cr[i].client;
+        out->req_conv[i] = cr[i].conv;
+    }
+}
+
 void exp_client_summary_fini(exp_client_summary *s)
 {
     if (!s)
@@ -152,4 +169,10 @@ void exp_client_summary_fini(exp_client_summary *s)
     free(s->stages);
     s->stages = NULL;
     s->n_stages = 0;
+    free(s->req_stage);
+    free(s->req_client);
+    free(s->req_conv);
+    s->req_stage = s->req_client = NULL;
+    s->req_conv = NULL;
+    s->n_req = 0;
 }

@@ -45,6 +45,12 @@ typedef struct exp_client_summary {
     double ttft_p99_send, ttft_p99_intended, e2e_p99_send, e2e_p99_intended;
     exp_stage_row *stages;     /* n_stages rows, owned */
     size_t n_stages;
+    /* Per request of the run (exp_client_keep_requests; NULL otherwise):
+     * its stage and who sent it, for the requests table; owned. */
+    uint32_t *req_stage;
+    uint32_t *req_client;      /* concurrency client, or WL_CLIENT_NONE */
+    uint64_t *req_conv;        /* conversation number */
+    uint64_t n_req;            /* = res->n_arrived */
 } exp_client_summary;
 
 /*
@@ -58,6 +64,12 @@ typedef struct exp_client_summary {
  */
 void exp_client_summarise(const wl_config *wl, wl_client *cl, cluster_result *res,
                           exp_client_summary *out);
+
+/* Copy into *out the stage, concurrency client and conversation of the
+ * run's first `n_arrived` requests from the client `cl` (before it is
+ * destroyed), for the per-request records (experiment.requests).  Cannot
+ * fail (aborts on out of memory). */
+void exp_client_keep_requests(const wl_client *cl, uint64_t n_arrived, exp_client_summary *out);
 
 /* Free what *s owns.  Safe on a zeroed summary and twice. */
 void exp_client_summary_fini(exp_client_summary *s);

@@ -1314,6 +1314,8 @@ static void run_task(pool *pl, task *t)
         t->rc = cluster_run(&cp, rt, &env, cfg->router, exp_stream_source(st), &t->res);
     if (t->rc == SIM_OK && exp_stream_client(st)) {
         exp_client_summarise(&cfg->wl, exp_stream_client(st), &t->res, &t->cs);
+        if (cfg->requests) /* the requests table names each one's stage and client */
+            exp_client_keep_requests(exp_stream_client(st), t->res.n_arrived, &t->cs);
         t->has_cs = true;
     }
     t->wall_s = sim_wall_s() - t0;

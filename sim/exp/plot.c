@@ -331,6 +331,219 @@ static int write_serving(const exp__report *r, const exp__rep_point *pt, const c
     return close_data(f, path);
 }
 
+/* ---- serving metrics against load, and per stage ---- */
+
+/* Layout of the TTFT p99 panel of the serving figures, as write_p99: log y
+ * when the finite values span more than a factor 30, +Inf drawn at a
+ * ceiling above them. */
+static void ttft_scale(const double *v, size_t n, double *ceiling, double *ymin, bool *logy,
+                       bool *any_inf)
+{
+    double lo = INFINITY, hi = 0;
+    *any_inf = false;
+    for (size_t i = 0; i < n; i++) {
+        *any_inf = *any_inf || isinf(v[i]);
+        if (isfinite(v[i]) && v[i] > 0) {
+            lo = fmin(lo, v[i]);
+            hi = fmax(hi, v[i]);
+        }
+    }
+    if (!isfinite(lo) || !(hi > 0)) {
+        lo = 0.1;
+        hi = 1;
+    }
+    *logy = hi / lo > 30;
+    *ceiling = *logy ? hi * 3 : hi * 1.2;
+    *ymin = *logy ? lo / 1.5 : 0;
+}
+
+/* One row of a serving figure's data: x, achieved requests/s, goodput,
+ * TTFT p99 (+Inf drawn at the ceiling, as a large open circle). */
+static void serving_row(FILE *f, double x, double tput, double good, double ttft,
+                        double ceiling, size_t n)
+{
+    fprintf(f, "%.10g", x);
+    put_num(f, tput);
+    put_num(f, good);
+    put_num(f, isinf(ttft) ? ceiling : ttft);
+    fprintf(f, "\t%s\t%zu", isinf(ttft) ? "2.8\t6" : "1.2\t7", n);
+}
+
+static void put_val(FILE *f, double x)
+{
+    if (isinf(x))
+        fputs(x > 0 ? "\tinf" : "\t-inf", f);
+    else
+        put_num(f, x);
+}
+
+/*
+ * serving-load.tsv: one block per policy, one row per tested load: load,
+ * achieved requests/s, goodput, TTFT p99 as drawn, point size and type,
+ * seeds, policy, then every serving metric (exp__serving_cols, means over
+ * seeds; '?' undefined, 'inf').  *tmax is the largest requests/s.
+ */
+static int write_serving_load(const exp__report *r, const exp__rep_point *pt,
+                              const char *path, double *tmax, double *ceiling, double *ymin,
+                              bool *logy, bool *any_inf)
+{
+    enum { TTFT_P99 = 3, TPUT = 16, GOOD = 18 };
+    size_t n = 0;
+    for (size_t c = 0; c < pt->n_cells; c++)
+        n += pt->cells[c].n_loads;
+    double *v = sim_xmalloc((n ? n : 1) * sizeof *v);
+    size_t k = 0;
+    *tmax = 0;
+    for (size_t c = 0; c < pt->n_cells; c++)
+        for (size_t l = 0; l < pt->cells[c].n_loads; l++) {
+            const double *m = pt->cells[c].loads[l].serving;
+            v[k++] = m[TTFT_P99];
+            if (isfinite(m[TPUT]))
+                *tmax = fmax(*tmax, m[TPUT]);
+        }
+    ttft_scale(v, k, ceiling, ymin, logy, any_inf);
+    free(v);
+    if (!(*tmax > 0))
+        *tmax = 1;
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    fprintf(f, "# crsim plot: serving metrics against offered load, means over seeds, of "
+            "experiment %lld point %lld (s; requests/s; tokens/s); ttft_p99 +Inf drawn at "
+            "%.6g\n# load\tthroughput_rps\tgoodput_rps\tttft_p99_drawn\tpoint_size\t"
+            "point_type\tn_seeds\tpolicy", (long long)r->id, (long long)pt->point, *ceiling);
+    for (size_t j = 0; j < EXP_SERVING_COLS; j++)
+        fprintf(f, "\t%s", exp__serving_cols[j]);
+    fputc('\n', f);
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        const exp__rep_cell *cell = &pt->cells[c];
+        if (c)
+            fputs("\n\n", f);
+        for (size_t l = 0; l < cell->n_loads; l++) {
+            const exp__rep_load *e = &cell->loads[l];
+            serving_row(f, e->load_rps, e->serving[TPUT], e->serving[GOOD],
+                        e->serving[TTFT_P99], *ceiling, e->n);
+            fprintf(f, "\t%s", cell->policy);
+            for (size_t j = 0; j < EXP_SERVING_COLS; j++)
+                put_val(f, e->serving[j]);
+            fputc('\n', f);
+        }
+        if (cell->n_loads == 0)
+            fprintf(f, "?\t?\t?\t?\t1.2\t7\t0\t%s\n", cell->policy);
+    }
+    return close_data(f, path);
+}
+
+/* The stage rows of (point, policy) at the report rate, averaged over
+ * seeds stage by stage: the mean of the finite values (+Inf if any seed
+ * is +Inf, NaN if none). */
+typedef struct stage_mean {
+    int64_t stage;
+    double load;
+    double v[7]; /* throughput_rps, ttft_p99, tpot_p99, e2e_p99, ttft_p99_intended,
+                    output_tps, hit_rate */
+    size_t n;
+} stage_mean;
+
+static size_t stage_means(const exp__report *r, int64_t point, const char *policy,
+                          stage_mean **out)
+{
+    stage_mean *m = NULL;
+    size_t n = 0;
+    size_t (*cnt)[7] = NULL;
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const exp_store_stage_row *g = &r->stages[i];
+        if (g->point != point || strcmp(g->policy, policy) != 0 ||
+            fabs(g->rate_rps - r->rate_rps) > 1e-9 * fmax(1.0, fabs(r->rate_rps)))
+            continue;
+        size_t j = 0;
+        while (j < n && m[j].stage != g->stage)
+            j++;
+        if (j == n) {
+            m = sim_xrealloc(m, (n + 1) * sizeof *m);
+            cnt = sim_xrealloc(cnt, (n + 1) * sizeof *cnt);
+            m[n] = (stage_mean){.stage = g->stage, .load = g->load};
+            memset(cnt[n], 0, sizeof cnt[n]);
+            n++;
+        }
+        const double x[7] = {g->throughput_rps, g->ttft_p99, g->tpot_p99, g->e2e_p99,
+                             g->ttft_p99_intended, g->output_tps, g->hit_rate};
+        for (size_t k = 0; k < 7; k++)
+            if (!isnan(x[k])) {
+                m[j].v[k] += x[k];
+                cnt[j][k]++;
+            }
+        m[j].n++;
+    }
+    for (size_t j = 0; j < n; j++)
+        for (size_t k = 0; k < 7; k++)
+            m[j].v[k] = cnt[j][k] ? m[j].v[k] / (double)cnt[j][k] : NAN;
+    free(cnt);
+    *out = m;
+    return n;
+}
+
+/*
+ * stages.tsv (staged clients, workload.client.mode stages): one block per
+ * policy, one row per stage of the runs at the report rate, means over
+ * seeds: the stage's load, achieved requests/s, goodput ('?': not stored
+ * per stage), TTFT p99 as drawn, point size and type, seeds, policy, then
+ * stage, tpot_p99, e2e_p99, ttft_p99_intended, output_tps, hit_rate.
+ */
+static int write_stages(const exp__report *r, const exp__rep_point *pt, const char *path,
+                        double *tmax, double *ceiling, double *ymin, bool *logy,
+                        bool *any_inf)
+{
+    stage_mean **m = sim_xcalloc(pt->n_cells ? pt->n_cells : 1, sizeof *m);
+    size_t *nm = sim_xcalloc(pt->n_cells ? pt->n_cells : 1, sizeof *nm), total = 0;
+    for (size_t c = 0; c < pt->n_cells; c++)
+        total += nm[c] = stage_means(r, pt->point, pt->cells[c].policy, &m[c]);
+    double *v = sim_xmalloc((total ? total : 1) * sizeof *v);
+    size_t k = 0;
+    *tmax = 0;
+    for (size_t c = 0; c < pt->n_cells; c++)
+        for (size_t j = 0; j < nm[c]; j++) {
+            v[k++] = m[c][j].v[1];
+            if (isfinite(m[c][j].v[0]))
+                *tmax = fmax(*tmax, m[c][j].v[0]);
+        }
+    ttft_scale(v, k, ceiling, ymin, logy, any_inf);
+    free(v);
+    if (!(*tmax > 0))
+        *tmax = 1;
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (f) {
+        fprintf(f, "# crsim plot: per-stage metrics at load %g, means over seeds, of experiment "
+                "%lld point %lld (s; requests/s; tokens/s); ttft_p99 +Inf drawn at %.6g\n"
+                "# stage_load\tthroughput_rps\tgoodput_rps\tttft_p99_drawn\tpoint_size\t"
+                "point_type\tn_seeds\tpolicy\tstage\ttpot_p99\te2e_p99\tttft_p99_intended\t"
+                "output_tps\thit_rate\n", r->rate_rps, (long long)r->id, (long long)pt->point,
+                *ceiling);
+        for (size_t c = 0; c < pt->n_cells; c++) {
+            if (c)
+                fputs("\n\n", f);
+            for (size_t j = 0; j < nm[c]; j++) {
+                const stage_mean *s = &m[c][j];
+                serving_row(f, s->load, s->v[0], NAN, s->v[1], *ceiling, s->n);
+                fprintf(f, "\t%s\t%lld", pt->cells[c].policy, (long long)s->stage);
+                for (size_t q = 2; q < 7; q++)
+                    put_val(f, s->v[q]);
+                fputc('\n', f);
+            }
+            if (nm[c] == 0)
+                fprintf(f, "?\t?\t?\t?\t1.2\t7\t0\t%s\n", pt->cells[c].policy);
+        }
+        rc = close_data(f, path);
+    }
+    for (size_t c = 0; c < pt->n_cells; c++)
+        free(m[c]);
+    free(m);
+    free(nm);
+    return rc;
+}
+
 /* ---- timeline (experiment.timeline_s) ---- */
 
 /* One line of the timeline figure: a (point, policy) at the report rate,
@@ -807,7 +1020,8 @@ int exp_plot_main(const exp_cli_args *a)
     typedef struct job {
         char *script, *vars, *outbase;
     } job;
-    job *jobs = sim_xcalloc(3 * r->n_points + 1, sizeof *jobs);
+    job *jobs = sim_xcalloc(5 * r->n_points + 1, sizeof *jobs);
+    const bool ladder = r->n_stages && strcmp(r->stages[0].mode, "stages") == 0;
     size_t n_jobs = 0;
     for (size_t p = 0; p < r->n_points && rc == SIM_OK; p++) {
         const exp__rep_point *pt = &r->points[p];
@@ -840,13 +1054,41 @@ int exp_plot_main(const exp_cli_args *a)
             free(data.s);
             jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
         }
-        if (rc == SIM_OK) { /* the serving metrics: data only */
+        if (rc == SIM_OK) { /* the serving metrics at the report rate: data only */
             sbuf data = {0};
             sb_printf(&data, "%s/serving%s.tsv", dir, sfx);
             rc = write_serving(r, pt, data.s);
             if (rc == SIM_OK)
                 printf("wrote %s\n", data.s);
             free(data.s);
+        }
+        /* Achieved requests/s, goodput and TTFT p99 against offered load;
+         * per stage for a stage ladder. */
+        static const char *const skinds[] = {"serving-load", "stages"};
+        for (size_t k = 0; k < (ladder ? 2u : 1u) && rc == SIM_OK; k++) {
+            sbuf data = {0}, base = {0}, vars = {0}, script = {0};
+            sb_printf(&data, "%s/%s%s.tsv", dir, skinds[k], sfx);
+            sb_printf(&base, "%s/%s%s", dir, skinds[k], sfx);
+            sb_printf(&script, "%s/plot-serving.gp", sdir ? sdir : "scripts");
+            common_vars(&vars, r, pt, data.s, base.s);
+            color_vars(&vars, pt);
+            double tmax = 1, ceiling = 1, ymin = 0;
+            bool logy = false, any_inf = false;
+            rc = k == 0 ? write_serving_load(r, pt, data.s, &tmax, &ceiling, &ymin, &logy,
+                                             &any_inf)
+                        : write_stages(r, pt, data.s, &tmax, &ceiling, &ymin, &logy, &any_inf);
+            sb_printf(&vars, "; xlabel='%s'; goodput=%d; tmax=%.10g; ceiling=%.10g; "
+                      "ymin=%.10g; logy=%d; anyinf=%d",
+                      k == 0 ? (r->n_stages ? "load (experiment.rates: client rate, "
+                                              "concurrency or batch)"
+                                            : "offered load (requests/s)")
+                             : "stage load (rate in requests/s, or concurrency)",
+                      k == 0 && r->has_goodput ? 1 : 0, tmax, ceiling, ymin, logy ? 1 : 0,
+                      any_inf ? 1 : 0);
+            if (rc == SIM_OK)
+                printf("wrote %s\n", data.s);
+            free(data.s);
+            jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
         }
     }
 

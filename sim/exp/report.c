@@ -1004,7 +1004,14 @@ static void print_csv(const exp__report *r, FILE *out)
                 "cap_right_bound_%g", r->slos[s], r->slos[s], r->slos[s], r->slos[s],
                 r->slos[s], r->slos[s], r->slos[s]);
     fputs(",fair_worst_p99_mean,fair_spread_p99_mean,fair_jain_mean,too_long_mean,"
-          "failed_mean,retries_mean\n", out);
+          "failed_mean,retries_mean", out);
+    /* The serving metrics at the report rate and the joint SLO's capacity
+     * (docs/report.md, "Serving metrics"), appended so the columns above
+     * keep their places. */
+    for (size_t k = 0; k < EXP_SERVING_COLS; k++)
+        fprintf(out, ",%s", exp__serving_cols[k]);
+    fputs(",joint_slo,joint_cap_mean,joint_cap_sd,joint_n_exact,joint_n_left,joint_n_right,"
+          "joint_cap_left_bound,joint_cap_right_bound\n", out);
     for (size_t p = 0; p < r->n_points; p++) {
         const exp__rep_point *pt = &r->points[p];
         for (size_t c = 0; c < pt->n_cells; c++) {
@@ -1043,8 +1050,68 @@ static void print_csv(const exp__report *r, FILE *out)
             csv_num(e ? e->too_long_mean : NAN, out);
             csv_num(e ? e->failed_mean : NAN, out);  /* faults (docs/faults.md): 0 without */
             csv_num(e ? e->retries_mean : NAN, out);
+            for (size_t k = 0; k < EXP_SERVING_COLS; k++)
+                csv_num(cell->serving[k], out);
+            fputc(',', out);
+            if (r->joint) {
+                const exp_capacity_agg *a = &cell->joint;
+                csv_str(r->joint, out);
+                csv_num(a->mean_rps, out);
+                csv_num(a->sd_rps, out);
+                fprintf(out, ",%zu,%zu,%zu", a->n_exact, a->n_left, a->n_right);
+                csv_num(a->left_bound, out);
+                csv_num(a->right_bound, out);
+            } else {
+                fputs(",,,,,,,", out);
+            }
             fputs("\n", out);
         }
+    }
+}
+
+/* The label of sweep point `point`, or "". */
+static const char *point_label(const exp__report *r, int64_t point)
+{
+    for (size_t p = 0; p < r->n_points; p++)
+        if (r->points[p].point == point)
+            return r->points[p].label;
+    return "";
+}
+
+/* --table stages: one row per stored stage of every complete run of a
+ * closed-loop client (docs/report.md, "Clients"); the values as stored,
+ * nothing averaged. */
+static void print_stages_csv(const exp__report *r, FILE *out)
+{
+    fputs("experiment_id,point,point_label,policy,rate_rps,seed,mode,stage,load_kind,load,"
+          "start_s,end_s,sent,measured,completed,throughput_rps,output_tps,hit_rate,"
+          "ttft_mean,ttft_p50,ttft_p90,ttft_p99,tpot_mean,tpot_p50,tpot_p90,tpot_p99,"
+          "e2e_mean,e2e_p50,e2e_p90,e2e_p99,ttft_p99_intended,e2e_p99_intended,"
+          "run_abandoned,run_unsent\n", out);
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const exp_store_stage_row *g = &r->stages[i];
+        fprintf(out, "%lld,%lld,", (long long)r->id, (long long)g->point);
+        csv_str(point_label(r, g->point), out);
+        fputc(',', out);
+        csv_str(g->policy, out);
+        csv_num(g->rate_rps, out);
+        fprintf(out, ",%lld,", (long long)g->seed);
+        csv_str(g->mode, out);
+        fprintf(out, ",%lld,", (long long)g->stage);
+        csv_str(g->load_kind, out);
+        csv_num(g->load, out);
+        csv_num(g->start_s, out);
+        csv_num(g->end_s, out);
+        fprintf(out, ",%lld,%lld,%lld", (long long)g->sent, (long long)g->measured,
+                (long long)g->completed);
+        const double v[] = {g->throughput_rps, g->output_tps, g->hit_rate,
+                            g->ttft_mean, g->ttft_p50, g->ttft_p90, g->ttft_p99,
+                            g->tpot_mean, g->tpot_p50, g->tpot_p90, g->tpot_p99,
+                            g->e2e_mean, g->e2e_p50, g->e2e_p90, g->e2e_p99,
+                            g->ttft_p99_intended, g->e2e_p99_intended};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+            csv_num(v[k], out);
+        fprintf(out, ",%lld,%lld\n", (long long)g->abandoned, (long long)g->unsent);
     }
 }
 
@@ -1057,11 +1124,27 @@ int exp_report_main(const exp_cli_args *a)
     enum fmt f = strcmp(fs, "csv") == 0    ? FMT_CSV
                  : strcmp(fs, "text") == 0 ? FMT_TEXT
                                            : FMT_MARKDOWN; /* "markdown" or "md" */
+    /* --table stages or capacities (indices 1, 2 of
+     * "policies|stages|capacities"): CSV only, closed-loop clients. */
+    const int64_t tbl = exp_cli_int(a, "table", 0);
+    const bool stages = tbl > 0;
+    const char *tname = tbl == 1 ? "stages" : "capacities";
     int rc;
+    if (stages && f != FMT_CSV)
+        return exp_cli_fail(SIM_ERROR(SIM_EINVAL, "--table %s needs --format csv (the "
+                                      "text and markdown reports show the table under "
+                                      "\"Clients\")", tname));
     exp__report *r = NULL;
     if ((rc = exp__report_read(path, exp_cli_int(a, "experiment", 0),
                                exp_cli_real(a, "rate", 0), &r)))
         return exp_cli_fail(rc);
+    if (stages && r->n_stages == 0) {
+        rc = SIM_ERROR(SIM_EINVAL, "%s: --table %s: experiment %lld has no stage rows (no "
+                       "complete run of a closed-loop client, workload.client.mode other than "
+                       "open; docs/clients.md)", path, tname, (long long)r->id);
+        exp__report_free(r);
+        return exp_cli_fail(rc);
+    }
 
     FILE *out = stdout;
     if (out_path && !(out = fopen(out_path, "w"))) {
@@ -1070,7 +1153,11 @@ int exp_report_main(const exp_cli_args *a)
         return exp_cli_fail(rc);
     }
     exp__report_warn(r);
-    if (f == FMT_CSV)
+    if (tbl == 1)
+        print_stages_csv(r, out);
+    else if (tbl == 2)
+        exp__report_print_client_caps_csv(r, out);
+    else if (f == FMT_CSV)
         print_csv(r, out);
     else {
         print_tables(r, f, out);

@@ -45,17 +45,21 @@ static double tput_at(const exp__report *r, int64_t point, const char *policy, i
 
 /* Stage ladder: per run (rows i0 .. i1 of one run, in stage order), the
  * highest stage load whose stage p99 holds the SLO at every stage up to
- * it; *tput its throughput.  NaN when the first stage fails. */
+ * it; *tput its throughput; *all whether every stage held.  NaN when the
+ * first stage fails. */
 static double ladder_capacity(const exp__report *r, size_t i0, size_t i1, double slo,
-                              bool e2e, double *tput)
+                              bool e2e, double *tput, bool *all)
 {
     double cap = NAN;
     *tput = NAN;
+    *all = true;
     for (size_t i = i0; i < i1; i++) {
         const exp_store_stage_row *g = &r->stages[i];
         const double m = e2e ? g->e2e_p99 : g->ttft_p99;
-        if (!(m <= slo))
+        if (!(m <= slo)) {
+            *all = false;
             break;
+        }
         cap = g->load;
         *tput = g->throughput_rps;
     }
@@ -144,7 +148,8 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
                 i1++;
             for (size_t s = 0; s < r->n_slos; s++) {
                 double tput;
-                const double cap = ladder_capacity(r, i0, i1, r->slos[s], e2e, &tput);
+                bool all;
+                const double cap = ladder_capacity(r, i0, i1, r->slos[s], e2e, &tput, &all);
                 char c[40], t[40];
                 num(c, 40, cap, "%g");
                 num(t, 40, tput, "%.2f");
@@ -179,4 +184,63 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
         }
     }
     fputs("\n", out);
+}
+
+/* CSV number: empty when undefined, "inf", else %.10g (as report.c). */
+static void cnum(double x, FILE *out)
+{
+    fputc(',', out);
+    if (isinf(x))
+        fputs(x > 0 ? "inf" : "-inf", out);
+    else if (!isnan(x))
+        fprintf(out, "%.10g", x);
+}
+
+static const char *const cens_name[] = {"none", "left", "right"};
+
+void exp__report_print_client_caps_csv(const exp__report *r, FILE *out)
+{
+    const bool ladder = r->n_stages && strcmp(r->stages[0].mode, "stages") == 0;
+    const bool e2e = strncmp(r->slo_metric, "e2e", 3) == 0;
+    fputs("experiment_id,point,policy,seed,mode,slo_metric,slo_s,capacity,censoring,"
+          "throughput_rps\n", out);
+    if (ladder) {
+        for (size_t i0 = 0; i0 < r->n_stages;) {
+            size_t i1 = i0 + 1;
+            const exp_store_stage_row *a = &r->stages[i0];
+            while (i1 < r->n_stages && r->stages[i1].point == a->point &&
+                   r->stages[i1].seed == a->seed && r->stages[i1].rate_rps == a->rate_rps &&
+                   strcmp(r->stages[i1].policy, a->policy) == 0)
+                i1++;
+            for (size_t s = 0; s < r->n_slos; s++) {
+                double tput;
+                bool all;
+                const double cap = ladder_capacity(r, i0, i1, r->slos[s], e2e, &tput, &all);
+                /* left: the first stage fails; right: every stage holds */
+                const int cens = isnan(cap) ? 1 : all ? 2 : 0;
+                fprintf(out, "%lld,%lld,%s,%lld,stages,%s", (long long)r->id,
+                        (long long)a->point, a->policy, (long long)a->seed,
+                        e2e ? "e2e_p99" : "ttft_p99");
+                cnum(r->slos[s], out);
+                cnum(cap, out);
+                fprintf(out, ",%s", cens_name[cens]);
+                cnum(tput, out);
+                fputc('\n', out);
+            }
+            i0 = i1;
+        }
+        return;
+    }
+    for (size_t i = 0; i < r->n_cap_rows; i++) {
+        const exp_capacity_row *c = &r->cap_rows[i];
+        const double cap = c->cap.capacity_rps;
+        fprintf(out, "%lld,%lld,%s,%lld,%s,%s", (long long)r->id, (long long)c->point,
+                c->policy, (long long)c->seed, r->n_stages ? r->stages[0].mode : "",
+                r->slo_metric);
+        cnum(c->slo_s, out);
+        cnum(cap, out);
+        fprintf(out, ",%s", cens_name[c->cap.censoring]);
+        cnum(isnan(cap) ? NAN : tput_at(r, c->point, c->policy, c->seed, cap), out);
+        fputc('\n', out);
+    }
 }

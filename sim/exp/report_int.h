@@ -16,6 +16,12 @@
 #include "sim/exp/report.h"
 #include "sim/exp/store.h"
 
+/* The serving metrics the report shows (run_metrics columns): TTFT, TPOT,
+ * ITL and E2E mean/p50/p90/p99, then requests/s, output tokens/s and
+ * goodput (docs/report.md, "Serving metrics"). */
+#define EXP_SERVING_COLS 19
+extern const char *const exp__serving_cols[EXP_SERVING_COLS];
+
 /* The runs of one (point, policy) at one tested load, over seeds. */
 typedef struct exp__rep_load {
     double load_rps;     /* offered load, requests/s */
@@ -37,17 +43,15 @@ typedef struct exp__rep_load {
     bool seeds_identical;    /* n >= 2 and every seed's hit rate, SLO metric,
                                 p99 and imbalance are bit-identical: the seeds
                                 did not vary the request stream */
+    /* Serving metrics at this load, means over seeds in the order of
+     * exp__serving_cols (+Inf if a seed is +Inf, NaN if none defined);
+     * filled by exp__report_serving_load (the figure serving-load). */
+    double serving[EXP_SERVING_COLS];
 } exp__rep_load;
 
-/* The serving metrics the report shows (run_metrics columns): TTFT, TPOT,
- * ITL and E2E mean/p50/p90/p99, then requests/s, output tokens/s and
- * goodput (docs/report.md, "Serving metrics"). */
-#define EXP_SERVING_COLS 19
-extern const char *const exp__serving_cols[EXP_SERVING_COLS];
-
-/* Fill every cell's serving[] and joint from the runs and the joint
- * capacities (sim/exp/report_serving.c); r->joint set when the experiment
- * has a joint SLO.  Returns SIM_OK or the store's errors. */
+/* Fill every cell's and every load's serving[] and each cell's joint
+ * from the runs and the joint capacities (sim/exp/report_serving.c);
+ * r->joint set when the experiment has a joint SLO.  Returns SIM_OK or the store's errors. */
 struct exp__report;
 int exp__report_serving_load(exp_store *db, struct exp__report *r);
 
@@ -137,6 +141,12 @@ int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report 
  * throughput achieved there (docs/clients.md), as text or Markdown.
  * (report_clients.c) */
 void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out);
+
+/* The same SLO capacities as CSV (`report --format csv --table
+ * capacities`): one row per (point, policy, seed, threshold) with the
+ * censoring and the requests/s achieved at the capacity load.
+ * (report_clients.c) */
+void exp__report_print_client_caps_csv(const exp__report *r, FILE *out);
 
 /* Free a report.  Accepts NULL. */
 void exp__report_free(exp__report *r);

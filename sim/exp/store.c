@@ -671,13 +671,17 @@ static int add_groups(exp_store *s, int64_t rid, const exp_run_row *row,
     return rc;
 }
 
-/* One requests row per arrived request (docs/results-schema.md). */
-static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
+/* One requests row per arrived request (docs/results-schema.md); stage
+ * and client from the closed-loop client's summary `c` (NULL columns for
+ * an open-loop run). */
+static int add_requests(exp_store *s, int64_t rid, const cluster_result *res,
+                        const exp_client_summary *c)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "INSERT INTO requests VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL)", -1, &st, NULL) != SQLITE_OK)
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
         return exp__store_dberr(s, "cannot prepare request records");
+    const bool who = c && c->req_stage && c->n_req >= res->n_arrived;
     const double warmup = res->warmup_s;
     for (uint64_t n = 0; n < res->n_arrived; n++) {
         const cluster_rec *r = &res->rec[n];
@@ -709,6 +713,19 @@ static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
         bind_real(st, i++, r->e2e_s >= 0 ? r->e2e_s : NAN);
         sqlite3_bind_int64(st, i++, r->preemptions);
         sqlite3_bind_int64(st, i++, r->retries);
+        if (who) {
+            char name[48];
+            if (c->req_client[n] != WL_CLIENT_NONE)
+                snprintf(name, sizeof name, "client %u", (unsigned)c->req_client[n]);
+            else
+                snprintf(name, sizeof name, "conversation %llu",
+                         (unsigned long long)c->req_conv[n]);
+            sqlite3_bind_int64(st, i++, c->req_stage[n]);
+            sqlite3_bind_text(st, i++, name, -1, SQLITE_TRANSIENT);
+        } else {
+            sqlite3_bind_null(st, i++);
+            sqlite3_bind_null(st, i++);
+        }
         if (sqlite3_step(st) != SQLITE_DONE) {
             sqlite3_finalize(st);
             return exp__store_dberr(s, "cannot add request records");
@@ -920,7 +937,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     st = NULL;
     if ((rc = add_extras(s, rid, res)) || (rc = add_keys(s, rid, res)) ||
         (rc = add_groups(s, rid, row, res)) || (rc = add_client(s, rid, row->client)) ||
-        (row->requests && (rc = add_requests(s, rid, res))))
+        (row->requests && (rc = add_requests(s, rid, res, row->client))))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot commit a run");

@@ -351,9 +351,15 @@ typedef struct exp_store_stage_row {
     double load;              /* the stage's rate or concurrency */
     char *load_kind;          /* rate | concurrency | batch */
     double start_s, end_s;
-    int64_t sent, completed, abandoned, unsent; /* abandoned, unsent: the run's */
+    int64_t sent, measured, completed;
+    int64_t abandoned, unsent; /* the run's (client_runs) */
     double throughput_rps, output_tps, hit_rate;
-    double ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2e_p99, ttft_p99_intended;
+    /* stage_metrics: s, +Inf when an unfinished request reaches the
+     * percentile, NaN when undefined (NULL) */
+    double ttft_mean, ttft_p50, ttft_p90, ttft_p99;
+    double tpot_mean, tpot_p50, tpot_p90, tpot_p99;
+    double e2e_mean, e2e_p50, e2e_p90, e2e_p99;
+    double ttft_p99_intended, e2e_p99_intended;
 } exp_store_stage_row;
 
 /* The stage rows of experiment `exp_id`'s complete runs, ordered by

@@ -710,9 +710,11 @@ int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **ou
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT r.point, r.policy, r.seed, r.rate_rps, c.mode, g.stage, g.load,"
-                           " g.load_kind, g.start_s, g.end_s, g.sent, g.completed, c.abandoned,"
-                           " c.unsent, g.throughput_rps, g.output_tps, g.hit_rate, g.ttft_p50,"
-                           " g.ttft_p99, g.tpot_p50, g.tpot_p99, g.e2e_p99, g.ttft_p99_intended"
+                           " g.load_kind, g.start_s, g.end_s, g.sent, g.measured, g.completed,"
+                           " c.abandoned, c.unsent, g.throughput_rps, g.output_tps, g.hit_rate,"
+                           " g.ttft_mean, g.ttft_p50, g.ttft_p90, g.ttft_p99, g.tpot_mean,"
+                           " g.tpot_p50, g.tpot_p90, g.tpot_p99, g.e2e_mean, g.e2e_p50,"
+                           " g.e2e_p90, g.e2e_p99, g.ttft_p99_intended, g.e2e_p99_intended"
                            " FROM stage_metrics g JOIN runs r ON r.id = g.run_id"
                            " JOIN client_runs c ON c.run_id = g.run_id"
                            " WHERE r.experiment_id = ? AND r.status = 'complete'"
@@ -741,18 +743,19 @@ int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **ou
         w->start_s = exp__store_col_real(st, c++);
         w->end_s = exp__store_col_real(st, c++);
         w->sent = sqlite3_column_int64(st, c++);
+        w->measured = sqlite3_column_int64(st, c++);
         w->completed = sqlite3_column_int64(st, c++);
         w->abandoned = sqlite3_column_int64(st, c++);
         w->unsent = sqlite3_column_int64(st, c++);
         w->throughput_rps = exp__store_col_real(st, c++);
         w->output_tps = exp__store_col_real(st, c++);
         w->hit_rate = exp__store_col_real(st, c++);
-        w->ttft_p50 = exp__store_col_real(st, c++);
-        w->ttft_p99 = exp__store_col_real(st, c++);
-        w->tpot_p50 = exp__store_col_real(st, c++);
-        w->tpot_p99 = exp__store_col_real(st, c++);
-        w->e2e_p99 = exp__store_col_real(st, c++);
-        w->ttft_p99_intended = exp__store_col_real(st, c++);
+        double *const lat[] = {&w->ttft_mean, &w->ttft_p50, &w->ttft_p90, &w->ttft_p99,
+                               &w->tpot_mean, &w->tpot_p50, &w->tpot_p90, &w->tpot_p99,
+                               &w->e2e_mean,  &w->e2e_p50,  &w->e2e_p90,  &w->e2e_p99,
+                               &w->ttft_p99_intended, &w->e2e_p99_intended};
+        for (size_t j = 0; j < sizeof lat / sizeof lat[0]; j++)
+            *lat[j] = exp__store_col_real(st, c++);
     }
     sqlite3_finalize(st);
     if (step != SQLITE_DONE) {
