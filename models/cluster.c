@@ -791,6 +791,52 @@ static bool keep_measured(const cluster_rec *r, void *ctx)
     return r->arrival_s >= warmup_s && !r->too_long;
 }
 
+/* Copy the n_dest engines' ITL steps into res (cluster_params.
+ * keep_itl_steps). */
+static void keep_itl_steps(cluster_result *res, const engine_itl_step *const *steps,
+                           const size_t *ns, uint32_t n_dest, uint64_t dropped)
+{
+    const size_t nd = n_dest ? n_dest : 1;
+    res->itl_n = sim_xcalloc(nd, sizeof *res->itl_n);
+    res->itl_off = sim_xcalloc(nd, sizeof *res->itl_off);
+    size_t total = 0;
+    for (uint32_t d = 0; d < n_dest; d++) {
+        res->itl_off[d] = total;
+        res->itl_n[d] = ns[d];
+        total += ns[d];
+    }
+    res->itl_steps = sim_xmalloc((total ? total : 1) * sizeof *res->itl_steps);
+    for (uint32_t d = 0; d < n_dest; d++)
+        if (ns[d])
+            memcpy(res->itl_steps + res->itl_off[d], steps[d], ns[d] * sizeof *steps[d]);
+    res->itl_dropped = dropped;
+}
+
+void cluster_result_itl(const cluster_result *r, double t0_s, double t1_s, latency_stats *out)
+{
+    if (!r->itl_steps || r->itl_dropped) {
+        out->itl_gaps = 0;
+        out->itl_mean = out->itl_p50 = out->itl_p90 = out->itl_p99 = NAN;
+        return;
+    }
+    const size_t nd = r->n_dest ? r->n_dest : 1;
+    const engine_itl_step **steps = sim_xmalloc(nd * sizeof *steps);
+    for (uint32_t d = 0; d < r->n_dest; d++)
+        steps[d] = r->itl_steps + r->itl_off[d];
+    latency_itl(steps, r->itl_n, r->n_dest, t0_s, t1_s, out);
+    free(steps);
+}
+
+void cluster_result_free_itl_steps(cluster_result *r)
+{
+    free(r->itl_steps);
+    free(r->itl_n);
+    free(r->itl_off);
+    r->itl_steps = NULL;
+    r->itl_n = r->itl_off = NULL;
+    r->itl_dropped = 0;
+}
+
 static void summarize(cluster *c)
 {
     cluster_result *res = c->res;
@@ -822,6 +868,8 @@ static void summarize(cluster *c)
         dropped += dr;
     }
     latency_itl(steps, ns, c->p->n_dest, c->p->warmup_s, INFINITY, &ls);
+    if (c->p->keep_itl_steps) /* for other windows (cluster_result_itl) */
+        keep_itl_steps(res, steps, ns, c->p->n_dest, dropped);
     free(steps);
     free(ns);
     if (dropped) /* a step not recorded (out of memory): no ITL, not a wrong one */
@@ -1523,5 +1571,6 @@ void cluster_result_fini(cluster_result *r)
     free(r->keys);
     r->keys = NULL;
     r->n_keys = 0;
+    cluster_result_free_itl_steps(r);
 }
 

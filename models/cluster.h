@@ -208,6 +208,11 @@ typedef struct cluster_params {
     /* Goodput bounds (models/latency.h; experiment.goodput_ttft_s and
      * goodput_tpot_s): zeroed = no goodput. */
     latency_slo goodput;
+    /* Keep the engines' ITL steps (engine_itl_steps) in the result
+     * (cluster_result.itl_steps) for cluster_result_itl over other
+     * windows, e.g. a client's stages (sim/exp/client_metrics.h).  false
+     * (zeroed) = not kept; nothing else depends on it. */
+    bool keep_itl_steps;
 } cluster_params;
 
 /* Per-destination results. */
@@ -324,6 +329,15 @@ typedef struct cluster_result {
     uint64_t *win_arrivals;     /* requests arriving in the window */
     double *win_hit_rate;       /* served token-weighted hit rate of those */
     double *win_ttft_p99;       /* p99 TTFT of those (+Inf if any unfinished) */
+    /* With cluster_params.keep_itl_steps: a copy of every destination's
+     * ITL steps (engine_itl_step, whole run), destination d's in
+     * itl_steps[itl_off[d] .. itl_off[d] + itl_n[d]), in time order;
+     * owned, freed by cluster_result_free_itl_steps or
+     * cluster_result_fini.  NULL otherwise.  itl_dropped: steps an engine
+     * could not record (out of memory); then every ITL is NaN. */
+    engine_itl_step *itl_steps;
+    size_t *itl_n, *itl_off;    /* n_dest entries each */
+    uint64_t itl_dropped;
 } cluster_result;
 
 /*
@@ -348,6 +362,21 @@ double cluster_jain_index(const double *x, size_t n);
 
 /* The same from the sums Σx, Σx² of n values.  Cannot fail. */
 double cluster_jain_index_sums(double sx, double sxx, size_t n);
+
+/*
+ * ITL fields of *out (models/latency.h, latency_itl: every destination's
+ * steps ending in [t0_s, t1_s), pooled) from the steps that r kept
+ * (cluster_params.keep_itl_steps); the other fields of *out untouched.
+ * NaN (itl_gaps 0) when none is in the window, when r kept none, or when
+ * a step was dropped.  With t0_s = warm-up and t1_s = +Inf it gives the
+ * run's own ITL (cluster_result.itl_*) bit for bit.  O(S log S) for S
+ * steps; aborts if out of memory.
+ */
+void cluster_result_itl(const cluster_result *r, double t0_s, double t1_s, latency_stats *out);
+
+/* Free the ITL steps r kept (cluster_result.itl_steps), early.  Safe when
+ * none are kept and twice. */
+void cluster_result_free_itl_steps(cluster_result *r);
 
 /* Free what a result owns.  Safe on a zeroed result and twice. */
 void cluster_result_fini(cluster_result *r);

@@ -69,6 +69,7 @@ for t in stage_metrics client_runs run_metrics; do
 done
 out=$("$CRSIM" report j1/results/clients-test.db)
 if printf '%s\n' "$out" | grep -q "Clients: per-stage metrics (mode concurrency)" &&
+    printf '%s\n' "$out" | grep -q "TPOT p99 *ITL p50 *ITL p99 *E2E p99" &&
     printf '%s\n' "$out" | grep -q "Clients: SLO capacity"; then
     echo "ok: report shows the client section"
 else
@@ -81,11 +82,11 @@ db=j1/results/clients-test.db
 "$CRSIM" report $db --format csv --table stages >st.csv 2>/dev/null || fails=$((fails + 1))
 rows=$(sqlite3 $db "SELECT count(*) FROM stage_metrics")
 if [ "$(($(wc -l <st.csv) - 1))" -ne "$rows" ] || [ "$rows" -lt 12 ] ||
-    [ -n "$(awk -F, 'NR > 1 && NF != 34' st.csv)" ]; then
+    [ -n "$(awk -F, 'NR > 1 && NF != 38' st.csv)" ]; then
     echo "FAIL: report --table stages: $(($(wc -l <st.csv) - 1)) rows (stored $rows) or bad field counts"
     fails=$((fails + 1))
 fi
-for c in throughput_rps ttft_p90 tpot_mean e2e_p99 ttft_p99_intended; do
+for c in throughput_rps ttft_p90 tpot_mean e2e_p99 itl_mean itl_p50 itl_p99 ttft_p99_intended; do
     awk -F, -v c=$c 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
         { print $1 "," $4 "," $5 "," $6 "," $8 "," $k }' st.csv | sort >got.txt
     sqlite3 $db "SELECT r.experiment_id || ',' || r.policy || ',' || printf('%.10g', r.rate_rps)
@@ -153,6 +154,11 @@ else
     echo "FAIL: request stage/client: $bad stages miscounted, stage 1 clients '$c1', stage 0 non-conversations '$c0'"
     fails=$((fails + 1))
 fi
+# Every stage has an ITL (its span has decode steps), p50 <= p99.
+bad=$(sqlite3 $ldb "SELECT count(*) FROM stage_metrics WHERE NOT (itl_mean > 0 AND itl_p50 <= itl_p90
+    AND itl_p90 <= itl_p99)")
+[ "$bad" = 0 ] && echo "ok: every ladder stage has its ITL" ||
+    { echo "FAIL: $bad ladder stages without a valid ITL"; fails=$((fails + 1)); }
 # A ladder's capacity: the last stage whose stage p99 TTFT and every
 # earlier one's hold the SLO, with that stage's requests/s.
 "$CRSIM" report $ldb --format csv --table capacities 2>/dev/null | tail -n +2 |
@@ -173,14 +179,14 @@ else
     fails=$((fails + 1))
 fi
 CRSIM_GNUPLOT="$TMP/no-gnuplot" "$CRSIM" plot $ldb --out lfig >/dev/null 2>&1
-sqlite3 -separator ' ' $ldb "SELECT r.policy, g.load, avg(g.throughput_rps), avg(g.ttft_p99), count(*)
-    FROM stage_metrics g JOIN runs r ON r.id = g.run_id GROUP BY r.policy, g.stage" >want.txt
+sqlite3 -separator ' ' $ldb "SELECT r.policy, g.load, avg(g.throughput_rps), avg(g.ttft_p99), count(*),
+    avg(g.itl_p99) FROM stage_metrics g JOIN runs r ON r.id = g.run_id GROUP BY r.policy, g.stage" >want.txt
 n=0
-while read -r pol load tput ttft cnt; do
-    row=$(awk -F'\t' -v p="$pol" -v l="$load" '!/^#/ && $8 == p && $1 == l { print $2, $4, $7 }' lfig/stages.tsv)
+while read -r pol load tput ttft cnt itl; do
+    row=$(awk -F'\t' -v p="$pol" -v l="$load" '!/^#/ && $8 == p && $1 == l { print $2, $4, $7, $15 }' lfig/stages.tsv)
     set -- $row
-    if [ $# -eq 3 ] && near "$1" "$tput" && near "$2" "$ttft" && [ "$3" = "$cnt" ]; then n=$((n + 1)); else
-        echo "FAIL: stages.tsv $pol stage load $load: '$row', stored means $tput $ttft over $cnt"; fails=$((fails + 1)); fi
+    if [ $# -eq 4 ] && near "$1" "$tput" && near "$2" "$ttft" && [ "$3" = "$cnt" ] && near "$4" "$itl"; then n=$((n + 1)); else
+        echo "FAIL: stages.tsv $pol stage load $load: '$row', stored means $tput $ttft over $cnt, ITL p99 $itl"; fails=$((fails + 1)); fi
 done <want.txt
 [ "$n" -eq 4 ] && echo "ok: stages.tsv has the stage means of 2 policies x 2 stages" ||
     { echo "FAIL: stages.tsv checked $n of 4"; fails=$((fails + 1)); }

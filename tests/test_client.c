@@ -20,6 +20,9 @@
  *    from, turn t+1 hits at least the full blocks of turn t's prompt and
  *    output; the same users (lengths, keys) and the same think-time draws
  *    for every router, while their send times differ.
+ *  - Stage ITL: a one-stage ladder's equals the run's; behind a barrier
+ *    each stage's is latency_itl over [its start, the next one's] and
+ *    counts exactly its requests' decode tokens.
  *  - max_concurrency: the cap holds, waiting sends keep their intended
  *    time, and latency_from: intended moves the run's percentiles to it.
  *  - Bad input: one message naming the key.
@@ -547,6 +550,77 @@ static void test_max_concurrency(void)
     wl_config_fini(&cfg);
 }
 
+/* ITL of stage windows (exp_client_summarise) against known answers: a
+ * one-stage ladder's ITL is the run's (the same steps, the same order);
+ * behind a barrier stage k's is latency_itl over [start_k, start_k+1]
+ * (the last: [start, +Inf)), computed here from the barrier's start
+ * times, counts exactly the decode tokens of the stage's own requests
+ * (Σ output − 1, none preempted), and grows with the stage's load (the
+ * step time has a per-decoding-sequence term). */
+static void test_stage_itl(void)
+{
+    char text[1024];
+    cluster_params p = params(1, 0.02);
+    const cost_linear lin = {.a_s = 0.02, .d_s_per_decode = 0.002};
+    cost_linear_init(&p.cost, &lin);
+    p.keep_itl_steps = true;
+    for (int two = 0; two < 2; two++) {
+        snprintf(text, sizeof text, "%s  client:\n    mode: stages\n    barrier: true\n"
+                 "    stages: [{rate: 1, duration_s: 30}%s]\n", multi_turn,
+                 two ? ", {rate: 6, duration_s: 30}" : "");
+        wl_config cfg = parse(text);
+        wl_client *cl = client(&cfg, 5, 1);
+        cluster_result r;
+        run(&p, "flat_lb", cl, &r);
+        CHECK(r.itl_steps != NULL && r.itl_dropped == 0);
+        size_t ns;
+        const wl_client_stage *st = wl_client_stages(cl, &ns);
+        CHECK_INT_EQ(ns, (size_t)(1 + two));
+        latency_stats want[2];
+        const engine_itl_step *steps[1] = {r.itl_steps + r.itl_off[0]};
+        for (size_t k = 0; k < ns; k++)
+            latency_itl(steps, r.itl_n, 1, st[k].start_s,
+                        k + 1 < ns ? nextafter(st[k + 1].start_s, INFINITY) : INFINITY,
+                        &want[k]);
+        uint64_t n, gaps[2] = {0, 0};
+        const wl_client_rec *cr = wl_client_records(cl, &n);
+        for (uint64_t i = 0; i < n; i++) {
+            CHECK(r.rec[i].e2e_s >= 0 && r.rec[i].preemptions == 0);
+            gaps[cr[i].stage] += r.rec[i].output_tokens - 1;
+        }
+        exp_client_summary cs;
+        exp_client_summarise(&cfg, cl, &r, &cs);
+        CHECK(r.itl_steps == NULL); /* freed once summarised */
+        CHECK_INT_EQ(cs.n_stages, ns);
+        for (size_t k = 0; k < ns; k++) {
+            const exp_stage_row *g = &cs.stages[k];
+            CHECK_INT_EQ(g->itl_gaps, gaps[k]);
+            CHECK_INT_EQ(g->itl_gaps, want[k].itl_gaps);
+            CHECK(g->itl_mean == want[k].itl_mean && g->itl_p50 == want[k].itl_p50 &&
+                  g->itl_p90 == want[k].itl_p90 && g->itl_p99 == want[k].itl_p99);
+        }
+        if (!two) {
+            const exp_stage_row *g = &cs.stages[0];
+            CHECK_INT_EQ(g->itl_gaps, r.itl_gaps);
+            CHECK(g->itl_mean == r.itl_mean && g->itl_p50 == r.itl_p50 &&
+                  g->itl_p90 == r.itl_p90 && g->itl_p99 == r.itl_p99);
+        } else {
+            CHECK(cs.stages[1].itl_mean > cs.stages[0].itl_mean);
+            CHECK(cs.stages[1].itl_p99 > cs.stages[0].itl_p99);
+        }
+        printf("stage ITL: %zu stage(s), mean %.5f s over %llu gaps%s", ns,
+               cs.stages[0].itl_mean, (unsigned long long)cs.stages[0].itl_gaps,
+               two ? "" : " (= the run's)\n");
+        if (two)
+            printf(", then %.5f s over %llu gaps\n", cs.stages[1].itl_mean,
+                   (unsigned long long)cs.stages[1].itl_gaps);
+        exp_client_summary_fini(&cs);
+        cluster_result_fini(&r);
+        wl_client_destroy(cl);
+        wl_config_fini(&cfg);
+    }
+}
+
 static void bad(const char *text, const char *needle)
 {
     wl_config cfg;
@@ -615,6 +689,7 @@ int main(int argc, char **argv)
     test_stages_barrier();
     test_burst_and_determinism();
     test_max_concurrency();
+    test_stage_itl();
     spec_hw_fini(&hw);
     spec_model_fini(&model);
     return 0;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # End-to-end tests of `crsim report` and `crsim plot` on a small result
-# database built here with SQL (schema version 9, the tables and columns
+# database built here with SQL (schema version 10, the tables and columns
 # the report reads), so the test does not depend on the simulator: known
 # per-seed SLO metrics give known capacity strings, including left- and
 # right-censored and non-monotone cases, and bad inputs exit with status 2
@@ -26,7 +26,7 @@ DB="$TMP/r.db"
 {
 cat <<'EOF'
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta VALUES ('schema_version', '9');
+INSERT INTO meta VALUES ('schema_version', '10');
 CREATE TABLE experiments(id INTEGER PRIMARY KEY, name TEXT NOT NULL, config_path TEXT,
   config_text TEXT NOT NULL, config_hash TEXT NOT NULL, build_version TEXT NOT NULL,
   host TEXT, started_at TEXT NOT NULL, finished_at TEXT, n_runs_planned INTEGER NOT NULL,

@@ -1,7 +1,8 @@
 /*
  * Per-stage and coordinated-omission metrics of closed-loop client runs
  * (see client_metrics.h).  One pass per stage over the run's records:
- * O(requests × stages), with stages a handful.
+ * O(requests × stages), with stages a handful; ITL one pass per stage
+ * over the engines' steps that the run kept.
  */
 #include "sim/exp/client_metrics.h"
 
@@ -90,8 +91,19 @@ static void stage_row(const cluster_result *res, const wl_client_rec *cr,
     row->tpot_p50 = o[0], row->tpot_p90 = o[1], row->tpot_p99 = o[2];
     sim_quantiles(ti, m, qs + 2, 1, &row->ttft_p99_intended);
     sim_quantiles(ei, m, qs + 2, 1, &row->e2e_p99_intended);
-    const double span = last - (st->start_s > res->warmup_s ? st->start_s : res->warmup_s);
+    const double t0 = st->start_s > res->warmup_s ? st->start_s : res->warmup_s;
+    const double span = last - t0;
     row->throughput_rps = span > 0 ? (double)row->completed / span : NAN;
+    /* ITL over the same span [t0, last]: the steps ending in it.  `last`
+     * is arrival + E2E, within one ulp of the step end that completed the
+     * request (the step end minus the arrival, added back), so the window
+     * closes two ulps above it: that step is in, no later one (steps last
+     * far longer than an ulp). */
+    latency_stats ls;
+    cluster_result_itl(res, t0, nextafter(nextafter(last, INFINITY), INFINITY), &ls);
+    row->itl_gaps = ls.itl_gaps;
+    row->itl_mean = ls.itl_mean;
+    row->itl_p50 = ls.itl_p50, row->itl_p90 = ls.itl_p90, row->itl_p99 = ls.itl_p99;
     row->output_tps = span > 0 ? (double)out_tok / span : NAN;
     row->hit_rate = prompt ? (double)hit / (double)prompt : NAN;
 }
@@ -143,6 +155,7 @@ void exp_client_summarise(const wl_config *wl, wl_client *cl, cluster_result *re
             out->stages[k].load_kind = "batch";
     }
     free(buf);
+    cluster_result_free_itl_steps(res); /* summarised: not needed any more */
 }
 
 void exp_client_keep_requests(const wl_client *cl, uint64_t n_arrived, exp_client_summary *out)

@@ -30,6 +30,16 @@ typedef struct exp_stage_row {
     double ttft_mean, ttft_p50, ttft_p90, ttft_p99;
     double tpot_mean, tpot_p50, tpot_p90, tpot_p99;
     double e2e_mean, e2e_p50, e2e_p90, e2e_p99;
+    /* ITL (models/latency.h) over the stage's span [max(start_s, warm-up),
+     * its last measured completion], the same span as throughput_rps:
+     * every engine step ending in it, whichever stage the requests it
+     * served belong to (steps are selected by end time).  With the
+     * barrier no other stage's request runs in that span; without it the
+     * next stage starts when this one's sends stop, so the spans overlap
+     * and a step ending in both counts in both.  NaN when no decode step
+     * ends in it or the run kept no steps (cluster_params.keep_itl_steps). */
+    double itl_mean, itl_p50, itl_p90, itl_p99;
+    uint64_t itl_gaps;      /* decode tokens counted (not stored) */
     double ttft_p99_intended, e2e_p99_intended; /* from the intended time */
     double throughput_rps;  /* completed / (last completion - start), 1/s */
     double output_tps;      /* their output tokens over the same span, 1/s */
@@ -59,8 +69,10 @@ typedef struct exp_client_summary {
  * With wl->client.latency_from "intended", res's TTFT and E2E mean and
  * percentiles are then replaced by their intended-time variants, so the
  * SLO, the capacity search and every table read those (the send-time
- * ones stay in out).  Free with exp_client_summary_fini.  Cannot fail
- * (aborts on out of memory).
+ * ones stay in out).  Each stage's ITL from the steps res kept
+ * (cluster_params.keep_itl_steps; NaN without), which it then frees
+ * (cluster_result_free_itl_steps).  Free with exp_client_summary_fini.
+ * Cannot fail (aborts on out of memory).
  */
 void exp_client_summarise(const wl_config *wl, wl_client *cl, cluster_result *res,
                           exp_client_summary *out);

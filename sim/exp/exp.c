@@ -1310,6 +1310,9 @@ static void run_task(pool *pl, task *t)
     exp_utc_now(t->started, sizeof t->started);
     double t0 = sim_wall_s();
     t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
+    /* A client's stages need ITL over their own windows
+     * (exp_client_summarise); open-loop runs keep no steps. */
+    cp.keep_itl_steps = t->rc == SIM_OK && exp_stream_client(st) != NULL;
     if (t->rc == SIM_OK)
         t->rc = cluster_run(&cp, rt, &env, cfg->router, exp_stream_source(st), &t->res);
     if (t->rc == SIM_OK && exp_stream_client(st)) {

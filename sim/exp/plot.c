@@ -441,8 +441,8 @@ static int write_serving_load(const exp__report *r, const exp__rep_point *pt,
 typedef struct stage_mean {
     int64_t stage;
     double load;
-    double v[7]; /* throughput_rps, ttft_p99, tpot_p99, e2e_p99, ttft_p99_intended,
-                    output_tps, hit_rate */
+    double v[8]; /* throughput_rps, ttft_p99, tpot_p99, e2e_p99, ttft_p99_intended,
+                    output_tps, hit_rate, itl_p99 */
     size_t n;
 } stage_mean;
 
@@ -451,7 +451,7 @@ static size_t stage_means(const exp__report *r, int64_t point, const char *polic
 {
     stage_mean *m = NULL;
     size_t n = 0;
-    size_t (*cnt)[7] = NULL;
+    size_t (*cnt)[8] = NULL;
     for (size_t i = 0; i < r->n_stages; i++) {
         const exp_store_stage_row *g = &r->stages[i];
         if (g->point != point || strcmp(g->policy, policy) != 0 ||
@@ -467,9 +467,9 @@ static size_t stage_means(const exp__report *r, int64_t point, const char *polic
             memset(cnt[n], 0, sizeof cnt[n]);
             n++;
         }
-        const double x[7] = {g->throughput_rps, g->ttft_p99, g->tpot_p99, g->e2e_p99,
-                             g->ttft_p99_intended, g->output_tps, g->hit_rate};
-        for (size_t k = 0; k < 7; k++)
+        const double x[8] = {g->throughput_rps, g->ttft_p99, g->tpot_p99, g->e2e_p99,
+                             g->ttft_p99_intended, g->output_tps, g->hit_rate, g->itl_p99};
+        for (size_t k = 0; k < 8; k++)
             if (!isnan(x[k])) {
                 m[j].v[k] += x[k];
                 cnt[j][k]++;
@@ -477,7 +477,7 @@ static size_t stage_means(const exp__report *r, int64_t point, const char *polic
         m[j].n++;
     }
     for (size_t j = 0; j < n; j++)
-        for (size_t k = 0; k < 7; k++)
+        for (size_t k = 0; k < 8; k++)
             m[j].v[k] = cnt[j][k] ? m[j].v[k] / (double)cnt[j][k] : NAN;
     free(cnt);
     *out = m;
@@ -489,7 +489,7 @@ static size_t stage_means(const exp__report *r, int64_t point, const char *polic
  * policy, one row per stage of the runs at the report rate, means over
  * seeds: the stage's load, achieved requests/s, goodput ('?': not stored
  * per stage), TTFT p99 as drawn, point size and type, seeds, policy, then
- * stage, tpot_p99, e2e_p99, ttft_p99_intended, output_tps, hit_rate.
+ * stage, tpot_p99, e2e_p99, ttft_p99_intended, output_tps, hit_rate, itl_p99.
  */
 static int write_stages(const exp__report *r, const exp__rep_point *pt, const char *path,
                         double *tmax, double *ceiling, double *ymin, bool *logy,
@@ -519,7 +519,7 @@ static int write_stages(const exp__report *r, const exp__rep_point *pt, const ch
                 "%lld point %lld (s; requests/s; tokens/s); ttft_p99 +Inf drawn at %.6g\n"
                 "# stage_load\tthroughput_rps\tgoodput_rps\tttft_p99_drawn\tpoint_size\t"
                 "point_type\tn_seeds\tpolicy\tstage\ttpot_p99\te2e_p99\tttft_p99_intended\t"
-                "output_tps\thit_rate\n", r->rate_rps, (long long)r->id, (long long)pt->point,
+                "output_tps\thit_rate\titl_p99\n", r->rate_rps, (long long)r->id, (long long)pt->point,
                 *ceiling);
         for (size_t c = 0; c < pt->n_cells; c++) {
             if (c)
@@ -528,7 +528,7 @@ static int write_stages(const exp__report *r, const exp__rep_point *pt, const ch
                 const stage_mean *s = &m[c][j];
                 serving_row(f, s->load, s->v[0], NAN, s->v[1], *ceiling, s->n);
                 fprintf(f, "\t%s\t%lld", pt->cells[c].policy, (long long)s->stage);
-                for (size_t q = 2; q < 7; q++)
+                for (size_t q = 2; q < 8; q++)
                     put_val(f, s->v[q]);
                 fputc('\n', f);
             }

@@ -1086,7 +1086,8 @@ static void print_stages_csv(const exp__report *r, FILE *out)
     fputs("experiment_id,point,point_label,policy,rate_rps,seed,mode,stage,load_kind,load,"
           "start_s,end_s,sent,measured,completed,throughput_rps,output_tps,hit_rate,"
           "ttft_mean,ttft_p50,ttft_p90,ttft_p99,tpot_mean,tpot_p50,tpot_p90,tpot_p99,"
-          "e2e_mean,e2e_p50,e2e_p90,e2e_p99,ttft_p99_intended,e2e_p99_intended,"
+          "e2e_mean,e2e_p50,e2e_p90,e2e_p99,itl_mean,itl_p50,itl_p90,itl_p99,"
+          "ttft_p99_intended,e2e_p99_intended,"
           "run_abandoned,run_unsent\n", out);
     for (size_t i = 0; i < r->n_stages; i++) {
         const exp_store_stage_row *g = &r->stages[i];
@@ -1108,6 +1109,7 @@ static void print_stages_csv(const exp__report *r, FILE *out)
                             g->ttft_mean, g->ttft_p50, g->ttft_p90, g->ttft_p99,
                             g->tpot_mean, g->tpot_p50, g->tpot_p90, g->tpot_p99,
                             g->e2e_mean, g->e2e_p50, g->e2e_p90, g->e2e_p99,
+                            g->itl_mean, g->itl_p50, g->itl_p90, g->itl_p99,
                             g->ttft_p99_intended, g->e2e_p99_intended};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             csv_num(v[k], out);

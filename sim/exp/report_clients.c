@@ -78,9 +78,10 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
     static const char *const head[] = {"policy", "load", "seed", "stage", "stage load",
                                        "sent", "done", "req/s", "out tok/s", "hit%",
                                        "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
-                                       "E2E p99", "TTFT p99 int", "abandoned"};
+                                       "ITL p50", "ITL p99", "E2E p99", "TTFT p99 int",
+                                       "abandoned"};
     const size_t nh = sizeof head / sizeof head[0];
-    static const int w[] = {18, 8, 5, 5, 12, 7, 7, 8, 10, 6, 9, 9, 9, 9, 9, 12, 9};
+    static const int w[] = {18, 8, 5, 5, 12, 7, 7, 8, 10, 6, 9, 9, 9, 9, 9, 9, 9, 12, 9};
     if (markdown)
         fputs("| ", out);
     for (size_t c = 0; c < nh; c++)
@@ -94,7 +95,7 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
     }
     for (size_t i = 0; i < r->n_stages; i++) {
         const exp_store_stage_row *g = &r->stages[i];
-        char v[17][40];
+        char v[19][40];
         snprintf(v[0], 40, "%s", g->policy);
         num(v[1], 40, g->rate_rps, "%g");
         snprintf(v[2], 40, "%lld", (long long)g->seed);
@@ -111,9 +112,11 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
         num(v[11], 40, g->ttft_p99, "%.3f");
         num(v[12], 40, g->tpot_p50, "%.4f");
         num(v[13], 40, g->tpot_p99, "%.4f");
-        num(v[14], 40, g->e2e_p99, "%.3f");
-        num(v[15], 40, g->ttft_p99_intended, "%.3f");
-        snprintf(v[16], 40, "%lld", (long long)g->abandoned);
+        num(v[14], 40, g->itl_p50, "%.4f");
+        num(v[15], 40, g->itl_p99, "%.4f");
+        num(v[16], 40, g->e2e_p99, "%.3f");
+        num(v[17], 40, g->ttft_p99_intended, "%.3f");
+        snprintf(v[18], 40, "%lld", (long long)g->abandoned);
         if (markdown)
             fputs("| ", out);
         for (size_t c = 0; c < nh; c++)

@@ -179,6 +179,7 @@ static const char schema_sql[] =
     "  ttft_mean REAL, ttft_p50 REAL, ttft_p90 REAL, ttft_p99 REAL,\n"
     "  tpot_mean REAL, tpot_p50 REAL, tpot_p90 REAL, tpot_p99 REAL,\n"
     "  e2e_mean REAL, e2e_p50 REAL, e2e_p90 REAL, e2e_p99 REAL,\n"
+    "  itl_mean REAL, itl_p50 REAL, itl_p90 REAL, itl_p99 REAL,\n"
     "  ttft_p99_intended REAL, e2e_p99_intended REAL,\n"
     "  throughput_rps REAL, output_tps REAL, hit_rate REAL,\n"
     "  PRIMARY KEY (run_id, stage));\n"
@@ -763,7 +764,7 @@ static int add_client(exp_store *s, int64_t rid, const exp_client_summary *c)
     if (r != SQLITE_DONE)
         return exp__store_dberr(s, "cannot add the client row");
     if (sqlite3_prepare_v2(s->db, "INSERT INTO stage_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,"
-                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
         return exp__store_dberr(s, "cannot prepare a stage row");
     for (size_t k = 0; k < c->n_stages; k++) {
         const exp_stage_row *g = &c->stages[k];
@@ -780,6 +781,7 @@ static int add_client(exp_store *s, int64_t rid, const exp_client_summary *c)
         const double v[] = {g->ttft_mean, g->ttft_p50, g->ttft_p90, g->ttft_p99,
                             g->tpot_mean, g->tpot_p50, g->tpot_p90, g->tpot_p99,
                             g->e2e_mean, g->e2e_p50, g->e2e_p90, g->e2e_p99,
+                            g->itl_mean, g->itl_p50, g->itl_p90, g->itl_p99,
                             g->ttft_p99_intended, g->e2e_p99_intended, g->throughput_rps,
                             g->output_tps, g->hit_rate};
         for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
@@ -1101,7 +1103,7 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
         (rc = exec3(s, "INSERT INTO stage_metrics SELECT ?1, stage, load, load_kind, start_s,"
                        " end_s, sent, measured, completed, ttft_mean, ttft_p50, ttft_p90,"
                        " ttft_p99, tpot_mean, tpot_p50, tpot_p90, tpot_p99, e2e_mean, e2e_p50,"
-                       " e2e_p90, e2e_p99, ttft_p99_intended, e2e_p99_intended, throughput_rps,"
+                       " e2e_p90, e2e_p99, itl_mean, itl_p50, itl_p90, itl_p99, ttft_p99_intended, e2e_p99_intended, throughput_rps,"
                        " output_tps, hit_rate FROM stage_metrics WHERE run_id = ?2",
                     rid, from, 0, 2)))
         goto fail;
@@ -1402,6 +1404,7 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         "INSERT INTO main.stage_metrics SELECT i.new, stage, load, load_kind, start_s, end_s,"
         " sent, measured, completed, ttft_mean, ttft_p50, ttft_p90, ttft_p99, tpot_mean,"
         " tpot_p50, tpot_p90, tpot_p99, e2e_mean, e2e_p50, e2e_p90, e2e_p99,"
+        " itl_mean, itl_p50, itl_p90, itl_p99,"
         " ttft_p99_intended, e2e_p99_intended, throughput_rps, output_tps, hit_rate"
         " FROM src.stage_metrics g JOIN idmap i ON i.old = g.run_id;"
         "DROP TABLE idmap;",

@@ -26,7 +26,7 @@
 #include "sim/exp/capacity.h"
 
 /* Version of the schema written by this build (meta.schema_version). */
-#define EXP_STORE_SCHEMA_VERSION 9
+#define EXP_STORE_SCHEMA_VERSION 10
 
 /* Default busy timeout of a connection, s: how long a write waits for
  * another process's lock on the database before failing with SIM_EIO
@@ -360,6 +360,7 @@ typedef struct exp_store_stage_row {
     double tpot_mean, tpot_p50, tpot_p90, tpot_p99;
     double e2e_mean, e2e_p50, e2e_p90, e2e_p99;
     double ttft_p99_intended, e2e_p99_intended;
+    double itl_mean, itl_p50, itl_p90, itl_p99; /* NaN when none (no step) */
 } exp_store_stage_row;
 
 /* The stage rows of experiment `exp_id`'s complete runs, ordered by

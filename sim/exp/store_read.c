@@ -714,7 +714,8 @@ int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **ou
                            " c.abandoned, c.unsent, g.throughput_rps, g.output_tps, g.hit_rate,"
                            " g.ttft_mean, g.ttft_p50, g.ttft_p90, g.ttft_p99, g.tpot_mean,"
                            " g.tpot_p50, g.tpot_p90, g.tpot_p99, g.e2e_mean, g.e2e_p50,"
-                           " g.e2e_p90, g.e2e_p99, g.ttft_p99_intended, g.e2e_p99_intended"
+                           " g.e2e_p90, g.e2e_p99, g.ttft_p99_intended, g.e2e_p99_intended,"
+                           " g.itl_mean, g.itl_p50, g.itl_p90, g.itl_p99"
                            " FROM stage_metrics g JOIN runs r ON r.id = g.run_id"
                            " JOIN client_runs c ON c.run_id = g.run_id"
                            " WHERE r.experiment_id = ? AND r.status = 'complete'"
@@ -753,7 +754,8 @@ int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **ou
         double *const lat[] = {&w->ttft_mean, &w->ttft_p50, &w->ttft_p90, &w->ttft_p99,
                                &w->tpot_mean, &w->tpot_p50, &w->tpot_p90, &w->tpot_p99,
                                &w->e2e_mean,  &w->e2e_p50,  &w->e2e_p90,  &w->e2e_p99,
-                               &w->ttft_p99_intended, &w->e2e_p99_intended};
+                               &w->ttft_p99_intended, &w->e2e_p99_intended,
+                               &w->itl_mean,  &w->itl_p50,  &w->itl_p90,  &w->itl_p99};
         for (size_t j = 0; j < sizeof lat / sizeof lat[0]; j++)
             *lat[j] = exp__store_col_real(st, c++);
     }
