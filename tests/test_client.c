@@ -22,7 +22,8 @@
  *    for every router, while their send times differ.
  *  - Stage ITL: a one-stage ladder's equals the run's; behind a barrier
  *    each stage's is latency_itl over [its start, the next one's] and
- *    counts exactly its requests' decode tokens.
+ *    counts exactly its requests' decode tokens; a stage that never
+ *    starts has none.
  *  - max_concurrency: the cap holds, waiting sends keep their intended
  *    time, and latency_from: intended moves the run's percentiles to it.
  *  - Bad input: one message naming the key.
@@ -619,6 +620,25 @@ static void test_stage_itl(void)
         wl_client_destroy(cl);
         wl_config_fini(&cfg);
     }
+    /* A stage that never starts (the requests ran out in stage 0) has no
+     * span: no ITL, not the run's. */
+    snprintf(text, sizeof text, "%s  max_requests: 5\n  client:\n    mode: stages\n"
+             "    stages: [{rate: 1, duration_s: 30}, {rate: 6, duration_s: 30}]\n", multi_turn);
+    wl_config cfg = parse(text);
+    wl_client *cl = client(&cfg, 5, 1);
+    cluster_result r;
+    run(&p, "flat_lb", cl, &r);
+    exp_client_summary cs;
+    exp_client_summarise(&cfg, cl, &r, &cs);
+    CHECK_INT_EQ(cs.n_stages, 2);
+    CHECK(isnan(cs.stages[1].start_s));
+    CHECK(cs.stages[0].itl_mean > 0 && cs.stages[0].itl_gaps > 0);
+    CHECK(isnan(cs.stages[1].itl_mean) && isnan(cs.stages[1].itl_p99) &&
+          cs.stages[1].itl_gaps == 0);
+    exp_client_summary_fini(&cs);
+    cluster_result_fini(&r);
+    wl_client_destroy(cl);
+    wl_config_fini(&cfg);
 }
 
 static void bad(const char *text, const char *needle)

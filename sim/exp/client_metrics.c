@@ -98,9 +98,11 @@ static void stage_row(const cluster_result *res, const wl_client_rec *cr,
      * is arrival + E2E, within one ulp of the step end that completed the
      * request (the step end minus the arrival, added back), so the window
      * closes two ulps above it: that step is in, no later one (steps last
-     * far longer than an ulp). */
-    latency_stats ls;
-    cluster_result_itl(res, t0, nextafter(nextafter(last, INFINITY), INFINITY), &ls);
+     * far longer than an ulp).  A stage that never started (start NaN)
+     * has no span and no ITL. */
+    latency_stats ls = {.itl_mean = NAN, .itl_p50 = NAN, .itl_p90 = NAN, .itl_p99 = NAN};
+    if (last >= t0)
+        cluster_result_itl(res, t0, nextafter(nextafter(last, INFINITY), INFINITY), &ls);
     row->itl_gaps = ls.itl_gaps;
     row->itl_mean = ls.itl_mean;
     row->itl_p50 = ls.itl_p50, row->itl_p90 = ls.itl_p90, row->itl_p99 = ls.itl_p99;
