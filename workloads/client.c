@@ -28,6 +28,7 @@
 #include "workloads/arrivals.h"
 #include "workloads/blockhash.h"
 #include "workloads/internal.h"
+#include "workloads/lendist.h"
 #include "workloads/synth.h"
 
 /* Segment tags ("glob", "pref", "sess" as in synth.c, so a conversation's
@@ -95,12 +96,6 @@ typedef struct seg {
     uint32_t len;
 } seg;
 
-typedef struct lendist {
-    int kind; /* enum wl_lendist */
-    double mean, a, b;
-    uint32_t min, max;
-} lendist;
-
 struct wl_client {
     int mode;
     bool shared_prefix;
@@ -113,7 +108,7 @@ struct wl_client {
     uint64_t *prefix_id;
     uint64_t global_id;
     uint32_t global_tokens, max_prompt;
-    lendist turns, input, output;
+    wl__lendist turns, input, output;
     int think_kind;
     double think_mean, think_a, think_b;
     double patience;
@@ -250,52 +245,12 @@ int wl_client_check(const wl_config *cfg, const char *where)
 
 /* ---- draws ---- */
 
-static lendist make_len(const wl_lenspec *l)
-{
-    lendist d = {.mean = l->mean, .min = (uint32_t)l->min, .max = (uint32_t)l->max};
-    const int k = wl__name_index(wl_lendist_names, l->dist);
-    if (k == WL_LEN_UNIFORM) {
-        d.kind = WL_LEN_UNIFORM;
-    } else if (k == WL_LEN_CONST || l->cv == 0) {
-        d.kind = WL_LEN_CONST;
-    } else if (k == WL_LEN_LOGNORMAL) {
-        d.kind = WL_LEN_LOGNORMAL;
-        const double s2 = log1p(l->cv * l->cv);
-        d.b = sqrt(s2);
-        d.a = log(l->mean) - s2 / 2;
-    } else {
-        d.kind = WL_LEN_GAMMA;
-        d.a = 1.0 / (l->cv * l->cv);
-        d.b = l->mean * l->cv * l->cv;
-    }
-    return d;
-}
-
-/* As synth.c's draw_len: rounded, clamped to [min, max]. */
-static uint32_t draw_len(const lendist *d, gsl_rng *r)
-{
-    double x;
-    switch (d->kind) {
-    case WL_LEN_UNIFORM:
-        return d->min + sim_pcg32_bounded(sim_rng_pcg(r), d->max - d->min + 1);
-    case WL_LEN_LOGNORMAL: x = gsl_ran_lognormal(r, d->a, d->b); break;
-    case WL_LEN_GAMMA: x = gsl_ran_gamma(r, d->a, d->b); break;
-    default: x = d->mean; break;
-    }
-    x = floor(x + 0.5);
-    if (!(x >= d->min))
-        return d->min;
-    if (x > d->max)
-        return d->max;
-    return (uint32_t)x;
-}
-
-/* The mean of draw_len's values: Σ k·P(k) over k in [min, max], with
+/* The mean of wl__lendist_draw's values: Σ k·P(k) over k in [min, max], with
  * P(k) = F(k + 1/2) − F(k − 1/2) for the continuous law F (rounding to
  * the nearest integer), the tails folded into min and max (clamping).
  * Exact up to the CDF's accuracy; O(max − min) (turns: at most 64 by
  * default). */
-static double mean_len(const lendist *d)
+static double mean_len(const wl__lendist *d)
 {
     if (d->kind == WL_LEN_CONST) {
         const double x = floor(d->mean + 0.5);
@@ -391,13 +346,13 @@ static uint32_t conv_new(wl_client *c, uint32_t phase_i)
     v->sess = wl_block_hash(wl_block_hash(TAG_SESSION, c->wl_seed),
                             wl_block_hash(c->run_seed, index));
     gsl_rng *r = keyed(c, index, DRAW_LENGTHS);
-    v->turns = draw_len(&c->turns, r);
+    v->turns = wl__lendist_draw(&c->turns, r);
     v->len = sim_xrealloc(v->len, 2 * (size_t)v->turns * sizeof *v->len);
     uint64_t total = v->fixed;
     uint32_t t = 0;
     for (; t < v->turns; t++) {
-        uint32_t in = draw_len(&c->input, r);
-        const uint32_t out = draw_len(&c->output, r);
+        uint32_t in = wl__lendist_draw(&c->input, r);
+        const uint32_t out = wl__lendist_draw(&c->output, r);
         if (t > 0 && total + in > c->max_prompt)
             break; /* the conversation would outgrow the context: it ends */
         if (t == 0 && total + in > c->max_prompt && total < c->max_prompt)
@@ -885,9 +840,9 @@ int wl_client_create(const wl_config *cfg, const wl_keyrates *keys, uint64_t run
     const wl_arrival_params ap = {.kind = ak, .rate = 1.0, .cv = cfg->arrival.cv};
     if ((rc = wl_arrivals_create(&ap, c->r_arr, &c->arr)))
         goto fail;
-    c->turns = make_len(&cfg->turns);
-    c->input = make_len(&cfg->input);
-    c->output = make_len(&cfg->output);
+    c->turns = wl__lendist_make(&cfg->turns);
+    c->input = wl__lendist_make(&cfg->input);
+    c->output = wl__lendist_make(&cfg->output);
     c->global_tokens = (uint32_t)cfg->global_prefix_tokens;
     c->max_prompt = (uint32_t)cfg->max_prompt_tokens;
     c->global_id = wl_block_hash(TAG_GLOBAL, cfg->seed);
@@ -941,12 +896,12 @@ int wl_client_create(const wl_config *cfg, const wl_keyrates *keys, uint64_t run
             goto fail;
         }
         /* Each key's prefix as synth.c draws it: (workload seed, key id). */
-        const lendist pd = make_len(&cfg->prefix);
+        const wl__lendist pd = wl__lendist_make(&cfg->prefix);
         for (size_t i = 0; i < n; i++) {
             const uint64_t id = c->kr.id[i];
             sim_pcg32_seed(sim_rng_pcg(c->g), wl_block_hash(cfg->seed, id),
                            sim_rng_substream(SIM_STREAM_LENGTHS, 1));
-            c->prefix_len[i] = draw_len(&pd, c->g);
+            c->prefix_len[i] = wl__lendist_draw(&pd, c->g);
             c->prefix_id[i] = wl_block_hash(wl_block_hash(TAG_PREFIX, cfg->seed), id);
         }
     }

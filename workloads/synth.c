@@ -23,18 +23,13 @@
 #include "workloads/arrivals.h"
 #include "workloads/ingest.h"
 #include "workloads/internal.h"
+#include "workloads/lendist.h"
 
 /* Tags mixed into segment ids so that the content of different segment
  * kinds can never coincide ("glob", "pref", "sess" in ASCII). */
 #define TAG_GLOBAL 0x676c6f62ULL
 #define TAG_PREFIX 0x70726566ULL
 #define TAG_SESSION 0x73657373ULL
-
-typedef struct lendist {
-    enum wl_lendist kind;
-    double mean, a, b; /* lognormal: μ, σ; gamma: shape, scale */
-    uint32_t min, max;
-} lendist;
 
 typedef struct slot {
     uint64_t sess;     /* hashed conversation id */
@@ -93,7 +88,7 @@ struct wl_synth {
     wl_arrivals *arr;
     const wl_iat_series *series; /* bootstrap: the process's shared copy of the
                                     recorded gaps (wl_ingest_iat), or NULL */
-    lendist turns, input, output;
+    wl__lendist turns, input, output;
     uint32_t block, global_tokens, max_prompt;
     uint64_t global_id, sess_base, sess_counter;
     double t, duration_s;
@@ -106,47 +101,6 @@ struct wl_synth {
     key_draw ahead[KEY_AHEAD]; /* drawn ahead, oldest first */
     uint32_t n_ahead;
 };
-
-static lendist make_len(const wl_lenspec *l)
-{
-    lendist d = {.mean = l->mean, .min = (uint32_t)l->min, .max = (uint32_t)l->max};
-    /* The schema admits only wl_lendist_names; anything else is gamma, as
-     * before the names had an enum. */
-    const int k = wl__name_index(wl_lendist_names, l->dist);
-    if (k == WL_LEN_CONST || l->cv == 0) {
-        d.kind = k == WL_LEN_UNIFORM ? WL_LEN_UNIFORM : WL_LEN_CONST;
-    } else if (k == WL_LEN_UNIFORM) {
-        d.kind = WL_LEN_UNIFORM;
-    } else if (k == WL_LEN_LOGNORMAL) {
-        d.kind = WL_LEN_LOGNORMAL;
-        double s2 = log1p(l->cv * l->cv);
-        d.b = sqrt(s2);
-        d.a = log(l->mean) - s2 / 2;
-    } else {
-        d.kind = WL_LEN_GAMMA;
-        d.a = 1.0 / (l->cv * l->cv);
-        d.b = l->mean * l->cv * l->cv;
-    }
-    return d;
-}
-
-static uint32_t draw_len(const lendist *d, gsl_rng *r)
-{
-    double x;
-    switch (d->kind) {
-    case WL_LEN_UNIFORM:
-        return d->min + sim_pcg32_bounded(sim_rng_pcg(r), d->max - d->min + 1);
-    case WL_LEN_LOGNORMAL: x = gsl_ran_lognormal(r, d->a, d->b); break;
-    case WL_LEN_GAMMA: x = gsl_ran_gamma(r, d->a, d->b); break;
-    default: x = d->mean; break;
-    }
-    x = floor(x + 0.5);
-    if (!(x >= d->min))
-        return d->min;
-    if (x > d->max)
-        return d->max;
-    return (uint32_t)x;
-}
 
 int wl_synth_keys(const wl_config *cfg, wl_keyrates *out, double *theta)
 {
@@ -290,7 +244,7 @@ int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double t
      * it is the same whatever the active set, the whales or the run seed:
      * one generator, reseeded per key on a substream of the workload seed. */
     {
-        lendist pd = make_len(&cfg->prefix);
+        wl__lendist pd = wl__lendist_make(&cfg->prefix);
         gsl_rng *pr = sim_rng_create(0, 0);
         if (!pr) {
             rc = SIM_ERROR(SIM_ENOMEM, "out of memory creating the synthetic workload");
@@ -300,7 +254,7 @@ int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double t
             uint64_t id = s->kr.id[i];
             sim_pcg32_seed(sim_rng_pcg(pr), wl_block_hash(cfg->seed, id),
                            sim_rng_substream(SIM_STREAM_LENGTHS, 1));
-            s->prefix_len[i] = draw_len(&pd, pr);
+            s->prefix_len[i] = wl__lendist_draw(&pd, pr);
             s->prefix_id[i] = wl_block_hash(wl_block_hash(TAG_PREFIX, cfg->seed), id);
         }
         sim_rng_destroy(pr);
@@ -318,9 +272,9 @@ int wl_synth_create_keys(const wl_config *cfg, const wl_keyrates *keys, double t
                             .series = s->series, .block_len = (size_t)cfg->arrival.block_len};
     if ((rc = wl_arrivals_create(&ap, s->r_arr, &s->arr)))
         goto fail;
-    s->turns = make_len(&cfg->turns);
-    s->input = make_len(&cfg->input);
-    s->output = make_len(&cfg->output);
+    s->turns = wl__lendist_make(&cfg->turns);
+    s->input = wl__lendist_make(&cfg->input);
+    s->output = wl__lendist_make(&cfg->output);
     s->block = block_size;
     s->global_tokens = (uint32_t)cfg->global_prefix_tokens;
     s->max_prompt = (uint32_t)cfg->max_prompt_tokens;
@@ -382,7 +336,7 @@ static void slot_start(wl_synth *s, slot *sl)
     }
     sl->sess = wl_block_hash(s->sess_base, s->sess_counter++);
     sl->turn = 0;
-    sl->turns = draw_len(&s->turns, s->r_len);
+    sl->turns = wl__lendist_draw(&s->turns, s->r_len);
     sl->hist = 0;
 }
 
@@ -474,8 +428,8 @@ int wl_synth_next(wl_synth *s, wl_request *out)
     slot *sl = &s->slots[k * s->per_key + kd.j];
     if (sl->turns == 0)
         slot_start(s, sl);
-    uint32_t in = draw_len(&s->input, s->r_len);
-    uint32_t outl = draw_len(&s->output, s->r_len);
+    uint32_t in = wl__lendist_draw(&s->input, s->r_len);
+    uint32_t outl = wl__lendist_draw(&s->output, s->r_len);
     const uint64_t fixed = (uint64_t)s->global_tokens + s->prefix_len[k];
     if (sl->turn > 0 && fixed + sl->hist + in > s->max_prompt) {
         /* The conversation would outgrow the context: it ends here and this
