@@ -258,3 +258,12 @@ expect_error 2 "garbage.db: cannot read its tables" -- "$CRSIM" merge "$TMP/garb
 t0=$(date +%s)
 expect_error 2 "/proc/crsim-map/map.tsv: cannot write the map data" -- "$CRSIM" regime "$ROOT/experiments/regime.yaml" --map "workload.prefix.mean=[1,2]" "workload.input.mean=[1,2]" --out /proc/crsim-map --seeds 1
 grep -q calibrating "$TMP/out" && fail "regime --map calibrated before checking --out" || echo "ok: --out checked before calibrating ($(($(date +%s) - t0)) s)"
+
+# ---- C15: messages: bytes that are not UTF-8 escaped as \xHH, ... ----
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,\37712,3\n' >"$TMP/ff.csv"
+printf 'experiment: {name: tr, rates: [1], min_measured: 1}\ncluster: {destinations: 2}\nworkload: {trace: TRACE}\n' >"$TMP/trace.yaml"
+expect_error 2 "ff.csv:2: '\\\\xff12' in column 'ContextTokens' is not a token count" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/ff.csv"
+LC_ALL=C grep -q "$(printf '\377')" "$TMP/err" && fail "a raw 0xff byte in the message: $(od -c "$TMP/err" | head -3)"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all reliability checks passed"
