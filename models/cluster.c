@@ -12,6 +12,7 @@
  */
 #include "sim/core/number.h"
 #include "models/cluster.h"
+#include "models/latency.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -78,6 +79,8 @@ typedef struct cluster {
     uint64_t seq_vis, seq_new;
     const route_type *rt;
     wl_source src;
+    bool closed;           /* src is a closed-loop client (src.peek) */
+    sim_event *arr_ev;     /* the one ARRIVAL (or END) event */
     wl_request pending;
     route_ops ops;
     bool have_pending;
@@ -115,6 +118,16 @@ typedef struct cluster {
 } cluster;
 
 static void kv_catch_up(cluster *c, double now, bool incl);
+static void closed_schedule(cluster *c);
+static int on_arrival(cluster *c, double now);
+
+/* A closed-loop client learns that request r ended at `now` (ttft_s < 0:
+ * no first token) and may schedule sends from it. */
+static void closed_done(cluster *c, const wl_request *r, double now, double ttft_s)
+{
+    c->src.done(c->src.state, r, now, ttft_s);
+    closed_schedule(c);
+}
 
 static void on_first_token(void *ctx, uint32_t dest, engine_req *er, double t)
 {
@@ -178,6 +191,8 @@ static void on_finish(void *ctx, uint32_t dest, engine_req *er, double t)
                            .output_tokens = er->rejected ? 0 : er->r->output_tokens};
         c->rt->on_complete(c->rstate[cr->replica], &cr->r, dest, &done);
     }
+    if (c->closed)
+        closed_done(c, &cr->r, t, er->rejected ? -1 : rec->ttft_s);
     free_creq(c, cr);
 }
 
@@ -362,6 +377,10 @@ static void kv_catch_up(cluster *c, double now, bool incl)
  * for the request's blocks), which ends the run as incomplete. */
 static int pull_next(cluster *c, sim_event *ev)
 {
+    if (c->closed) {
+        closed_schedule(c);
+        return SIM_OK;
+    }
     const int got = c->src.next(c->src.state, &c->pending);
     if (got < 0)
         return -got;
@@ -374,6 +393,53 @@ static int pull_next(cluster *c, sim_event *ev)
         ev->kind = EV_END;
         sim_evq_schedule(c->q, ev, sim_evq_now(c->q) + c->p->drain_s);
     }
+    return SIM_OK;
+}
+
+/* Closed-loop client (wl_source.peek): (re)schedule the arrival event at
+ * the client's next send, or END drain_s from now when it will send no
+ * more; with nothing due until a completion, no event (the completion's
+ * done() calls this again).  Open-loop streams never come here. */
+static void closed_schedule(cluster *c)
+{
+    if (c->arrivals_done)
+        return;
+    sim_event *ev = c->arr_ev;
+    const double now = sim_evq_now(c->q);
+    double t = now;
+    const int got = c->src.peek(c->src.state, now, &t);
+    if (ev->heap_idx != SIM_EVQ_IDLE) {
+        if (got > 0 && ev->time == t)
+            return;
+        sim_evq_cancel(c->q, ev);
+    }
+    if (got > 0) {
+        sim_evq_schedule(c->q, ev, t);
+    } else if (got < 0) {
+        c->arrivals_done = true;
+        ev->kind = EV_END;
+        sim_evq_schedule(c->q, ev, now + c->p->drain_s);
+    }
+}
+
+/* EV_ARRIVAL of a closed-loop client at `now`: take the send due now, if
+ * any (the event may be a wake-up, e.g. a stage starting), then schedule
+ * the next.  Returns SIM_OK or the client's error. */
+static int closed_arrival(cluster *c, double now)
+{
+    double t = now;
+    if (c->src.peek(c->src.state, now, &t) > 0 && t <= now) {
+        const int got = c->src.next(c->src.state, &c->pending);
+        if (got < 0)
+            return -got;
+        if (got > 0) {
+            c->have_pending = true;
+            const int rc = on_arrival(c, now);
+            if (rc)
+                return rc;
+        }
+    }
+    closed_schedule(c);
     return SIM_OK;
 }
 
@@ -419,8 +485,10 @@ static void on_scrape(cluster *c, double now, double t_next)
     SIM_ALWAYS(c->seq_new + 1 - c->seq_vis < c->n_ring);
     c->seq_new++;
     snapshot *s = &c->ring[c->seq_new % c->n_ring];
+    /* A closed-loop client's next send is not known ahead: take it. */
     s->unread = c->blind ||
-                (!c->faults_on && (!c->have_pending || t_next + delay < c->pending.arrival_s));
+                (!c->faults_on && !c->closed &&
+                 (!c->have_pending || t_next + delay < c->pending.arrival_s));
     if (s->unread) {
         s->t = now;
         c->res->scrapes_unread++;
@@ -481,6 +549,8 @@ static void lose(cluster *c, creq *cr, double now)
         rec->failed = 1;
         c->res->n_failed++;
         c->inflight--;
+        if (c->closed)
+            closed_done(c, &cr->r, now, -1);
         free_creq(c, cr);
         return;
     }
@@ -670,6 +740,8 @@ static int on_arrival(cluster *c, double now)
             .dest = CLUSTER_NO_DEST, .prompt_tokens = rq->prompt_tokens,
             .output_tokens = rq->output_tokens, .too_long = 1};
         res->n_too_long++;
+        if (c->closed)
+            closed_done(c, &cr->r, now, -1);
         free_creq(c, cr);
         return SIM_OK;
     }
@@ -712,14 +784,17 @@ static double max_over_mean(const double *x, uint32_t n)
     return sum > 0 ? mx / (sum / n) : NAN;
 }
 
+/* The measured set: arrived at or after the warm-up, not too long. */
+static bool keep_measured(const cluster_rec *r, void *ctx)
+{
+    const double warmup_s = *(const double *)ctx;
+    return r->arrival_s >= warmup_s && !r->too_long;
+}
+
 static void summarize(cluster *c)
 {
     cluster_result *res = c->res;
     const uint64_t n = res->n_arrived;
-    double *ttft = sim_xmalloc((n ? n : 1) * sizeof *ttft);
-    double *e2e = sim_xmalloc((n ? n : 1) * sizeof *e2e);
-    double *tpot = sim_xmalloc((n ? n : 1) * sizeof *tpot);
-    size_t k = 0, kt = 0;
     for (uint64_t i = 0; i < n; i++) {
         const cluster_rec *r = &res->rec[i];
         if (r->arrival_s < c->p->warmup_s || r->too_long)
@@ -729,26 +804,40 @@ static void summarize(cluster *c)
             res->prompt_tokens += r->prompt_tokens;
             res->hit_tokens += r->hit_tokens;
         }
-        bool done = r->e2e_s >= 0;
-        res->measured_completed += done;
-        ttft[k] = r->ttft_s >= 0 ? r->ttft_s : INFINITY;
-        e2e[k] = done ? r->e2e_s : INFINITY;
-        k++;
-        if (r->output_tokens > 1)
-            tpot[kt++] = done ? (r->e2e_s - r->ttft_s) / (r->output_tokens - 1) : INFINITY;
+        res->measured_completed += r->e2e_s >= 0;
     }
-    static const double qs[3] = {0.5, 0.9, 0.99};
-    double out[3];
-    res->ttft_mean = sim_finite_mean(ttft, k);
-    sim_quantiles(ttft, k, qs, 3, out);
-    res->ttft_p50 = out[0], res->ttft_p90 = out[1], res->ttft_p99 = out[2];
-    sim_quantiles(e2e, k, qs, 3, out);
-    res->e2e_p50 = out[0], res->e2e_p90 = out[1], res->e2e_p99 = out[2];
-    sim_quantiles(tpot, kt, qs, 3, out);
-    res->tpot_p50 = out[0], res->tpot_p90 = out[1], res->tpot_p99 = out[2];
-    free(ttft);
-    free(e2e);
-    free(tpot);
+    /* Latency, throughput and goodput of the measured requests over the
+     * window (models/latency.h); ITL from the engines' steps ending in it. */
+    double warmup_s = c->p->warmup_s;
+    const double span = res->sim_end_s - c->p->warmup_s;
+    latency_stats ls;
+    latency_requests(res->rec, n, keep_measured, &warmup_s, span, &c->p->goodput, &ls);
+    const engine_itl_step **steps = sim_xmalloc((c->p->n_dest ? c->p->n_dest : 1) *
+                                                 sizeof *steps);
+    size_t *ns = sim_xmalloc((c->p->n_dest ? c->p->n_dest : 1) * sizeof *ns);
+    uint64_t dropped = 0;
+    for (uint32_t d = 0; d < c->p->n_dest; d++) {
+        uint64_t dr;
+        steps[d] = engine_itl_steps(c->eng[d], &ns[d], &dr);
+        dropped += dr;
+    }
+    latency_itl(steps, ns, c->p->n_dest, c->p->warmup_s, INFINITY, &ls);
+    free(steps);
+    free(ns);
+    if (dropped) /* a step not recorded (out of memory): no ITL, not a wrong one */
+        ls.itl_gaps = 0, ls.itl_mean = ls.itl_p50 = ls.itl_p90 = ls.itl_p99 = NAN;
+    res->ttft_mean = ls.ttft_mean;
+    res->ttft_p50 = ls.ttft_p50, res->ttft_p90 = ls.ttft_p90, res->ttft_p99 = ls.ttft_p99;
+    res->e2e_p50 = ls.e2e_p50, res->e2e_p90 = ls.e2e_p90, res->e2e_p99 = ls.e2e_p99;
+    res->tpot_p50 = ls.tpot_p50, res->tpot_p90 = ls.tpot_p90, res->tpot_p99 = ls.tpot_p99;
+    res->tpot_mean = ls.tpot_mean;
+    res->e2e_mean = ls.e2e_mean;
+    res->itl_mean = ls.itl_mean;
+    res->itl_p50 = ls.itl_p50, res->itl_p90 = ls.itl_p90, res->itl_p99 = ls.itl_p99;
+    res->itl_gaps = ls.itl_gaps;
+    res->output_tps = ls.output_tps;
+    res->goodput_rps = ls.goodput_rps;
+    res->n_good = ls.good;
     res->hit_rate = res->prompt_tokens ? (double)res->hit_tokens / (double)res->prompt_tokens : NAN;
 
     double *work = sim_xmalloc(res->n_dest * sizeof *work);
@@ -764,7 +853,6 @@ static void summarize(cluster *c)
     res->imbalance_requests = max_over_mean(reqs, res->n_dest);
     free(work);
     free(reqs);
-    double span = res->sim_end_s - c->p->warmup_s;
     res->throughput_rps = span > 0 ? (double)res->measured_completed / span : NAN;
 }
 
@@ -1136,7 +1224,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     if ((rc = check_faults(&p->faults, p->n_dest)))
         return rc;
     const cluster_gateway *gw = &p->gateway;
-    cluster c = {.p = p, .rt = rt, .src = src, .res = out};
+    cluster c = {.p = p, .rt = rt, .src = src, .res = out, .closed = src.peek != NULL};
     c.ops = (route_ops){.ctx = &c, .waiting = ops_waiting, .migrate = ops_migrate};
     c.n_rep = gw->replicas ? gw->replicas : 1;
     c.faults_on = cluster_faults_on(&p->faults);
@@ -1286,6 +1374,7 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
     }
     sim_event *arr = sim_evq_alloc(c.q);
     arr->kind = EV_ARRIVAL;
+    c.arr_ev = arr;
     rc = pull_next(&c, arr);
     sim_event *ev;
     uint64_t nev = 0;
@@ -1300,8 +1389,12 @@ int cluster_run(const cluster_params *p, const route_type *rt, const route_env *
                 engine_prefetch(c.eng[nx->target]);
         }
         if (ev->kind == EV_ARRIVAL) {
-            if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev)))
+            if (c.closed) {
+                if ((rc = closed_arrival(&c, now)))
+                    break;
+            } else if ((rc = on_arrival(&c, now)) || (rc = pull_next(&c, ev))) {
                 break;
+            }
         } else if (ev->kind == EV_STEP) {
             c.planned[ev->target] = 0;
             engine_step_done(c.eng[ev->target], now);

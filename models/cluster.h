@@ -20,6 +20,7 @@
 
 #include "models/cost.h"
 #include "models/engine.h"
+#include "models/latency.h"
 #include "models/routers/route.h"
 #include "models/spec.h"
 
@@ -204,6 +205,9 @@ typedef struct cluster_params {
      * NULL / 0 = one group: every destination runs deploy, cost, engine. */
     const cluster_group *groups;
     uint32_t n_groups;
+    /* Goodput bounds (models/latency.h; experiment.goodput_ttft_s and
+     * goodput_tpot_s): zeroed = no goodput. */
+    latency_slo goodput;
 } cluster_params;
 
 /* Per-destination results. */
@@ -271,6 +275,16 @@ typedef struct cluster_result {
     double ttft_p50, ttft_p90, ttft_p99, ttft_mean; /* s; mean over finished */
     double tpot_p50, tpot_p90, tpot_p99;            /* s per output token */
     double e2e_p50, e2e_p90, e2e_p99;               /* s */
+    /* Serving metrics of the measured requests (models/latency.h): means
+     * over finished ones, ITL from steps ending after the warm-up,
+     * output tokens/s and goodput (NaN without cluster_params.goodput
+     * bounds) over sim_end_s - warmup_s. */
+    double tpot_mean, e2e_mean;                     /* s */
+    double itl_mean, itl_p50, itl_p90, itl_p99;     /* s; NaN without gaps */
+    uint64_t itl_gaps;                              /* decode tokens counted */
+    double output_tps;                              /* tokens/s */
+    double goodput_rps;                             /* requests/s */
+    uint64_t n_good;                                /* completed within both bounds */
     double imbalance_work;      /* max/mean served tokens in the window */
     double imbalance_requests;  /* max/mean measured requests routed */
     double first_arrival_s, last_arrival_s, sim_end_s;

@@ -17,22 +17,29 @@
 #include "sim/core/error.h"
 #include "models/spec_load.h"
 
-char *cost_profile_path(const char *name_or_path)
+int cost_profile_path(const char *name_or_path, char **out)
 {
+    *out = NULL;
     size_t n = strlen(name_or_path);
-    if (strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".yaml") == 0))
-        return sim_xstrdup(name_or_path);
-    const char *dir = spec_dir();
+    if (strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".yaml") == 0)) {
+        *out = sim_xstrdup(name_or_path);
+        return SIM_OK;
+    }
+    char *dir;
+    int rc = spec_dir(&dir);
+    if (rc)
+        return rc;
     size_t len = strlen(dir) + n + 16;
-    char *p = sim_xmalloc(len);
-    snprintf(p, len, "%s/cost/%s.yaml", dir, name_or_path);
-    return p;
+    *out = sim_xmalloc(len);
+    snprintf(*out, len, "%s/cost/%s.yaml", dir, name_or_path);
+    free(dir);
+    return SIM_OK;
 }
 
 /* File layout: dtypes bind as enum indices into an int first, because a
  * SIM_CFG_ENUM writes an int and enum spec_dtype need not be one. */
 typedef struct profile_file {
-    char *name, *model, *hardware, *source;
+    char *name, *model, *hardware, *source, *transferred;
     int64_t tp;
     int weight_dtype, kv_dtype;
     double mfu, mbu, step_overhead_s, allreduce_latency_s;
@@ -75,6 +82,9 @@ static const sim_cfg_key profile_schema[] = {
      .unit = "s/token", .help = "time per context token read by decodes"},
     {.path = "source", .type = SIM_CFG_STRING, .offset = OFF(source),
      .help = "what the constants were fitted to"},
+    {.path = "transferred", .type = SIM_CFG_STRING, .offset = OFF(transferred), .def = "\"\"",
+     .help = "factors not fitted to this deployment and where they come from (\"\" = every "
+             "factor fitted)"},
     {0},
 };
 #undef OFF
@@ -82,9 +92,12 @@ static const sim_cfg_key profile_schema[] = {
 int cost_profile_load(const char *name_or_path, cost_profile *out)
 {
     memset(out, 0, sizeof *out);
-    char *path = cost_profile_path(name_or_path);
+    char *path;
+    int rc = cost_profile_path(name_or_path, &path);
+    if (rc)
+        return rc;
     sim_cfgdoc *doc = NULL;
-    int rc = sim_cfgdoc_load(path, &doc);
+    rc = sim_cfgdoc_load(path, &doc);
     free(path);
     if (rc)
         return rc;
@@ -100,6 +113,7 @@ int cost_profile_load(const char *name_or_path, cost_profile *out)
         .model = f.model,
         .hardware = f.hardware,
         .source = f.source,
+        .transferred = f.transferred,
         .tp = f.tp,
         .weight_dtype = (enum spec_dtype)f.weight_dtype,
         .kv_dtype = (enum spec_dtype)f.kv_dtype,
@@ -117,7 +131,8 @@ void cost_profile_fini(cost_profile *p)
     free(p->model);
     free(p->hardware);
     free(p->source);
-    p->name = p->model = p->hardware = p->source = NULL;
+    free(p->transferred);
+    p->name = p->model = p->hardware = p->source = p->transferred = NULL;
 }
 
 /* fp16 and bf16 share a profile (see the header). */

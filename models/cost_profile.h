@@ -30,15 +30,20 @@ typedef struct cost_profile {
     cost_params roofline;       /* mfu, mbu, step_overhead_s, allreduce_latency_s */
     cost_linear linear;         /* a..e of the linear model */
     char *source;               /* one line: what it was fitted to */
+    char *transferred;          /* "" when every factor was fitted to this
+                                   deployment's measurements; else which
+                                   factors come from which other profile
+                                   (key `transferred`, optional) */
 } cost_profile;
 
 /*
- * Path of profile `name_or_path`: a string containing '/' or ending in
- * ".yaml" is a path and returned as is; otherwise "<spec dir>/cost/<name>.yaml"
- * (spec dir as spec_dir()).  Returns a new string the caller frees.
- * Cannot fail (aborts on OOM).
+ * Path of profile `name_or_path` into *out: a string containing '/' or
+ * ending in ".yaml" is a path and copied as is; otherwise
+ * "<spec dir>/cost/<name>.yaml" (spec dir as spec_dir()).  *out is a new
+ * string the caller frees.  Returns SIM_OK, or spec_dir's SIM_EIO (*out
+ * NULL).  Aborts on OOM.
  */
-char *cost_profile_path(const char *name_or_path);
+int cost_profile_path(const char *name_or_path, char **out);
 
 /*
  * Load a cost profile into *out (zeroed first).  Keys (all required except
@@ -46,7 +51,8 @@ char *cost_profile_path(const char *name_or_path);
  * kv_dtype (bf16, fp16 or fp8), roofline.{mfu (0,1], mbu (0,1],
  * step_overhead_s [0,10] s, allreduce_latency_s [0,1] s},
  * linear.{a_s (0,10] s, b_s_per_token, c_s_per_attn, d_s_per_decode,
- * e_s_per_ctx, each [0,1] in seconds per unit}, source.
+ * e_s_per_ctx, each [0,1] in seconds per unit}, source; optional
+ * transferred (default "": what was not fitted to this deployment).
  * Returns SIM_OK; SIM_EIO if the file cannot be read; SIM_EINVAL for a
  * YAML error, an unknown, missing, mistyped or out-of-range key, with a
  * message naming the file, line and key path ("x.yaml:9: key

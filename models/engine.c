@@ -97,7 +97,18 @@ struct engine {
      * (cr_t[0] = step 0's start).  cr_m of them are materialised (the
      * engine is in step cr_m).  cr_k = 0: no plan. */
     uint32_t cr_k, cr_m;
+    /* SGLang flavour (sglang_try_start): whether the step in progress is a
+     * prefill batch, the requests whose prefill it completed, whose blocks
+     * enter the cache only after the next batch is formed (pend), and a
+     * scratch array for ordering the waiting queue. */
+    bool sg_prefill;
+    engine_req **pend, **sg_tmp;
+    uint32_t n_pend, cap_pend, cap_tmp;
     uint64_t cr_steps; /* planned steps materialised, over the run */
+    /* Steps with decode tokens in the window (engine_itl_steps). */
+    engine_itl_step *itl;
+    size_t n_itl, cap_itl;
+    uint64_t itl_dropped;
     double cr_t[ENGINE_CRUISE_MAX + 1];
 };
 
@@ -176,6 +187,9 @@ void engine_destroy(engine *e)
     free(e->wheel);
     free(e->ph_cnt);
     free(e->due);
+    free(e->pend);
+    free(e->sg_tmp);
+    free(e->itl);
     free(e);
 }
 
@@ -183,7 +197,7 @@ void engine_destroy(engine *e)
 static void ptr_push(engine_req ***a, uint32_t *n, uint32_t *cap, engine_req *er)
 {
     if (*n == *cap) {
-        *cap *= 2;
+        *cap = *cap ? 2 * *cap : 16;
         *a = sim_xrealloc(*a, *cap * sizeof **a);
     }
     (*a)[(*n)++] = er;
@@ -502,6 +516,23 @@ static inline void pure_batch(const engine *e, cost_batch *b)
     b->sampled = e->n_steady;
 }
 
+/* Record a step with decode tokens for the ITL (engine_itl_steps): one
+ * append per step, not per token. */
+static void itl_push(engine *e, double now, double dur)
+{
+    if (e->n_itl == e->cap_itl) {
+        size_t cap = e->cap_itl ? 2 * e->cap_itl : 1024;
+        engine_itl_step *g = realloc(e->itl, cap * sizeof *g);
+        if (!g) {
+            e->itl_dropped++;
+            return;
+        }
+        e->itl = g;
+        e->cap_itl = cap;
+    }
+    e->itl[e->n_itl++] = (engine_itl_step){now, dur, e->batch.decode_tokens};
+}
+
 /* The counters of the step in progress (e->batch) ending at `now`: every
  * step's end, planned or not. */
 static inline void count_step(engine *e, double now)
@@ -516,6 +547,8 @@ static inline void count_step(engine *e, double now)
         e->st.win_prefill_tokens += e->batch.prefill_tokens;
         e->st.win_decode_tokens += e->batch.decode_tokens;
         e->st.win_busy_s += dur;
+        if (e->batch.decode_tokens)
+            itl_push(e, now, dur);
     }
 }
 
@@ -661,6 +694,22 @@ int engine_cruise_stop(engine *e, double now, bool incl, double *t_next)
     return moved;
 }
 
+/* `todo` tokens to compute capped by long_prefill_token_threshold (vLLM
+ * V1 Scheduler.schedule: `if 0 < threshold < num_new_tokens`), before the
+ * token budget applies. */
+static inline uint32_t long_cap(const engine *e, uint32_t todo)
+{
+    const uint32_t thr = e->p.long_prefill_token_threshold;
+    return thr && todo > thr ? thr : todo;
+}
+
+/* Tokens running request `er` asks for in the next step: the rest of its
+ * sequence, capped by long_prefill_token_threshold. */
+static inline uint32_t step_tokens(const engine *e, const engine_req *er)
+{
+    return long_cap(e, seq_len(er) - er->computed);
+}
+
 /* Blocks `er` must hold to compute its next `n` tokens. */
 static inline uint32_t blocks_needed(const engine_req *er, uint32_t n, uint32_t bs)
 {
@@ -670,72 +719,14 @@ static inline uint32_t blocks_needed(const engine_req *er, uint32_t n, uint32_t 
     return end <= (uint64_t)er->nblk * bs ? er->nblk : ceil_div(end, bs);
 }
 
-double engine_try_start(engine *e, double now)
+/* Admit waiting requests in queue order while the token budget
+ * (*budget_io, reduced by what they take), max_num_seqs and free KV blocks
+ * allow; the head of the queue blocks the rest when memory is short.  A
+ * request whose prompt plus output can never fit is rejected. */
+static inline void admit_waiting(engine *e, double now, uint32_t *budget_io)
 {
-    if (e->busy)
-        return 0.0;
     const uint32_t bs = e->p.block_size;
-    uint32_t budget = e->p.max_num_batched_tokens;
-    bool preempted = false;
-    memset(&e->batch, 0, sizeof e->batch);
-
-    /* 0. Steady decoders with an event in this step, and whether the step
-     * can run without visiting the others: every running request gets all
-     * it asks for (tokens and blocks). */
-    SIM_ALWAYS(e->n_due == 0);
-    wheel_take_due(e); /* the steady decoders finishing in this step */
-    uint64_t tokens = e->n_steady, blocks = e->ph_cnt[e->tick % bs];
-    for (uint32_t i = 0; i < e->n_act; i++) {
-        const engine_req *er = e->act[i];
-        const uint32_t todo = seq_len(er) - er->computed;
-        tokens += todo;
-        blocks += blocks_needed(er, todo, bs) - er->nblk;
-    }
-    const bool fast = tokens <= budget && blocks <= pcache_available(e->cache);
-
-    if (fast) {
-        /* 1a. Every running request in full; no allocation can fail, so
-         * the order of allocations does not matter. */
-        for (uint32_t i = 0; i < e->n_act; i++) {
-            engine_req *er = e->act[i];
-            const uint32_t n = seq_len(er) - er->computed;
-            SIM_ALWAYS(ensure_blocks(e, er, blocks_needed(er, n, bs)));
-            batch_add(e, er, n);
-        }
-        take_phase_blocks(e); /* the due ones stay in `due`: they finish */
-        /* Each steady decoder: one token with context computed + 1. */
-        e->batch.decode_tokens += e->n_steady;
-        e->batch.decode_ctx += e->s_ctx + e->n_steady;
-        e->batch.sampled += e->n_steady;
-        budget -= (uint32_t)tokens;
-    } else {
-        /* 1b. The plain loop: running requests in admission order. */
-        steady_flush(e);
-        for (uint32_t i = 0; i < e->n_act && budget > 0; i++) {
-            engine_req *er = e->act[i];
-            uint32_t todo = seq_len(er) - er->computed;
-            uint32_t n = todo < budget ? todo : budget;
-            bool self_preempted = false;
-            const uint32_t need = blocks_needed(er, n, bs);
-            while (!ensure_blocks(e, er, need)) {
-                /* Out of blocks: preempt the most recently admitted
-                 * request, which may be this one. */
-                self_preempted = e->act[e->n_act - 1] == er;
-                preempt_last(e);
-                preempted = true;
-                if (self_preempted)
-                    break;
-            }
-            if (self_preempted)
-                break;
-            batch_add(e, er, n);
-            budget -= n;
-        }
-    }
-
-    /* 2. Admit waiting requests FCFS (not in a step that preempted, as in
-     * vLLM: memory is short). */
-    while (!preempted && e->wait_head && e->n_run < e->p.max_num_seqs && budget > 0) {
+    while (e->wait_head && e->n_run < e->p.max_num_seqs && *budget_io > 0) {
         engine_req *er = e->wait_head;
         const wl_request *r = er->r;
         if (ceil_div((uint64_t)r->prompt_tokens + r->output_tokens - 1, bs) >
@@ -746,13 +737,14 @@ double engine_try_start(engine *e, double now)
         }
         uint32_t m = 0, unpinned = 0;
         if (e->p.prefix_caching) {
-            /* Leave at least one token to compute, as vLLM does. */
+            /* Leave at least one token to compute, as vLLM (and SGLang)
+             * do. */
             uint32_t cap = (seq_len(er) - 1) / bs;
             m = head_match(e, er, r->n_blocks < cap ? r->n_blocks : cap, &unpinned);
         }
         uint32_t ctok = m * bs;
-        uint32_t todo = seq_len(er) - ctok;
-        uint32_t n = todo < budget ? todo : budget;
+        uint32_t todo = long_cap(e, seq_len(er) - ctok);
+        uint32_t n = todo < *budget_io ? todo : *budget_io;
         uint32_t need = ceil_div((uint64_t)ctok + n, bs) - m;
         if (pcache_available(e->cache) < unpinned + need)
             break; /* FCFS: the head waits for memory */
@@ -778,9 +770,237 @@ double engine_try_start(engine *e, double now)
         run_push_back(e, er);
         ptr_push(&e->act, &e->n_act, &e->cap_act, er);
         batch_add(e, er, n);
-        budget -= n;
+        *budget_io -= n;
+    }
+}
+
+static double sglang_try_start(engine *e, double now);
+
+double engine_try_start(engine *e, double now)
+{
+    if (e->busy)
+        return 0.0;
+    if (e->p.flavor == ENGINE_SGLANG)
+        return sglang_try_start(e, now);
+    const uint32_t bs = e->p.block_size;
+    uint32_t budget = e->p.max_num_batched_tokens;
+    bool preempted = false;
+    memset(&e->batch, 0, sizeof e->batch);
+
+    /* 0. Steady decoders with an event in this step, and whether the step
+     * can run without visiting the others: every running request gets all
+     * it asks for (tokens and blocks). */
+    SIM_ALWAYS(e->n_due == 0);
+    wheel_take_due(e); /* the steady decoders finishing in this step */
+    uint64_t tokens = e->n_steady, blocks = e->ph_cnt[e->tick % bs];
+    for (uint32_t i = 0; i < e->n_act; i++) {
+        const engine_req *er = e->act[i];
+        const uint32_t todo = step_tokens(e, er);
+        tokens += todo;
+        blocks += blocks_needed(er, todo, bs) - er->nblk;
+    }
+    const bool fast = tokens <= budget && blocks <= pcache_available(e->cache);
+
+    if (fast) {
+        /* 1a. Every running request in full (up to
+         * long_prefill_token_threshold); no allocation can fail, so the
+         * order of allocations does not matter. */
+        for (uint32_t i = 0; i < e->n_act; i++) {
+            engine_req *er = e->act[i];
+            const uint32_t n = step_tokens(e, er);
+            SIM_ALWAYS(ensure_blocks(e, er, blocks_needed(er, n, bs)));
+            batch_add(e, er, n);
+        }
+        take_phase_blocks(e); /* the due ones stay in `due`: they finish */
+        /* Each steady decoder: one token with context computed + 1. */
+        e->batch.decode_tokens += e->n_steady;
+        e->batch.decode_ctx += e->s_ctx + e->n_steady;
+        e->batch.sampled += e->n_steady;
+        budget -= (uint32_t)tokens;
+    } else {
+        /* 1b. The plain loop: running requests in admission order. */
+        steady_flush(e);
+        for (uint32_t i = 0; i < e->n_act && budget > 0; i++) {
+            engine_req *er = e->act[i];
+            uint32_t todo = step_tokens(e, er);
+            uint32_t n = todo < budget ? todo : budget;
+            bool self_preempted = false;
+            const uint32_t need = blocks_needed(er, n, bs);
+            while (!ensure_blocks(e, er, need)) {
+                /* Out of blocks: preempt the most recently admitted
+                 * request, which may be this one. */
+                self_preempted = e->act[e->n_act - 1] == er;
+                preempt_last(e);
+                preempted = true;
+                if (self_preempted)
+                    break;
+            }
+            if (self_preempted)
+                break;
+            batch_add(e, er, n);
+            budget -= n;
+        }
     }
 
+    /* 2. Admit waiting requests FCFS (not in a step that preempted, as in
+     * vLLM: memory is short). */
+    if (!preempted)
+        admit_waiting(e, now, &budget);
+
+    if (e->batch.prefill_tokens + e->batch.decode_tokens == 0)
+        return 0.0;
+    e->busy = true;
+    e->step_start = now;
+    return cost_step_time(&e->cost, &e->batch);
+}
+
+/* ---- SGLang flavour ---- */
+
+uint32_t engine_sglang_chunk_default(double gpu_mem_bytes)
+{
+    const double mib = gpu_mem_bytes / 1048576.0;
+    if (mib < 35 * 1024)
+        return 2048; /* A10, L4, 4090 (and < 20 GiB: T4) */
+    if (mib < 60 * 1024)
+        return 4096; /* A100-40GB, L40S */
+    if (mib < 160 * 1024)
+        return 8192; /* A100-80GB, H100, H20, H200 */
+    return 16384;    /* B200, MI300 */
+}
+
+/* Tokens in common at the front of two requests' block lists (whole
+ * blocks: the hashes are chained, so equal hashes at a depth mean equal
+ * prefixes). */
+static uint32_t common_blocks(const wl_request *a, const wl_request *b)
+{
+    const uint32_t n = a->n_blocks < b->n_blocks ? a->n_blocks : b->n_blocks;
+    uint32_t i = 0;
+    while (i < n && a->blocks[i] == b->blocks[i])
+        i++;
+    return i;
+}
+
+/* SGLang's longest-prefix-match order of the waiting queue
+ * (schedule_policy.py, SchedulePolicy.calc_priority with policy lpm): with
+ * at most 128 requests waiting, each one's cached prefix is matched and
+ * the queue is stably sorted by matched tokens, longest first; a request
+ * with at most 32 matched tokens whose prompt shares at least 32 tokens
+ * with an earlier such request in the queue (the in-batch prefix check)
+ * goes to the back, so that the earlier one computes the prefix first.
+ * With more than 128 waiting the queue stays as it is (FCFS). */
+static void sglang_order(engine *e)
+{
+    enum { IN_BATCH_TOKENS = 32, LPM_MAX_QUEUE = 128 };
+    if (e->p.policy != ENGINE_LPM || !e->p.prefix_caching || e->n_wait < 2 ||
+        e->n_wait > LPM_MAX_QUEUE)
+        return;
+    if (e->cap_tmp < 2 * e->n_wait) {
+        e->cap_tmp = 2 * e->n_wait;
+        e->sg_tmp = sim_xrealloc(e->sg_tmp, e->cap_tmp * sizeof *e->sg_tmp);
+    }
+    engine_req **q = e->sg_tmp, **ins = e->sg_tmp + e->n_wait;
+    uint32_t n = 0, n_ins = 0;
+    int64_t key[LPM_MAX_QUEUE];
+    const uint32_t bs = e->p.block_size;
+    for (engine_req *er = e->wait_head; er; er = er->qnext) {
+        uint32_t cap = (seq_len(er) - 1) / bs, unpinned;
+        if (er->r->n_blocks < cap)
+            cap = er->r->n_blocks;
+        const uint64_t tok = (uint64_t)pcache_match(e->cache, er->r->blocks, cap, &unpinned) * bs;
+        key[n] = -(int64_t)tok;
+        if (tok <= IN_BATCH_TOKENS) {
+            uint32_t best = 0;
+            for (uint32_t j = 0; j < n_ins; j++) {
+                const uint32_t c = common_blocks(er->r, ins[j]->r);
+                best = c > best ? c : best;
+            }
+            if ((uint64_t)best * bs >= IN_BATCH_TOKENS)
+                key[n] = INT64_MAX; /* deprioritised */
+            else
+                ins[n_ins++] = er;
+        }
+        q[n++] = er;
+    }
+    /* Stable insertion sort by key (Python's list.sort is stable). */
+    for (uint32_t i = 1; i < n; i++) {
+        engine_req *x = q[i];
+        const int64_t k = key[i];
+        uint32_t j = i;
+        for (; j > 0 && key[j - 1] > k; j--) {
+            q[j] = q[j - 1];
+            key[j] = key[j - 1];
+        }
+        q[j] = x;
+        key[j] = k;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        q[i]->qprev = i ? q[i - 1] : NULL;
+        q[i]->qnext = i + 1 < n ? q[i + 1] : NULL;
+    }
+    e->wait_head = q[0];
+    e->wait_tail = q[n - 1];
+}
+
+/* One step of the SGLang flavour (scheduler.py get_next_batch_to_run with
+ * enable_mixed_chunk off, its default): a prefill batch when there is
+ * prefill work — first the next chunk of the request whose prefill is in
+ * progress, then waiting requests in the policy's order while the
+ * chunked-prefill budget (max_num_batched_tokens = chunked_prefill_size),
+ * max_num_seqs and free KV blocks allow, the last one possibly truncated
+ * — and otherwise a decode batch of every running request.  Decoders wait
+ * during prefill batches.  After the batch is formed, the prefixes whose
+ * prefill completed in the previous step enter the cache (the overlap
+ * scheduler processes a batch's result after launching the next). */
+static double sglang_try_start(engine *e, double now)
+{
+    const uint32_t bs = e->p.block_size;
+    uint32_t budget = e->p.max_num_batched_tokens;
+    bool preempted = false;
+    memset(&e->batch, 0, sizeof e->batch);
+    /* 1. The prefill in progress (the chunked request; any recompute). */
+    for (uint32_t i = 0; i < e->n_act && budget > 0; i++) {
+        engine_req *er = e->act[i];
+        const uint32_t todo = seq_len(er) - er->computed;
+        if (er->generated > 0 && todo == 1)
+            continue; /* a decoder */
+        const uint32_t n = todo < budget ? todo : budget;
+        bool self_preempted = false;
+        while (!ensure_blocks(e, er, blocks_needed(er, n, bs))) {
+            self_preempted = e->act[e->n_act - 1] == er;
+            preempt_last(e);
+            preempted = true;
+            if (self_preempted)
+                break;
+        }
+        if (self_preempted)
+            break;
+        batch_add(e, er, n);
+        budget -= n;
+    }
+    /* 2. New requests in the policy's order. */
+    if (!preempted) {
+        sglang_order(e);
+        admit_waiting(e, now, &budget);
+    }
+    e->sg_prefill = e->batch.prefill_tokens > 0;
+    /* 3. No prefill: a decode batch of every running request. */
+    for (uint32_t i = 0; !e->sg_prefill && i < e->n_act; i++) {
+        engine_req *er = e->act[i];
+        bool self_preempted = false;
+        while (!ensure_blocks(e, er, blocks_needed(er, 1, bs))) {
+            self_preempted = e->act[e->n_act - 1] == er;
+            preempt_last(e);
+            if (self_preempted)
+                break;
+        }
+        if (self_preempted)
+            break;
+        batch_add(e, er, 1);
+    }
+    /* 4. The previous step's completed prefills enter the cache. */
+    for (uint32_t i = 0; i < e->n_pend; i++)
+        offer_full_blocks(e, e->pend[i]);
+    e->n_pend = 0;
     if (e->batch.prefill_tokens + e->batch.decode_tokens == 0)
         return 0.0;
     e->busy = true;
@@ -840,7 +1060,13 @@ static void step_done(engine *e, double now)
         e->queued -= queued_part(er);
         er->computed += er->n_sched;
         er->n_sched = 0;
-        offer_full_blocks(e, er);
+        if (e->sg_prefill && er->computed == seq_len(er) &&
+            er->generated + 1 < er->r->output_tokens)
+            /* SGLang: a completed prefill enters the radix cache after
+             * the next batch is formed (sglang_try_start). */
+            ptr_push(&e->pend, &e->n_pend, &e->cap_pend, er);
+        else
+            offer_full_blocks(e, er);
         if (er->computed == seq_len(er)) {
             er->generated++;
             if (er->generated == 1) {
@@ -853,7 +1079,7 @@ static void step_done(engine *e, double now)
             continue;
         }
         e->queued += queued_part(er);
-        if (er->generated > 0 && seq_len(er) - er->computed == 1)
+        if (er->generated > 0 && seq_len(er) - er->computed == 1 && e->p.flavor == ENGINE_VLLM)
             steady_join(e, er);
         else
             e->act[kept++] = er;
@@ -904,6 +1130,14 @@ void engine_mark_window(engine *e, double t0) { e->win_t0 = t0; }
 
 const engine_stats *engine_get_stats(const engine *e) { return &e->st; }
 
+const engine_itl_step *engine_itl_steps(const engine *e, size_t *n, uint64_t *dropped)
+{
+    *n = e->n_itl;
+    if (dropped)
+        *dropped = e->itl_dropped;
+    return e->itl;
+}
+
 uint32_t engine_inflight(const engine *e) { return e->n_wait + e->n_run; }
 
 uint64_t engine_queued_tokens(const engine *e) { return e->queued; }
@@ -944,7 +1178,8 @@ uint32_t engine_crash(engine *e, bool cold, void (*lost)(void *ctx, engine_req *
         n++;
         lost(ctx, er);
     }
-    e->n_act = e->n_due = 0;
+    e->n_act = e->n_due = e->n_pend = 0;
+    e->sg_prefill = false;
     e->queued = 0;
     e->memo_er = NULL;
     e->busy = false;

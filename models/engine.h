@@ -5,13 +5,16 @@
  *
  * Each step the engine serves its running requests first, in admission
  * order (a decode needs 1 token, a prefill the next chunk of its prompt,
- * within max_num_batched_tokens), then admits waiting requests FCFS while
+ * at most long_prefill_token_threshold tokens when set, within
+ * max_num_batched_tokens), then admits waiting requests FCFS while
  * the token budget, max_num_seqs and free KV blocks allow.  On admission the
  * longest cached prefix of the prompt (full blocks only, at least one token
  * left to compute) is reused.  When a running request needs a block and
  * none is free, the most recently admitted running request is preempted:
  * its blocks are released (cached ones stay matchable) and it is recomputed
- * later.  A step's duration comes from the cost model.
+ * later.  A step's duration comes from the cost model.  With
+ * engine_params.flavor ENGINE_SGLANG the engine follows SGLang's scheduler
+ * instead (prefill and decode batches apart; see engine_params).
  *
  * What this version leaves out (issue "Engine fidelity"): hashes of
  * generated-output blocks (only prompt blocks enter the cache, so the next
@@ -28,12 +31,54 @@
 #include "models/cost.h"
 #include "models/pcache.h"
 
+/* Engine flavours: whose scheduler and prefix cache the engine follows
+ * (docs/engine.md). */
+enum engine_flavor {
+    ENGINE_VLLM = 0,   /* vLLM V1 (the default) */
+    ENGINE_SGLANG = 1, /* SGLang (see engine_params) */
+};
+
+/* Order of the waiting queue. */
+enum engine_policy {
+    ENGINE_FCFS = 0, /* first come, first served (both flavours' default) */
+    ENGINE_LPM = 1,  /* SGLang only: longest cached prefix first */
+};
+
 /* Scheduler settings (vLLM names). */
 typedef struct engine_params {
     uint32_t block_size;           /* tokens per KV block */
     uint32_t max_num_batched_tokens; /* token budget per step */
     uint32_t max_num_seqs;         /* running requests at most */
     bool prefix_caching;           /* reuse cached prefixes */
+    /* vLLM V1 long_prefill_token_threshold: a request computing more than
+     * this many tokens in a step (a prefill chunk or a recompute) takes at
+     * most this many, before the token budget applies; 0 = off (vLLM's
+     * default).  Source: vllm/v1/core/sched/scheduler.py, Scheduler.schedule
+     * (running and waiting loops: `if 0 < threshold < num_new_tokens:
+     * num_new_tokens = threshold`), vllm/config/scheduler.py SchedulerConfig
+     * (default 0; derived as int(0.04 * max_model_len) only when
+     * max_num_partial_prefills > 1, a key crsim does not have), vLLM main
+     * at 00024d31 / 01230b40 (v0.11 line).  Tokens. */
+    uint32_t long_prefill_token_threshold;
+    /* ENGINE_SGLANG follows SGLang's scheduler (python/sglang/srt/managers/
+     * scheduler.py, schedule_policy.py; mem_cache/radix_cache.py;
+     * server_args.py; SGLang main of the v0.5.3 line, docs/engine.md):
+     *  - a step is a prefill batch or a decode batch, never both
+     *    (enable_mixed_chunk off, its default): a prefill batch, taken
+     *    whenever there is prefill work that fits, holds the chunk of the
+     *    request in progress and new requests up to max_num_batched_tokens
+     *    (here SGLang's chunked_prefill_size; engine_sglang_chunk_default),
+     *    the last one possibly truncated; decoders wait during it;
+     *  - the waiting queue is ordered by `policy` at every prefill batch;
+     *  - a request's prefix enters the cache when the result of the batch
+     *    that completed its prefill is processed, which the overlap
+     *    scheduler (its default) does after forming the next batch: a
+     *    prefill that ends with step N is matched from step N + 2 on (the
+     *    chunks of a prefill still in progress, from step N + 1);
+     *  - long_prefill_token_threshold must be 0, and no request is ever a
+     *    steady decoder (engine_cruise plans nothing). */
+    enum engine_flavor flavor;
+    enum engine_policy policy;
 } engine_params;
 
 /* Per-request state inside an engine.  Allocated zero-initialised by the
@@ -118,6 +163,12 @@ typedef struct engine engine;
 engine *engine_create(uint32_t dest, uint32_t n_blocks, const engine_params *p,
                       const cost_model *cost, const engine_hooks *hooks);
 
+/* SGLang's default chunked_prefill_size for a GPU of `gpu_mem_bytes`
+ * bytes (server_args.py, ServerArgs._handle_gpu_memory_settings, by the
+ * memory in MiB): < 35 GiB 2048, < 60 GiB 4096, < 160 GiB 8192, else
+ * 16384 tokens.  Cannot fail. */
+uint32_t engine_sglang_chunk_default(double gpu_mem_bytes);
+
 /* Free the engine.  Requests still inside are not freed (their owner frees
  * them).  Accepts NULL. */
 void engine_destroy(engine *e);
@@ -198,6 +249,25 @@ void engine_mark_window(engine *e, double t0);
 
 /* Current counters. */
 const engine_stats *engine_get_stats(const engine *e);
+
+/*
+ * One step that produced decode tokens, ending at or after the window's
+ * start (engine_mark_window): the inter-token latency (ITL) of each of
+ * its `tokens` decode tokens is the step's duration (a running request is
+ * in every step, and steps run back to back while any request runs; see
+ * models/latency.h for the definition and its exceptions).
+ */
+typedef struct engine_itl_step {
+    double t_end_s;  /* step end, simulated s */
+    double dur_s;    /* step duration, s (> 0) */
+    uint64_t tokens; /* decode tokens of the step (>= 1) */
+} engine_itl_step;
+
+/* The steps recorded so far, in time order, *n of them; owned by the
+ * engine, valid until its next step or engine_destroy.  Cannot fail (a
+ * step not recorded for want of memory is counted in *dropped, NULL =
+ * not asked). */
+const engine_itl_step *engine_itl_steps(const engine *e, size_t *n, uint64_t *dropped);
 
 /* Requests inside the engine (waiting + running). */
 uint32_t engine_inflight(const engine *e);

@@ -11,28 +11,31 @@
 #include <string.h>
 
 #include "sim/core/config.h"
+#include "sim/core/datadir.h"
 #include "sim/core/error.h"
 
-#ifndef CRSIM_SPEC_DIR
-#define CRSIM_SPEC_DIR "models/specs"
-#endif
-
-const char *spec_dir(void)
+int spec_dir(char **out)
 {
-    const char *dir = getenv("CRSIM_SPEC_DIR");
-    return dir && *dir ? dir : CRSIM_SPEC_DIR;
+    return sim_datadir_find("CRSIM_SPEC_DIR", "models/specs", out);
 }
 
-char *spec_path(const char *name)
+int spec_path(const char *name, char **out)
 {
+    *out = NULL;
     size_t n = strlen(name);
-    if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".yaml") == 0))
-        return sim_xstrdup(name);
-    const char *dir = spec_dir();
+    if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".yaml") == 0)) {
+        *out = sim_xstrdup(name);
+        return SIM_OK;
+    }
+    char *dir;
+    int rc = spec_dir(&dir);
+    if (rc)
+        return rc;
     size_t len = strlen(dir) + n + 8;
-    char *p = sim_xmalloc(len);
-    snprintf(p, len, "%s/%s.yaml", dir, name);
-    return p;
+    *out = sim_xmalloc(len);
+    snprintf(*out, len, "%s/%s.yaml", dir, name);
+    free(dir);
+    return SIM_OK;
 }
 
 /* File layout of a GPU spec, in the units of the key names. */
@@ -70,9 +73,12 @@ static const sim_cfg_key hw_schema[] = {
 int spec_hw_load(const char *name, spec_hw *out)
 {
     memset(out, 0, sizeof *out);
-    char *path = spec_path(name);
+    char *path;
+    int rc = spec_path(name, &path);
+    if (rc)
+        return rc;
     sim_cfgdoc *d = NULL;
-    int rc = sim_cfgdoc_load(path, &d);
+    rc = sim_cfgdoc_load(path, &d);
     free(path);
     if (rc)
         return rc;
@@ -126,9 +132,12 @@ static const sim_cfg_key model_schema[] = {
 int spec_model_load(const char *name, spec_model *out)
 {
     memset(out, 0, sizeof *out);
-    char *path = spec_path(name);
+    char *path;
+    int rc = spec_path(name, &path);
+    if (rc)
+        return rc;
     sim_cfgdoc *d = NULL;
-    int rc = sim_cfgdoc_load(path, &d);
+    rc = sim_cfgdoc_load(path, &d);
     if (rc) {
         free(path);
         return rc;

@@ -7,18 +7,22 @@
 #include "models/spec.h"
 
 /*
- * Path of spec `name`: if `name` contains '/' or ends in ".yaml" it is a
- * path and returned as is; otherwise it is looked up as
- * "<spec dir>/<name>.yaml", where the spec dir is $CRSIM_SPEC_DIR if set,
- * else the source tree's models/specs (fixed at build time).  Returns a new
- * string the caller frees.  Cannot fail (aborts on OOM).
+ * Path of spec `name` into *out: if `name` contains '/' or ends in ".yaml"
+ * it is a path and copied as is; otherwise "<spec dir>/<name>.yaml" with
+ * the spec dir of spec_dir().  *out is a new string the caller frees.
+ * Returns SIM_OK, or spec_dir's SIM_EIO (*out NULL).  Aborts on OOM.
  */
-char *spec_path(const char *name);
+int spec_path(const char *name, char **out);
 
-/* The spec directory: $CRSIM_SPEC_DIR if set and non-empty, else the
- * source tree's models/specs fixed at build time.  The string is owned by
- * the environment or static; do not free.  Cannot fail. */
-const char *spec_dir(void);
+/*
+ * The spec directory into *out (a new string the caller frees):
+ * $CRSIM_SPEC_DIR if set and non-empty, else the first existing
+ * "models/specs" folder beside the binary, in the installed data folder
+ * (<prefix>/share/crsim/models/specs, found relative to the binary) or in
+ * the source tree it was built from (sim/core/datadir.h).  Returns SIM_OK,
+ * or SIM_EIO naming every place looked at (*out NULL).
+ */
+int spec_dir(char **out);
 
 /*
  * Load a GPU spec file into *out (fields in the file are in the units

@@ -35,6 +35,14 @@ set grid ytics lc rgb "gray80"
 set key top left horizontal box opaque
 set boxwidth bw * 0.9 absolute
 set bmargin 6
+# Router names under their bars: slanted when they would not fit side by
+# side (about 1100 px across npol slots of 11 px per character).
+maxlen = 0
+do for [i = 1:npol] { maxlen = strlen(word(policies, i)) > maxlen ? strlen(word(policies, i)) : maxlen }
+if (maxlen * 11 * npol > 1000) {
+    set xtics rotate by 30 right
+    set bmargin 6 + maxlen / 4
+}
 set label 1 "solid: mean ± sd over exact seeds;  hatched: all seeds right-censored (capacity ≥ bar);  labels: censored seeds (L = fails at the lowest load, R = meets the SLO at every load)" \
     at screen 0.5, screen 0.025 center font ",10"
 

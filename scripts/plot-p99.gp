@@ -3,8 +3,9 @@
 # A mean that is +Inf (a seed had unfinished requests) is drawn at the
 # dotted red ceiling with a large open circle.
 # Variables: datafile, outbase (no extension), exptitle, metric, slos,
-# policies, ceiling (s), ymin (s), logy (0/1), anyinf (0/1: draw the
-# ceiling line).
+# policies, colors (one "#rrggbb" per policy: a fixed colour per router,
+# the same in every figure), ceiling (s), ymin (s), logy (0/1), anyinf (0/1:
+# draw the ceiling line).
 set datafile separator "\t"
 set datafile missing "?"
 set encoding utf8
@@ -43,7 +44,7 @@ if (anyinf) {
 # Columns 3 and 4 give each point's size and type: a filled dot, or a large
 # open circle where the mean is +Inf (drawn at the ceiling).
 plot for [i = 1:npol] datafile index (i - 1) using 1:2:3:4 with linespoints lw 2 \
-         ps variable pt variable lc i title word(policies, i)
+         ps variable pt variable lc rgb word(colors, i) title word(policies, i)
 
 set terminal svg size 1200,720 noenhanced font "Sans,12" background rgb "white"
 set output outbase.".svg"

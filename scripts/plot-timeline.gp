@@ -7,8 +7,9 @@
 # request unfinished or failed for good) is drawn at the dotted red
 # ceiling with a large open circle.
 # Variables: datafile, outbase (no extension), exptitle, series (word
-# list), ceiling (s), ymin (s), anyinf (0/1), window (s), events (times,
-# s), evlabels (word list), xmin, xmax (s), slos, rate.
+# list), colors (one "#rrggbb" per series: the router's fixed colour),
+# hitmax (largest hit rate, %), ceiling (s), ymin (s), anyinf (0/1), window
+# (s), events (times, s), evlabels (word list), xmin, xmax (s), slos, rate.
 set datafile separator "\t"
 set datafile missing "?"
 set encoding utf8
@@ -61,11 +62,13 @@ do for [pass = 1:2] {
     }
     set ylabel "served KV hit rate (%)"
     unset logscale y
-    set yrange [* : *]
+    # From 0 to above the largest hit rate (at least 1 %: all-zero hits
+    # would give gnuplot an empty range).
+    set yrange [0 : (hitmax > 0 ? hitmax * 1.08 : 1)]
     set format x ""
     unset xlabel
     plot for [i = 1:nser] datafile index (i - 1) using 1:2 with lines lw 1.6 \
-             lc i title word(series, i)
+             lc rgb word(colors, i) title word(series, i)
     set format x "%g"
     set xlabel "arrival time (s)"
     set ylabel "p99 TTFT (s), log scale"
@@ -80,7 +83,7 @@ do for [pass = 1:2] {
         set label "+Inf (unfinished or failed requests) drawn here" at graph 0.99, first ceiling right offset 0, 0.7 tc rgb "red"
     }
     plot for [i = 1:nser] datafile index (i - 1) using 1:3:4:5 with linespoints lw 1.6 \
-             ps variable pt variable lc i title word(series, i)
+             ps variable pt variable lc rgb word(colors, i) title word(series, i)
     unset multiplot
 }
 set output

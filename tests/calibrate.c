@@ -98,9 +98,14 @@ typedef struct dep_def {
     bool fit_mfu;      /* with transfer_from >= 0: fit mfu only, reuse the
                           overhead */
     const char *note;
+    const char *hw;    /* GPU spec; NULL = h100-sxm */
+    bool fit_overhead; /* with transfer_from >= 0: fit the overhead only,
+                          reuse mfu (one decode point per deployment) */
 } dep_def;
 
-enum { D70_FP8, D70_BF16, D8_BF16, DQ_BF16, DQ_FP8, N_DEPS };
+enum { D70_FP8, D70_BF16, D8_BF16, DQ_BF16, DQ_FP8,
+       D8_A100, D8_TP2, D8_TP4, D8_TP8, D70_FP8_TP4, D70_FP8_TP8, D70_FP8_A100, DM7_BF16,
+       N_DEPS };
 
 static const dep_def deps[N_DEPS] = {
     [D70_FP8] = {"llama-3.3-70b_h100-sxm_tp2_fp8-fp8", "llama-3.3-70b", 2, SPEC_FP8, SPEC_FP8, -1, false,
@@ -113,6 +118,30 @@ static const dep_def deps[N_DEPS] = {
                  D8_BF16, true, "Qwen2.5-32B bf16 weights and KV, TP=1 H100-SXM"},
     [DQ_FP8] = {"qwen2.5-32b_h100-sxm_tp1_fp8-fp8", "qwen2.5-32b", 1, SPEC_FP8, SPEC_FP8, D70_FP8,
                 false, "Qwen2.5-32B fp8 weights and KV, TP=1 H100-SXM"},
+    /* One decode point each (LambdaLabs, 10 concurrent): the overhead is
+     * fitted, mfu taken from the H100 fit of the same model and dtypes. */
+    [D8_A100] = {"llama-3.1-8b_a100-sxm-80gb_tp1_bf16-bf16", "llama-3.1-8b", 1, SPEC_BF16,
+                 SPEC_BF16, D8_BF16, false, "Llama-3.1-8B bf16 weights and KV, TP=1 A100-SXM-80GB",
+                 "a100-sxm-80gb", true},
+    [D8_TP2] = {"llama-3.1-8b_h100-sxm_tp2_bf16-bf16", "llama-3.1-8b", 2, SPEC_BF16, SPEC_BF16,
+                D8_BF16, false, "Llama-3.1-8B bf16 weights and KV, TP=2 H100-SXM", NULL, true},
+    [D8_TP4] = {"llama-3.1-8b_h100-sxm_tp4_bf16-bf16", "llama-3.1-8b", 4, SPEC_BF16, SPEC_BF16,
+                D8_BF16, false, "Llama-3.1-8B bf16 weights and KV, TP=4 H100-SXM", NULL, true},
+    [D8_TP8] = {"llama-3.1-8b_h100-sxm_tp8_bf16-bf16", "llama-3.1-8b", 8, SPEC_BF16, SPEC_BF16,
+                D8_BF16, false, "Llama-3.1-8B bf16 weights and KV, TP=8 H100-SXM", NULL, true},
+    [D70_FP8_TP4] = {"llama-3.3-70b_h100-sxm_tp4_fp8-fp8", "llama-3.3-70b", 4, SPEC_FP8, SPEC_FP8,
+                     D70_FP8, false, "Llama-3.3-70B fp8 weights and KV, TP=4 H100-SXM", NULL,
+                     true},
+    [D70_FP8_TP8] = {"llama-3.3-70b_h100-sxm_tp8_fp8-fp8", "llama-3.3-70b", 8, SPEC_FP8, SPEC_FP8,
+                     D70_FP8, false, "Llama-3.3-70B fp8 weights and KV, TP=8 H100-SXM", NULL,
+                     true},
+    [D70_FP8_A100] = {"llama-3.3-70b_a100-sxm-80gb_tp2_fp8-fp8", "llama-3.3-70b", 2, SPEC_FP8,
+                      SPEC_FP8, D70_FP8, false,
+                      "Llama-3.3-70B fp8 weights (W8A16 on Ampere) and KV, TP=2 A100-SXM-80GB",
+                      "a100-sxm-80gb", true},
+    [DM7_BF16] = {"mistral-7b_h100-sxm_tp1_bf16-bf16", "mistral-7b", 1, SPEC_BF16, SPEC_BF16,
+                  D8_BF16, false, "Mistral-7B (v0.3) bf16 weights and KV, TP=1 H100-SXM", NULL,
+                  true},
 };
 
 #define LAMBDA "LambdaLabsML/vllm-benchmark"
@@ -208,11 +237,66 @@ static const meas ms[] = {
     {DQ_FP8, "total throughput, ShareGPT x 1000 (SGLang)", M_TOTAL_TPS, INFO, 1000, 217, 201,
      8192, 1024, false, 4005.3, GPUSTACK " (Qwen3-32B-FP8 proxy)",
      "SGLang 0.5.5 fp8, burst; fixed mean lengths; KV dtype not stated"},
+    /* ---- LambdaLabs vLLM (Sept 2024) runs of other GPUs and TP degrees:
+     * the same 10 ShareGPT prompts (1369 tokens), request rate inf; decode
+     * time/token = median ITL / 10 (the server streamed 10 tokens per
+     * chunk: one ITL entry per 10 output tokens in each file); TTFT =
+     * median over requests (two requests of the 70B runs returned no
+     * output and report TTFT 0, which the mean would count). ---- */
+    {D8_A100, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256, false,
+     0.011438, LAMBDA " 1xA100 Llama-3-8B-Instruct tp1 len4096",
+     "vLLM (Sept 2024) bf16; median ITL 114.38 ms / 10 tokens"},
+    {D8_A100, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.12455, LAMBDA " 1xA100 Llama-3-8B-Instruct tp1 len4096",
+     "as above; includes HTTP and tokenisation"},
+    {D8_TP2, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256, false,
+     0.0051706, LAMBDA " 2xH100 Llama-3-8B-Instruct tp2 len4096",
+     "vLLM (Sept 2024) bf16; median ITL 51.71 ms / 10 tokens"},
+    {D8_TP2, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.052893, LAMBDA " 2xH100 Llama-3-8B-Instruct tp2 len4096",
+     "as above; includes HTTP and tokenisation"},
+    {D8_TP4, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256, false,
+     0.0038838, LAMBDA " 4xH100 Llama-3-8B-Instruct tp4 len4096",
+     "vLLM (Sept 2024) bf16; median ITL 38.84 ms / 10 tokens"},
+    {D8_TP4, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.052913, LAMBDA " 4xH100 Llama-3-8B-Instruct tp4 len4096",
+     "as above; includes HTTP and tokenisation"},
+    {D8_TP8, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256, false,
+     0.0032647, LAMBDA " 8xH100 Llama-3-8B-Instruct tp8 len4096",
+     "vLLM (Sept 2024) bf16; median ITL 32.65 ms / 10 tokens"},
+    {D8_TP8, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.071743, LAMBDA " 8xH100 Llama-3-8B-Instruct tp8 len4096",
+     "as above; includes HTTP and tokenisation"},
+    {D70_FP8_TP4, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256,
+     false, 0.012762, LAMBDA " 4xH100 Llama-3.1-70B-FP8 tp4 len4096",
+     "vLLM (Sept 2024) fp8; median ITL 127.62 ms / 10 tokens"},
+    {D70_FP8_TP4, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.12474, LAMBDA " 4xH100 Llama-3.1-70B-FP8 tp4 len4096",
+     "median; includes HTTP and tokenisation"},
+    {D70_FP8_TP8, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256,
+     false, 0.0099026, LAMBDA " 8xH100 Llama-3.1-70B-FP8 tp8 len4096",
+     "vLLM (Sept 2024) fp8; median ITL 99.03 ms / 10 tokens"},
+    {D70_FP8_TP8, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.10508, LAMBDA " 8xH100 Llama-3.1-70B-FP8 tp8 len4096",
+     "median; includes HTTP and tokenisation"},
+    {D70_FP8_A100, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 137, 400, 8192, 256,
+     false, 0.028020, LAMBDA " 2xA100 Llama-3.1-70B-FP8 tp2 len4096",
+     "vLLM (Sept 2024) fp8 (W8A16 on Ampere); median ITL 280.20 ms / 10 tokens"},
+    {D70_FP8_A100, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 137, 400, 8192, 256, false,
+     0.62909, LAMBDA " 2xA100 Llama-3.1-70B-FP8 tp2 len4096",
+     "median; includes HTTP and tokenisation"},
+    {DM7_BF16, "decode time/token, 10 concurrent", M_TPOT, FIT, 10, 159, 400, 8192, 256, false,
+     0.0069001, LAMBDA " 1xH100 Mistral-7B-Instruct-v0.3 tp1 len4096",
+     "vLLM (Sept 2024) bf16; 10 prompts, 1585 tokens total; median ITL 69.00 ms / 10 tokens"},
+    {DM7_BF16, "TTFT of the 10-prompt batch", M_TTFT, HELD, 10, 159, 400, 8192, 256, false,
+     0.069055, LAMBDA " 1xH100 Mistral-7B-Instruct-v0.3 tp1 len4096",
+     "median; includes HTTP and tokenisation"},
 };
 #define N_MEAS (sizeof ms / sizeof ms[0])
 
 /* Loaded specs and derived pool of one deployment. */
 typedef struct dep_state {
+    spec_hw hw;
     spec_model model;
     spec_deploy d;
     uint32_t pool_blocks;
@@ -222,7 +306,6 @@ typedef struct dep_state {
     double fit_rms_roof, fit_rms_lin;
 } dep_state;
 
-static spec_hw hw;
 static dep_state ds[N_DEPS];
 
 static bool is_throughput(enum mkind k)
@@ -305,10 +388,15 @@ typedef struct rfit_ctx {
     size_t idx[16];
     size_t n;
     double fixed_overhead_s; /* < 0: the overhead is fitted (x[1]) */
+    double fixed_mfu;        /* > 0: mfu transferred, x[0] is log overhead */
 } rfit_ctx;
 
 static cost_params params_of(const rfit_ctx *c, const gsl_vector *x)
 {
+    if (c->fixed_mfu > 0)
+        return (cost_params){.mfu = c->fixed_mfu, .mbu = PRIOR_MBU,
+                             .step_overhead_s = exp(gsl_vector_get(x, 0)),
+                             .allreduce_latency_s = PRIOR_AR_LATENCY_S};
     cost_params p = {.mfu = 1.0 / (1.0 + exp(-gsl_vector_get(x, 0))),
                      .mbu = PRIOR_MBU,
                      .step_overhead_s = c->fixed_overhead_s < 0 ? exp(gsl_vector_get(x, 1))
@@ -334,19 +422,21 @@ static int rfit_f(const gsl_vector *x, void *params, gsl_vector *f)
 static void fit_roofline(int dep)
 {
     rfit_ctx c = {.dep = dep, .fixed_overhead_s = -1};
-    if (deps[dep].transfer_from >= 0)
+    if (deps[dep].transfer_from >= 0 && deps[dep].fit_overhead)
+        c.fixed_mfu = ds[deps[dep].transfer_from].rp.mfu;
+    else if (deps[dep].transfer_from >= 0)
         c.fixed_overhead_s = ds[deps[dep].transfer_from].rp.step_overhead_s;
     for (size_t i = 0; i < N_MEAS; i++)
         if (ms[i].dep == dep && ms[i].role == FIT)
             c.idx[c.n++] = i;
-    const size_t np = c.fixed_overhead_s < 0 ? 2 : 1;
+    const size_t np = c.fixed_mfu > 0 || c.fixed_overhead_s >= 0 ? 1 : 2;
     gsl_multifit_nlinear_fdf fdf = {.f = rfit_f, .df = NULL, .fvv = NULL, .n = c.n, .p = np,
                                     .params = &c};
     gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
     gsl_multifit_nlinear_workspace *w =
         gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, c.n, np);
     gsl_vector *x0 = gsl_vector_alloc(np);
-    gsl_vector_set(x0, 0, 0.0);            /* mfu 0.5 */
+    gsl_vector_set(x0, 0, c.fixed_mfu > 0 ? log(0.004) : 0.0); /* 4 ms or mfu 0.5 */
     if (np > 1)
         gsl_vector_set(x0, 1, log(0.004)); /* 4 ms */
     gsl_multifit_nlinear_init(x0, &fdf, w);
@@ -531,7 +621,7 @@ static void print_table(FILE *f)
     for (int d = 0; d < N_DEPS; d++) {
         const dep_state *s = &ds[d];
         char rr[32], lr[32];
-        if (deps[d].transfer_from >= 0 && !deps[d].fit_mfu) {
+        if (deps[d].transfer_from >= 0 && !deps[d].fit_mfu && !deps[d].fit_overhead) {
             snprintf(rr, sizeof rr, "from %s", deps[deps[d].transfer_from].model);
             snprintf(lr, sizeof lr, "prior only");
         } else {
@@ -561,8 +651,14 @@ static int write_profile(const char *dir, int d)
     fprintf(f, "# Written by tests/calibrate.c (--write); docs/calibration.md explains the fit.\n");
     fprintf(f, "# Do not edit by hand: change the measurements or the method and re-run.\n#\n");
     const bool xfer = deps[d].transfer_from >= 0;
+    const bool fit_oh = deps[d].fit_overhead;
     const char *xname = xfer ? deps[deps[d].transfer_from].profile : "";
-    if (xfer && !deps[d].fit_mfu)
+    if (fit_oh)
+        fprintf(f, "# Step overhead fitted to the 'fit' row below (one decode point); mfu\n"
+                   "# transferred from %s (same model and dtypes),\n"
+                   "# mbu the 0.8 prior.  Residuals (model/measured - 1):\n",
+                xname);
+    else if (xfer && !deps[d].fit_mfu)
         fprintf(f, "# No measurement of this deployment was fitted.  Roofline factors are those\n"
                    "# of %s (same dtype class); the linear\n"
                    "# coefficients are the linearisation of this roofline.  Validation only:\n",
@@ -586,20 +682,21 @@ static int write_profile(const char *dir, int d)
                 b, 100.0 * (rows[i].roof / m->value - 1.0), c,
                 100.0 * (rows[i].lin / m->value - 1.0), m->what, m->source);
     }
-    fprintf(f, "name: %s\nmodel: %s\nhardware: h100-sxm\ntp: %d\nweight_dtype: %s\n"
+    fprintf(f, "name: %s\nmodel: %s\nhardware: %s\ntp: %d\nweight_dtype: %s\n"
                "kv_dtype: %s\n",
-            deps[d].profile, deps[d].model, deps[d].tp, spec_dtype_name(deps[d].w),
-            spec_dtype_name(deps[d].kv));
+            deps[d].profile, deps[d].model, deps[d].hw ? deps[d].hw : "h100-sxm", deps[d].tp,
+            spec_dtype_name(deps[d].w), spec_dtype_name(deps[d].kv));
     fprintf(f, "roofline:\n");
     fprintf(f, "  mfu: %.6g   # %s\n", s->rp.mfu,
             xfer && !deps[d].fit_mfu ? "transferred" : "fitted");
     fprintf(f, "  mbu: %.6g   # prior: AIConfigurator's empirical x0.8 (calibration.md 5.1)\n",
             s->rp.mbu);
     fprintf(f, "  step_overhead_s: %.6g   # %s\n", s->rp.step_overhead_s,
-            xfer ? "transferred" : "fitted");
+            xfer && !fit_oh ? "transferred" : "fitted");
     fprintf(f, "  allreduce_latency_s: %.6g   # prior: assumed NVLink all-reduce latency%s\n",
             s->rp.allreduce_latency_s, deps[d].tp > 1 ? "" : " (unused at TP=1)");
-    const char *how = xfer && !deps[d].fit_mfu ? "linearised roofline" : "fitted (MAP)";
+    const char *how = xfer && !deps[d].fit_mfu && !fit_oh ? "linearised roofline"
+                                                          : "fitted (MAP)";
     fprintf(f, "linear:\n");
     fprintf(f, "  a_s: %.6g   # %s; prior %.4g\n", s->lc.a_s, how, s->prior.a_s);
     fprintf(f, "  b_s_per_token: %.6g   # %s; prior %.4g\n", s->lc.b_s_per_token, how,
@@ -610,7 +707,23 @@ static int write_profile(const char *dir, int d)
             s->prior.d_s_per_decode);
     fprintf(f, "  e_s_per_ctx: %.6g   # %s; prior %.4g\n", s->lc.e_s_per_ctx, how,
             s->prior.e_s_per_ctx);
-    if (xfer && !deps[d].fit_mfu)
+    if (fit_oh)
+        fprintf(f, "transferred: \"mfu of %s (%s); only the step overhead is fitted to this "
+                   "deployment\"\n", xname,
+                deps[d].hw ? "an H100 fit applied to another GPU"
+                : strcmp(deps[d].model, deps[deps[d].transfer_from].model) != 0
+                    ? "another model of the same size class on this GPU"
+                    : "the TP=1/2 fit of this GPU");
+    else if (xfer && !deps[d].fit_mfu)
+        fprintf(f, "transferred: \"mfu and step overhead of %s (no measurement of this "
+                   "deployment fitted)\"\n", xname);
+    else if (xfer)
+        fprintf(f, "transferred: \"step overhead of %s; mfu fitted to a proxy model "
+                   "(Qwen3-32B)\"\n", xname);
+    if (fit_oh)
+        fprintf(f, "source: \"step overhead fitted by tests/calibrate.c to the 'fit' row above; "
+                   "mfu from %s (docs/calibration.md)\"\n", xname);
+    else if (xfer && !deps[d].fit_mfu)
         fprintf(f, "source: \"roofline factors transferred from %s; compared with %s "
                    "(docs/calibration.md)\"\n",
                 xname, GPUSTACK);
@@ -636,17 +749,14 @@ int main(int argc, char **argv)
         }
     }
     gsl_set_error_handler_off();
-    if (spec_hw_load("h100-sxm", &hw)) {
-        fprintf(stderr, "calibrate: %s\n", sim_errmsg());
-        return 1;
-    }
     for (int d = 0; d < N_DEPS; d++) {
         dep_state *s = &ds[d];
-        if (spec_model_load(deps[d].model, &s->model)) {
+        if (spec_hw_load(deps[d].hw ? deps[d].hw : "h100-sxm", &s->hw) ||
+            spec_model_load(deps[d].model, &s->model)) {
             fprintf(stderr, "calibrate: %s\n", sim_errmsg());
             return 1;
         }
-        s->d = (spec_deploy){.hw = &hw, .model = &s->model, .tp = deps[d].tp,
+        s->d = (spec_deploy){.hw = &s->hw, .model = &s->model, .tp = deps[d].tp,
                              .weight_dtype = deps[d].w, .kv_dtype = deps[d].kv,
                              .mem_util = 0.9, .block_size = 16};
         uint64_t toks;
@@ -658,7 +768,7 @@ int main(int argc, char **argv)
     }
     /* Sources of transferred factors come first in deps[]. */
     for (int d = 0; d < N_DEPS; d++) {
-        if (deps[d].transfer_from >= 0 && !deps[d].fit_mfu)
+        if (deps[d].transfer_from >= 0 && !deps[d].fit_mfu && !deps[d].fit_overhead)
             ds[d].rp = ds[deps[d].transfer_from].rp;
         else
             fit_roofline(d);
@@ -670,8 +780,9 @@ int main(int argc, char **argv)
     if (out_dir)
         for (int d = 0; d < N_DEPS; d++)
             rc |= write_profile(out_dir, d);
-    for (int d = 0; d < N_DEPS; d++)
+    for (int d = 0; d < N_DEPS; d++) {
         spec_model_fini(&ds[d].model);
-    spec_hw_fini(&hw);
+        spec_hw_fini(&ds[d].hw);
+    }
     return rc;
 }

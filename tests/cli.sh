@@ -67,7 +67,8 @@ if "$CRSIM" workload describe "$PRESET" --requests 2000 >"$TMP/desc" 2>"$TMP/err
 else
     fail "workload describe failed: $(cat "$TMP/err")"
 fi
-FILEKEYS="--set workload.keys.distribution=file --set workload.keys.file"
+# fit_gini is the preset's lognormal fit: it does not apply to a file (an error).
+FILEKEYS="--set workload.keys.distribution=file --set workload.keys.fit_gini=0 --set workload.keys.file"
 expect_error 2 "workload.loop_s is 3 with workload.type synthetic; expected 0" -- "$CRSIM" workload describe "$PRESET" --set workload.loop_s=3
 expect_error 2 "key 'workload.loop_s' is -3; expected a number in \\[0, 1000000000\\] (s)" -- "$CRSIM" run "$SMALL" --set workload.loop_s=-3 --dry-run
 # Issue 16: the bound describe prints holds for what a run measures.  On
@@ -133,7 +134,7 @@ if "$CRSIM" workload describe "$PRESET" $FILEKEYS="$B/rates_near_max.csv" $NOCAP
 else
     fail "rates near DBL_MAX: $(cat "$TMP/desc" "$TMP/err")"
 fi
-SGKEYS="--set workload.keys.distribution=servegen --set workload.keys.file"
+SGKEYS="--set workload.keys.distribution=servegen --set workload.keys.fit_gini=0 --set workload.keys.file"
 expect_error 2 "servegen_uneven/chunk-0-trace.csv:3: window_start_s 1300 is 700 s after the previous window" -- "$CRSIM" workload describe "$PRESET" $SGKEYS="$B/servegen_uneven" $NOCAP
 expect_error 2 "servegen_overflow/chunk-0-trace.csv: rate_rps values sum to inf" -- "$CRSIM" workload describe "$PRESET" $SGKEYS="$B/servegen_overflow" $NOCAP
 expect_error 2 "prefix_conflict.jsonl:4: hash_ids\[2\] = 5 follows 2 here, but followed 1 on line 1" -- "$CRSIM" run "$SMALL" --set "workload.trace=$B/prefix_conflict.jsonl" --set "experiment.db=$DB"
@@ -154,7 +155,7 @@ expect_error 2 "/dev/zero: inter-arrival file is a character device" -- timeout 
 SG_TAR="$T/../data/servegen/servegen_m-small_deepseek-r1.tar.xz"
 if mkdir "$TMP/sg" && tar -xJf "$SG_TAR" -C "$TMP/sg" 2>/dev/null; then
     SGDIR="$TMP/sg/data/language/m-small"
-    if "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set "workload.keys.file=$SGDIR" --set workload.keys.cap=0 --requests 2000 >"$TMP/desc" 2>"$TMP/err"; then
+    if "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set workload.keys.fit_gini=0 --set "workload.keys.file=$SGDIR" --set workload.keys.cap=0 --requests 2000 >"$TMP/desc" 2>"$TMP/err"; then
         grep -q "43 keys, Gini 0.8389" "$TMP/desc" && echo "ok: servegen clients as keys" || fail "servegen describe: $(cat "$TMP/desc")"
     else
         fail "servegen describe failed: $(cat "$TMP/err")"
@@ -163,7 +164,7 @@ if mkdir "$TMP/sg" && tar -xJf "$SG_TAR" -C "$TMP/sg" 2>/dev/null; then
     mkdir "$TMP/sgbad" && cp "$SGDIR"/*.csv "$TMP/sgbad/"
     f=$(ls "$TMP/sgbad"/*.csv | head -1)
     awk 'NR == 3 {print "600,abc,1,Gamma,1,1"; next} {print}' "$f" >"$f.tmp" && mv "$f.tmp" "$f"
-    expect_error 2 "$(basename "$f"):3: rate_rps 'abc'" -- "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set "workload.keys.file=$TMP/sgbad" --set workload.keys.cap=0
+    expect_error 2 "$(basename "$f"):3: rate_rps 'abc'" -- "$CRSIM" workload describe "$PRESET" --set workload.keys.distribution=servegen --set workload.keys.fit_gini=0 --set "workload.keys.file=$TMP/sgbad" --set workload.keys.cap=0
 else
     fail "cannot extract $SG_TAR"
 fi

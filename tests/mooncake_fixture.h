@@ -80,7 +80,7 @@ static void fx_run(const cluster_params *p, const route_type *rt, const char *rc
     route_config *rc = NULL;
     CHECK_INT_EQ(route_config_parse(rcfg ? rcfg : "router: {}\n", "test", &rc), SIM_OK);
     CHECK(rt != NULL);
-    const int crc = cluster_run(p, rt, &env, rc, (wl_source){rp, fx_next_req}, res);
+    const int crc = cluster_run(p, rt, &env, rc, (wl_source){.state = rp, .next = fx_next_req}, res);
     if (crc)
         fprintf(stderr, "%s\n", sim_errmsg());
     CHECK_INT_EQ(crc, SIM_OK);

@@ -15,14 +15,64 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 BASE="$SRC/experiments/regime.yaml"
 SMALL="--set cluster.destinations=4 --set workload.duration_s=300 --set experiment.warmup_s=30 --seeds 1"
+# A trace has no workload.duration_s (it would not apply: an error).
+TRSMALL="--set cluster.destinations=4 --set experiment.warmup_s=30 --seeds 1"
 
 # A trace where no request shares a prefix with another: nothing to recover.
 awk 'BEGIN { for (i = 0; i < 300; i++) printf "{\"timestamp\": %d, \"input_length\": 1024, \"output_length\": 16, \"hash_ids\": [%d, %d]}\n", i * 100, 2 * i, 2 * i + 1 }' >"$TMP/noreuse.jsonl"
-if "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" $SMALL >"$TMP/out" 2>"$TMP/err"; then
+if "$CRSIM" regime "$BASE" --trace "$TMP/noreuse.jsonl" $TRSMALL >"$TMP/out" 2>"$TMP/err"; then
     grep -q "verdict: tie/lose" "$TMP/out" && grep -q "nothing to recover" "$TMP/out" &&
+        grep -q "^trace: format mooncake, key first 2 hash ids, .*tick 0 s (detected: no tick" "$TMP/out" &&
         echo "ok: no reuse -> tie/lose, nothing to recover" || fail "no-reuse output: $(cat "$TMP/out")"
 else
     fail "no-reuse trace failed: $(cat "$TMP/err")"
+fi
+
+# Issue 39 item 5: a CSV trace without prompt content has no reuse by
+# assumption of the format, and the output says so (and why the
+# diagnostic runs at one request/s per destination).
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n' >"$TMP/az.csv"
+awk 'BEGIN { for (i = 0; i < 200; i++) printf "2023-11-16 18:%02d:%02d.0000000,500,20\n", 10 + int(i / 60), i % 60 }' >>"$TMP/az.csv"
+if "$CRSIM" regime "$BASE" --trace "$TMP/az.csv" $TRSMALL >"$TMP/out" 2>"$TMP/err"; then
+    grep -q "nothing to recover, by assumption: this trace carries no prompt content" "$TMP/out" &&
+        grep -q "diagnostic at 4 requests/s (one per destination" "$TMP/out" &&
+        echo "ok: no prompt content -> no reuse stated as an assumption" ||
+        fail "CSV no-reuse output: $(cat "$TMP/out")"
+else
+    fail "CSV trace regime failed: $(cat "$TMP/err")"
+fi
+# Issue 39 item 6: calibrate on traffic without reuse says what cacheroute
+# degenerates to and what to set.
+cat >"$TMP/tr.yaml" <<YAML
+experiment: {name: tr, rates: [1], seeds: [1], warmup_s: 0, drain_s: 60, slos: [3.5]}
+cluster: {destinations: 2}
+workload: {type: trace, trace: noreuse.jsonl}
+YAML
+"$CRSIM" calibrate "$TMP/tr.yaml" --seeds 1 --quiet >"$TMP/out" 2>"$TMP/err"
+st=$?
+if [ "$st" -eq 2 ] && grep -q "cacheroute then degenerates to its cold-tail dispatch, power of two choices, i.e. flat_lb" "$TMP/err" &&
+    grep -q "set router.cacheroute.slots and q_cap by hand" "$TMP/err"; then
+    echo "ok: calibrate without reuse names the fallback and the next step"
+else
+    fail "calibrate without reuse (exit $st): $(cat "$TMP/err")"
+fi
+# Issue 39 items 3, 4, 7: a calibration grid far below the capacities
+# (q_cap at most 2 requests/s) leaves both routers above the simulation
+# grid: it moves until both resolve and says so; the verdict rule is
+# stated with the numbers that apply it, and the reason names the
+# baseline's own mechanism.
+if "$CRSIM" regime "$BASE" --grid 1,2 --baseline dynamo_kv $SMALL --set workload.duration_s=200 \
+    --set experiment.warmup_s=20 --jobs 2 >"$TMP/out" 2>"$TMP/err"; then
+    v=$(sed -n 's/^verdict: //p' "$TMP/out")
+    grep -q "^  rule: win if the capacity ratio (mean over seeds) > 1.10 and every cacheroute seed lies above every dynamo_kv seed" "$TMP/out" &&
+        grep -q "^  applied: ratio .* -> $v\$" "$TMP/out" &&
+        grep -q "^  load grid moved [1-9] time" "$TMP/out" &&
+        ! grep -q "^  dynamo_kv .*>=" "$TMP/out" && ! grep -q "^  cacheroute .*>=" "$TMP/out" &&
+        grep -q "^reason: .*dynamo_kv (Dynamo's KV-event overlap scoring against load)" "$TMP/out" &&
+        echo "ok: grid moved until both resolved; rule and numbers stated ($v)" ||
+        fail "rule/grid output: $(cat "$TMP/out")"
+else
+    fail "regime --grid 1,2 failed: $(cat "$TMP/err")"
 fi
 
 # Bad inputs: one clear line, exit 2.

@@ -247,7 +247,7 @@ static void test_footprint(void)
 {
     hand h = {.n = 400};
     exp_calib_footprint f;
-    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){&h, hand_next}, 0, 16, &f), SIM_OK);
+    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){.state = &h, .next = hand_next}, 0, 16, &f), SIM_OK);
     CHECK_U64_EQ(f.requests, 400);
     CHECK_U64_EQ(f.keys, 2);
     CHECK_NEAR(f.window_s, 0.5 * 399, 1e-9);
@@ -258,16 +258,16 @@ static void test_footprint(void)
     CHECK_NEAR(f.mean_reuse, 16.0 * (2 + 4) / 2 * 398 / 400, 1e-9);
     /* max limits the requests read. */
     h = (hand){.n = 400};
-    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){&h, hand_next}, 100, 16, &f), SIM_OK);
+    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){.state = &h, .next = hand_next}, 100, 16, &f), SIM_OK);
     CHECK_U64_EQ(f.requests, 100);
     /* Bad input. */
     h = (hand){.n = 400};
-    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){&h, hand_next}, 0, 0, &f), SIM_EINVAL);
+    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){.state = &h, .next = hand_next}, 0, 0, &f), SIM_EINVAL);
     h = (hand){.n = 400, .backwards = 1};
-    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){&h, hand_next}, 0, 16, &f), SIM_EINVAL);
+    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){.state = &h, .next = hand_next}, 0, 16, &f), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "non-decreasing");
     h = (hand){.n = 1};
-    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){&h, hand_next}, 0, 16, &f), SIM_EINVAL);
+    CHECK_INT_EQ(exp_calib_footprint_measure((wl_source){.state = &h, .next = hand_next}, 0, 16, &f), SIM_EINVAL);
 }
 
 /* ---- end to end ---- */

@@ -61,7 +61,7 @@ static void run(const cluster_params *p, const char *policy, uint64_t seed, doub
                  SIM_OK);
     const route_type *rt = route_find(policy);
     CHECK(rt != NULL);
-    CHECK_INT_EQ(cluster_run(p, rt, &env, rc, (wl_source){rp, next_req}, res), SIM_OK);
+    CHECK_INT_EQ(cluster_run(p, rt, &env, rc, (wl_source){.state = rp, .next = next_req}, res), SIM_OK);
     route_config_free(rc);
     wl_replay_destroy(rp);
 }
@@ -231,13 +231,53 @@ static void test_interrupt(void)
     route_config *rc = NULL;
     CHECK_INT_EQ(route_config_parse("router: {}\n", "test_cluster", &rc), SIM_OK);
     cluster_result r;
-    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &env, rc, (wl_source){rp, next_req}, &r),
+    CHECK_INT_EQ(cluster_run(&p, route_find("flat_lb"), &env, rc, (wl_source){.state = rp, .next = next_req}, &r),
                  SIM_EINTR);
     route_config_free(rc);
     CHECK_INT_EQ(r.interrupted, 1);
     CHECK(r.n_arrived < 2000);
     cluster_result_fini(&r);
     wl_replay_destroy(rp);
+}
+
+/* ITL from the engines' steps against the requests' own records: with no
+ * warm-up, every request completed and none preempted, each completed
+ * request's output_tokens - 1 gaps are exactly the decode tokens the
+ * steps counted, and their durations sum to its E2E - TTFT
+ * (models/latency.h).  Goodput with loose bounds is the throughput, with
+ * a TTFT bound below every TTFT it is 0. */
+static void test_itl_from_steps(void)
+{
+    cluster_params p = params(16, 1e6);
+    p.warmup_s = 0;
+    cluster_result r;
+    run(&p, "flat_lb", 5, 1, 300, &r);
+    CHECK_INT_EQ(r.n_completed, 300);
+    CHECK_INT_EQ(r.preemptions, 0);
+    uint64_t gaps = 0, out = 0;
+    double sum = 0, tmin = INFINITY;
+    for (uint64_t i = 0; i < r.n_arrived; i++) {
+        gaps += r.rec[i].output_tokens - 1;
+        out += r.rec[i].output_tokens;
+        sum += r.rec[i].e2e_s - r.rec[i].ttft_s;
+        tmin = fmin(tmin, r.rec[i].ttft_s);
+    }
+    CHECK_INT_EQ(r.itl_gaps, gaps);
+    CHECK_NEAR(r.itl_mean * (double)r.itl_gaps, sum, 1e-9 * sum);
+    CHECK(r.itl_p50 <= r.itl_p90 && r.itl_p90 <= r.itl_p99);
+    CHECK_NEAR(r.output_tps, (double)out / r.sim_end_s, 1e-12 * r.output_tps);
+    CHECK(isnan(r.goodput_rps)); /* no bounds */
+    cluster_result_fini(&r);
+    p.goodput = (latency_slo){.ttft_s = 1e6, .tpot_s = 1e6};
+    run(&p, "flat_lb", 5, 1, 300, &r);
+    CHECK_INT_EQ(r.n_good, 300);
+    CHECK(r.goodput_rps == r.throughput_rps);
+    cluster_result_fini(&r);
+    p.goodput = (latency_slo){.ttft_s = tmin / 2};
+    run(&p, "flat_lb", 5, 1, 300, &r);
+    CHECK_INT_EQ(r.n_good, 0);
+    CHECK(r.goodput_rps == 0);
+    cluster_result_fini(&r);
 }
 
 static void golden(const char *path)
@@ -297,6 +337,7 @@ int main(int argc, char **argv)
     test_jain();
     test_context_limit();
     test_interrupt();
+    test_itl_from_steps();
     golden(argv[3]);
     wl_trace_destroy(trace);
     spec_hw_fini(&hw);

@@ -190,7 +190,7 @@ static void test_stream_small(void)
         uniq[i] = (hreq){.t = i, .key = (uint64_t)i, .n = 3,
                          .content = {(uint64_t)i * 3 + 1, (uint64_t)i * 3 + 2, (uint64_t)i * 3 + 3}};
     hstream s = {uniq, 50, 0};
-    CHECK_INT_EQ(wl_diag_stream((wl_source){&s, hnext}, 0, 16, 4, 1000, &d), SIM_OK);
+    CHECK_INT_EQ(wl_diag_stream((wl_source){.state = &s, .next = hnext}, 0, 16, 4, 1000, &d), SIM_OK);
     CHECK_U64_EQ(d.requests, 50);
     CHECK_U64_EQ(d.prompt_tokens, 50 * 49);
     CHECK_NEAR(d.affinity_hit, 0, 0);
@@ -204,7 +204,7 @@ static void test_stream_small(void)
     hreq lr[6] = {{0, 1, 1, {A}}, {1, 2, 1, {B}}, {2, 1, 1, {A}},
                   {3, 3, 1, {C}}, {4, 2, 1, {B}}, {5, 1, 1, {A}}};
     s = (hstream){lr, 6, 0};
-    CHECK_INT_EQ(wl_diag_stream((wl_source){&s, hnext}, 0, 16, 1, 32, &d), SIM_OK);
+    CHECK_INT_EQ(wl_diag_stream((wl_source){.state = &s, .next = hnext}, 0, 16, 1, 32, &d), SIM_OK);
     CHECK_U64_EQ(d.affinity_hit_tokens, 16);
     CHECK_U64_EQ(d.spread_hit_tokens, 16);
     CHECK_U64_EQ(d.prompt_tokens, 6 * 17);
@@ -222,7 +222,7 @@ static void test_stream_small(void)
     for (int i = 0; i < 20; i++)
         pre[i] = (hreq){.t = i, .key = 42, .n = 3, .content = {1, 2, 100 + (uint64_t)i}};
     s = (hstream){pre, 20, 0};
-    CHECK_INT_EQ(wl_diag_stream((wl_source){&s, hnext}, 0, 16, 4, 1 << 20, &d), SIM_OK);
+    CHECK_INT_EQ(wl_diag_stream((wl_source){.state = &s, .next = hnext}, 0, 16, 4, 1 << 20, &d), SIM_OK);
     CHECK_U64_EQ(d.affinity_hit_tokens, 19 * 32);
     CHECK(d.spread_hit_tokens >= 16 * 32 && d.spread_hit_tokens < 19 * 32);
     CHECK(isinf(d.affinity_window_s));
@@ -231,17 +231,17 @@ static void test_stream_small(void)
      * unit, so the answer is the same; units of 3 blocks lose it. */
     s = (hstream){pre, 20, 0};
     wl_diag_opts og = {.block_size = 16, .n_dest = 4, .pool_tokens = 1 << 20, .group = 2};
-    CHECK_INT_EQ(wl_diag_stream_opts((wl_source){&s, hnext}, &og, &d), SIM_OK);
+    CHECK_INT_EQ(wl_diag_stream_opts((wl_source){.state = &s, .next = hnext}, &og, &d), SIM_OK);
     CHECK_U64_EQ(d.affinity_hit_tokens, 19 * 32);
     s = (hstream){pre, 20, 0};
     og.group = 3;
-    CHECK_INT_EQ(wl_diag_stream_opts((wl_source){&s, hnext}, &og, &d), SIM_OK);
+    CHECK_INT_EQ(wl_diag_stream_opts((wl_source){.state = &s, .next = hnext}, &og, &d), SIM_OK);
     CHECK_U64_EQ(d.affinity_hit_tokens, 0);
     /* `max` stops early; warm-up excludes early requests from the counts. */
     s = (hstream){pre, 20, 0};
     wl_diag_opts o = {.max = 10, .block_size = 16, .n_dest = 1, .pool_tokens = 1 << 20,
                       .warmup_s = 5};
-    CHECK_INT_EQ(wl_diag_stream_opts((wl_source){&s, hnext}, &o, &d), SIM_OK);
+    CHECK_INT_EQ(wl_diag_stream_opts((wl_source){.state = &s, .next = hnext}, &o, &d), SIM_OK);
     CHECK_U64_EQ(d.requests, 10);
     CHECK_U64_EQ(d.counted, 5);
     CHECK_U64_EQ(d.affinity_hit_tokens, 5 * 32);
@@ -256,14 +256,14 @@ static void test_stream_small(void)
                {16, 4, 15, "smaller than one 16-token block"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         s = (hstream){pre, 20, 0};
-        CHECK_INT_EQ(wl_diag_stream((wl_source){&s, hnext}, 0, bad[i].bs, bad[i].R, bad[i].pool,
+        CHECK_INT_EQ(wl_diag_stream((wl_source){.state = &s, .next = hnext}, 0, bad[i].bs, bad[i].R, bad[i].pool,
                                     &d),
                      SIM_EINVAL);
         CHECK_STR_CONTAINS(sim_errmsg(), bad[i].needle);
     }
     hreq back[2] = {{5, 1, 1, {A}}, {4, 1, 1, {A}}};
     s = (hstream){back, 2, 0};
-    CHECK_INT_EQ(wl_diag_stream((wl_source){&s, hnext}, 0, 16, 2, 1000, &d), SIM_EINVAL);
+    CHECK_INT_EQ(wl_diag_stream((wl_source){.state = &s, .next = hnext}, 0, 16, 2, 1000, &d), SIM_EINVAL);
     CHECK_STR_CONTAINS(sim_errmsg(), "non-decreasing arrivals");
     CHECK_U64_EQ(d.requests, 0);
 }

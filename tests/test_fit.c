@@ -3,12 +3,15 @@
  * (exp_fit_capacity_smooth, docs/fit.md "Smoothing"): the log-linear
  * crossing between the two bracketing loads, its continuity in the metric
  * (the step capacity jumps, the smoothed one moves a little), and the
- * censored ends.
+ * censored ends.  Also the request-size split of `crsim report`'s regime
+ * statement (exp__regime_split, docs/report.md "Which regime limits
+ * capacity").
  */
 #include <math.h>
 #include <stdio.h>
 
 #include "sim/exp/fit.h"
+#include "sim/exp/report_int.h"
 #include "check.h"
 
 static void test_crossing(void)
@@ -55,10 +58,41 @@ static void test_censored(void)
     CHECK(isnan(exp_fit_capacity_smooth(x, m, 2, 0.0)));
 }
 
+/* 200 requests with prompts 1..200 tokens (given in reverse), half of
+ * each cached, TTFT prompt / 100 s: the longest 1 % is ceil(2) = the
+ * prompts 200 and 199; p99 (type 7) of {1.99, 2.00} is 1.9999, of
+ * 0.01..1.98 (198 values) it is position 0.99 * 197 = 195.03 between
+ * 1.96 and 1.97: 1.9603.  A request without a first token (+Inf) among
+ * the longest makes their p99 +Inf and leaves the rest's unchanged. */
+static void test_regime_split(void)
+{
+    double p[200], u[200], t[200];
+    for (int i = 0; i < 200; i++) {
+        p[i] = 200 - i;
+        u[i] = p[i] / 2;
+        t[i] = p[i] / 100;
+    }
+    exp__regime g;
+    CHECK(exp__regime_split(p, u, t, 200, &g) == 0);
+    CHECK(g.n_long == 2 && g.n_rest == 198);
+    CHECK_NEAR(g.p99_long, 1.9999, 1e-12);
+    CHECK_NEAR(g.p99_rest, 1.9603, 1e-12);
+    CHECK_NEAR(g.prompt_long, 199.5, 1e-12);
+    CHECK_NEAR(g.prompt_rest, 99.5, 1e-12);
+    CHECK_NEAR(g.uncached_mean, 50.25, 1e-12);
+    t[0] = INFINITY;
+    CHECK(exp__regime_split(p, u, t, 200, &g) == 0);
+    CHECK(isinf(g.p99_long));
+    CHECK_NEAR(g.p99_rest, 1.9603, 1e-12);
+    /* too few requests */
+    CHECK(exp__regime_split(p, u, t, 1, &g) != 0 && isnan(g.p99_rest));
+}
+
 int main(void)
 {
     test_crossing();
     test_censored();
+    test_regime_split();
     printf("fit: all tests passed\n");
     return 0;
 }

@@ -163,7 +163,7 @@ static void run_rec(const cluster_params *p, hand *h, cluster_result *res)
     rec_n = rec_next_id = rec_bad_complete = 0;
     route_config *rc = router_cfg("router: {}\n");
     const route_env env = {.n_dest = p->n_dest, .seed = 9};
-    CHECK_INT_EQ(cluster_run(p, &rec_type, &env, rc, (wl_source){h, hand_next}, res), SIM_OK);
+    CHECK_INT_EQ(cluster_run(p, &rec_type, &env, rc, (wl_source){.state = h, .next = hand_next}, res), SIM_OK);
     route_config_free(rc);
 }
 
@@ -321,7 +321,7 @@ static void run_policy(const cluster_params *p, const char *policy, const char *
 {
     route_config *rc = router_cfg(yaml);
     const route_env env = {.n_dest = p->n_dest, .seed = 3};
-    CHECK_INT_EQ(cluster_run(p, route_find(policy), &env, rc, (wl_source){&h, hand_next}, res),
+    CHECK_INT_EQ(cluster_run(p, route_find(policy), &env, rc, (wl_source){.state = &h, .next = hand_next}, res),
                  SIM_OK);
     route_config_free(rc);
 }
@@ -363,8 +363,8 @@ static void check_blind_run(const route_type *blind, const route_type *seeing,
                                .pool_blocks = 4096, .cost = &p.cost, .ttft_slo_s = 1};
         cluster_result a, b;
         hand h1 = hand_stream(2000, 4, 0.0, 0.05, 25), h2 = h1;
-        CHECK_INT_EQ(cluster_run(&p, blind, &env, rc, (wl_source){&h1, hand_next}, &a), SIM_OK);
-        CHECK_INT_EQ(cluster_run(&p, seeing, &env, rc, (wl_source){&h2, hand_next}, &b), SIM_OK);
+        CHECK_INT_EQ(cluster_run(&p, blind, &env, rc, (wl_source){.state = &h1, .next = hand_next}, &a), SIM_OK);
+        CHECK_INT_EQ(cluster_run(&p, seeing, &env, rc, (wl_source){.state = &h2, .next = hand_next}, &b), SIM_OK);
         same_run(&a, &b);
         CHECK_U64_EQ(a.events, b.events);
         CHECK_U64_EQ(a.scrapes, b.scrapes);
@@ -383,7 +383,8 @@ static void check_blind_run(const route_type *blind, const route_type *seeing,
 static void test_blind(void)
 {
     static const char *const blind[] = {"sticky", "chwbl", "cacheroute", "cr_replicate",
-                                        "cr_affinity", "sglang_cache_aware", "dynamo_kv"};
+                                        "cr_affinity", "sglang_cache_aware", "dynamo_kv",
+                                        "round_robin", "random"};
     const size_t nb = sizeof blind / sizeof *blind;
     size_t n_blind = 0;
     for (size_t i = 0; route_names[i]; i++)

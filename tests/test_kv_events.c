@@ -293,7 +293,7 @@ static void test_cluster_delivery(void)
     big b = {.n = 400};
     cluster_result res;
     kr_next_id = 0;
-    CHECK_INT_EQ(cluster_run(&p, &rt, &env, rc, (wl_source){&b, big_next}, &res), SIM_OK);
+    CHECK_INT_EQ(cluster_run(&p, &rt, &env, rc, (wl_source){.state = &b, .next = big_next}, &res), SIM_OK);
     CHECK_U64_EQ(res.n_completed, 400);
     CHECK(res.kv_events > 0);
     krouter *a = saved[0], *c = saved[1];
@@ -344,7 +344,7 @@ static void test_cluster_delivery(void)
     b = (big){.n = 400};
     cluster_result res2;
     kr_next_id = 0;
-    CHECK_INT_EQ(cluster_run(&p, &rt, &env, rc, (wl_source){&b, big_next}, &res2), SIM_OK);
+    CHECK_INT_EQ(cluster_run(&p, &rt, &env, rc, (wl_source){.state = &b, .next = big_next}, &res2), SIM_OK);
     CHECK_U64_EQ(res2.kv_events, 0);
     CHECK_INT_EQ(saved[0]->n_log, 0);
     CHECK(res2.sim_end_s == res.sim_end_s && res2.hit_tokens == res.hit_tokens);

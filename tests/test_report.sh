@@ -1,6 +1,6 @@
 #!/bin/sh
 # End-to-end tests of `crsim report` and `crsim plot` on a small result
-# database built here with SQL (schema version 8, the tables and columns
+# database built here with SQL (schema version 9, the tables and columns
 # the report reads), so the test does not depend on the simulator: known
 # per-seed SLO metrics give known capacity strings, including left- and
 # right-censored and non-monotone cases, and bad inputs exit with status 2
@@ -115,6 +115,15 @@ for pt in 0 1; do
         run 2 $i $pt "router.cacheroute.q_cap=$((50 * (pt + 1)))" cacheroute 7 $rate $((2 * pt + 2)).0 0.9 1.0
     done
 done
+# Schema 9's columns (NULL: no goodput, no joint SLO, no ITL).
+echo "ALTER TABLE experiments ADD COLUMN goodput_ttft_s REAL;"
+echo "ALTER TABLE experiments ADD COLUMN goodput_tpot_s REAL;"
+echo "ALTER TABLE experiments ADD COLUMN joint_slo TEXT;"
+for c in tpot_mean e2e_mean itl_mean itl_p50 itl_p90 itl_p99 output_tps goodput_rps; do
+    echo "ALTER TABLE run_metrics ADD COLUMN $c REAL;"
+done
+echo "ALTER TABLE run_metrics ADD COLUMN itl_gaps INTEGER NOT NULL DEFAULT 0;"
+echo "ALTER TABLE run_metrics ADD COLUMN n_good INTEGER NOT NULL DEFAULT 0;"
 } >"$TMP/fixture.sql"
 sqlite3 "$DB" <"$TMP/fixture.sql" || { echo "FAIL: cannot build the fixture"; exit 1; }
 
@@ -135,8 +144,8 @@ if "$CRSIM" report "$DB" --experiment 1 >"$TMP/t1" 2>"$TMP/e1"; then
         "≥ 200 (R 3/3)" "64.0 ± 1.0 %" "93.0 ± 0.5 %" "5.75 s" "inf" "30 ± 0"
     grep -q "WARNING" "$TMP/t1" && fail "complete experiment flagged partial"
     [ -s "$TMP/e1" ] && fail "warnings for a complete experiment: $(cat "$TMP/e1")"
-    # Row order = order of first run: flat_lb, cacheroute, sticky.
-    order=$(grep -E '^(flat_lb|cacheroute|sticky) ' "$TMP/t1" | cut -d' ' -f1 | tr '\n' ' ')
+    # Row order = order of first run: flat_lb, cacheroute, sticky (the first table).
+    order=$(grep -E '^(flat_lb|cacheroute|sticky) ' "$TMP/t1" | head -3 | cut -d' ' -f1 | tr '\n' ' ')
     [ "$order" = "flat_lb cacheroute sticky " ] && ok "policy order" || fail "policy order '$order'"
     line=$(grep '^flat_lb ' "$TMP/t1")
     case "$line" in *"< 30 (L 3/3)"*"43 ± 12"*"50 ± 0"*"5.75 s"*"1.50"*) ok "flat_lb row" ;;

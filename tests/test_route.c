@@ -4,7 +4,8 @@
  * Then policy-specific properties: flat_lb picks the less loaded of two
  * distinct random candidates and spreads uniformly; sticky maps a key to a
  * fixed destination and moves only ~1/R of keys when a destination is
- * added.
+ * added; round_robin cycles, random is uniform, both skip down
+ * destinations.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,76 @@ static void test_chwbl(void)
     CHECK(bad == NULL);
 }
 
+/* round_robin (kube-proxy IPVS rr): destinations in turn from a seeded
+ * start, blind to load; a down destination is skipped and the cycle goes
+ * on after it. */
+static void test_round_robin(void)
+{
+    enum { R = 7 };
+    const route_type *rt = route_find("round_robin");
+    CHECK(rt != NULL);
+    void *s = make(rt, R, 3);
+    uint32_t load[R] = {0};
+    uint8_t down[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = load};
+    wl_request r = {.prompt_tokens = 1, .output_tokens = 1};
+    uint32_t first = rt->route(s, &r, &v);
+    for (uint32_t i = 1; i < 3 * R; i++) {
+        load[i % R] = 100 * i; /* load-blind */
+        CHECK_INT_EQ(rt->route(s, &r, &v), (first + i) % R);
+    }
+    /* The next one is `first` again (3R requests sent); mark it and the
+     * one after down: both skipped, the cycle continues past them. */
+    down[first] = 1;
+    down[(first + 1) % R] = 1;
+    v.down = down;
+    CHECK_INT_EQ(rt->route(s, &r, &v), (first + 2) % R);
+    CHECK_INT_EQ(rt->route(s, &r, &v), (first + 3) % R);
+    drop(rt, s);
+    /* Replicas (other seeds) do not all start at one destination. */
+    int starts[R] = {0}, distinct = 0;
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        void *x = make(rt, R, seed);
+        starts[rt->route(x, &r, &(route_view){.n_dest = R, .outstanding = load})]++;
+        drop(rt, x);
+    }
+    for (int d = 0; d < R; d++)
+        distinct += starts[d] > 0;
+    CHECK(distinct >= 4);
+}
+
+/* random (kube-proxy iptables mode): uniform over the destinations,
+ * blind to load, uniform over the live ones under faults. */
+static void test_random(void)
+{
+    enum { R = 10, N = 200000 };
+    const route_type *rt = route_find("random");
+    CHECK(rt != NULL);
+    void *s = make(rt, R, 11);
+    uint32_t load[R] = {0};
+    uint8_t down[R] = {0};
+    route_view v = {.n_dest = R, .outstanding = load};
+    wl_request r = {.prompt_tokens = 1, .output_tokens = 1};
+    uint32_t hist[R] = {0};
+    load[4] = 1000; /* load-blind: 4 still gets its share */
+    for (int i = 0; i < N; i++)
+        hist[rt->route(s, &r, &v)]++;
+    for (int d = 0; d < R; d++)
+        CHECK_NEAR(hist[d], N / R, 0.03 * N / R);
+    /* Two down: never chosen, the other eight share uniformly. */
+    down[2] = down[7] = 1;
+    v.down = down;
+    memset(hist, 0, sizeof hist);
+    for (int i = 0; i < N; i++)
+        hist[rt->route(s, &r, &v)]++;
+    for (int d = 0; d < R; d++)
+        if (down[d])
+            CHECK_INT_EQ(hist[d], 0);
+        else
+            CHECK_NEAR(hist[d], N / (R - 2), 0.03 * N / (R - 2));
+    drop(rt, s);
+}
+
 /* cacheroute re-plans from each interval's counts; with replan off the
  * first plan stays (a stale plan) whatever the traffic does later. */
 static void test_cacheroute_replan(void)
@@ -320,6 +391,8 @@ int main(void)
     test_flat_lb();
     test_sticky();
     test_chwbl();
+    test_round_robin();
+    test_random();
     test_cacheroute_replan();
     test_cacheroute_warm_start();
     puts("route: ok");

@@ -338,6 +338,66 @@ static void test_llmd_precise(void)
     drop(&x);
 }
 
+/* The no-hit-lru-scorer alone (other weights 0): a cold request (no
+ * destination holds its first prompt block) goes to the destination never
+ * or least recently sent a cold one; a hot one scores 0.5 everywhere and
+ * leaves the LRU as it was.  With an LRU of one destination the evicted
+ * one counts as never used again. */
+static void test_llmd_nohit_lru(void)
+{
+    const uint32_t w[R] = {0, 0, 0};
+    for (int small = 0; small <= 1; small++) {
+        inst x = make("llmd", small ? "router: {llmd: {nohit_lru_weight: 1, queue_weight: 0, "
+                                      "kv_weight: 0, prefix_weight: 0, nohit_lru_size: 1}}"
+                                    : "router: {llmd: {nohit_lru_weight: 1, queue_weight: 0, "
+                                      "kv_weight: 0, prefix_weight: 0}}", 7);
+        route_view v = view(0, w, NULL);
+        req q;
+        /* fresh: scores 1, 0.5, 0 -> d0; then never-used d1 (1) and d2
+         * (0.5) beat d0 (1 - 2/2 = 0) -> d1; then d2 (never used: 1) over
+         * d0 (0.5) and d1 (0).  With size 1, d0 was evicted when d1
+         * entered: d0 and d2 never used, d0 first. */
+        mkreq(&q, 1, 1, 0);
+        CHECK_INT_EQ(x.rt->route(x.s, &q.r, &v), 0);
+        mkreq(&q, 2, 2, 0);
+        CHECK_INT_EQ(x.rt->route(x.s, &q.r, &v), 1);
+        mkreq(&q, 3, 3, 0);
+        CHECK_INT_EQ(x.rt->route(x.s, &q.r, &v), small ? 0 : 2);
+        if (small) {
+            drop(&x);
+            continue;
+        }
+        /* All used, LRU d0 d1 d2: the oldest, d0 (1), wins. */
+        mkreq(&q, 4, 4, 0);
+        CHECK_INT_EQ(x.rt->route(x.s, &q.r, &v), 0);
+        /* Family 1 again is hot (d0 holds it): ties everywhere, and the
+         * LRU (d1 d2 d0) does not move, so the next cold one goes to d1. */
+        int seen[R] = {0};
+        for (int i = 0; i < 60; i++) {
+            mkreq(&q, 10 + (uint64_t)i, 1, 0);
+            seen[x.rt->route(x.s, &q.r, &v)]++;
+        }
+        CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+        mkreq(&q, 100, 5, 0);
+        CHECK_INT_EQ(x.rt->route(x.s, &q.r, &v), 1);
+        drop(&x);
+    }
+    /* Precise mode: cold = no raw prefix score.  d1 holds family 1: hot,
+     * prefix 2 wins there; family 2 is cold and goes to d0 (never used,
+     * first), with queue 1 + KV 1 equal everywhere. */
+    inst x = make("llmd", "router: {llmd: {mode: precise, nohit_lru_weight: 2}}", 9);
+    route_view v = view(0, w, NULL);
+    req a, b;
+    mkreq(&a, 1, 1, 0);
+    mkreq(&b, 2, 2, 0);
+    stored(&x, 1, a.b, 3, 0);
+    CHECK_INT_EQ(x.rt->route(x.s, &a.r, &v), 1);
+    CHECK_INT_EQ(x.rt->route(x.s, &b.r, &v), 0);
+    b.r.id = 3; /* still cold (no event yet): d1 never sent a cold one */
+    CHECK_INT_EQ(x.rt->route(x.s, &b.r, &v), 1);
+    drop(&x);
+}
+
 /* The direct mode (unordered, <= 64 destinations: entries in the table's
  * slots) against the general layout (65 destinations, using the first
  * 40): the same random adds and removes of chained runs over 3000 hashes
@@ -932,6 +992,7 @@ int main(void)
     test_llmd_scores();
     test_llmd_lru();
     test_llmd_precise();
+    test_llmd_nohit_lru();
     puts("route_kv: ok");
     return 0;
 }

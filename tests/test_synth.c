@@ -476,7 +476,7 @@ static void test_config(void)
     wl_config_fini(&c);
     /* The Mooncake keys are still there, with their defaults. */
     load("workload:\n  trace: t.jsonl\n", &c);
-    CHECK(strcmp(c.type, "mooncake") == 0);
+    CHECK(strcmp(c.type, "trace") == 0);
     CHECK_INT_EQ(c.trace_block_tokens, 512);
     CHECK_INT_EQ(c.key_ids, 2);
     CHECK_NEAR(c.tick_s, -1, 0); /* detect (3 s for the Mooncake conversation trace) */

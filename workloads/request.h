@@ -105,5 +105,17 @@ void wl_request_fini(wl_request *r);
 typedef struct wl_source {
     void *state;
     int (*next)(void *state, wl_request *out);
+    /* Closed-loop clients only (workloads/client.h); NULL for an open-loop
+     * stream, which the consumer then pulls one request ahead as above.
+     * peek(state, now_s, &t): 1 with *t (s, >= now_s) the time of the
+     * next send, which the consumer takes with next() at that time (ids in
+     * send order, arrival_s == *t); 0 when nothing is due until a request
+     * in flight completes; -1 when no request will ever be sent again.
+     * done(state, r, now_s, ttft_s): request r (still valid) ended at
+     * now_s: completed, rejected or failed for good (ttft_s < 0 when it
+     * had no first token); the client may schedule sends from it.  A
+     * consumer re-peeks after every done(). */
+    int (*peek)(void *state, double now_s, double *t_s);
+    void (*done)(void *state, const wl_request *r, double now_s, double ttft_s);
 } wl_source;
 #endif

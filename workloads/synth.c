@@ -619,7 +619,7 @@ int wl_synth_next_arrival(wl_synth *s, double *arrival_s)
 
 static int source_next(void *state, wl_request *out) { return wl_synth_next(state, out); }
 
-wl_source wl_synth_source(wl_synth *s) { return (wl_source){s, source_next}; }
+wl_source wl_synth_source(wl_synth *s) { return (wl_source){.state = s, .next = source_next}; }
 
 const wl_keyrates *wl_synth_rates(const wl_synth *s) { return &s->kr; }
 

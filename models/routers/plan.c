@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sim/core/error.h"
+#include "sim/core/hugemem.h"
 #include "models/routers/route_int.h"
 
 /*
@@ -148,6 +149,35 @@ void plan_fini(plan *pl)
 }
 
 /*
+ * The candidate array of n keys (48 bytes each): from the heap, or on huge
+ * pages (sim/core/hugemem.h) when larger than CANDS_HUGE_BYTES, glibc's
+ * largest mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX, 32 MiB on 64-bit,
+ * glibc malloc/malloc.c).  Above it malloc maps fresh 4-KiB pages for
+ * every build and unmaps them on free: 10^6 candidates (48 MB) first-touch
+ * ~12,000 pages a build, which on a VM whose host backs fresh memory
+ * lazily cost 400-800 ms against ~40 ms of computation (docs/performance.md,
+ * "Plan build"); huge pages take 24 faults.  Below it the heap reuses the
+ * memory from one build to the next.  Contents and results do not depend
+ * on where the array lives.
+ */
+#define CANDS_HUGE_BYTES ((size_t)32 << 20)
+
+static cand *cands_alloc(size_t n)
+{
+    const size_t bytes = (n ? n : 1) * sizeof(cand);
+    return bytes > CANDS_HUGE_BYTES ? sim_huge_alloc(bytes) : malloc(bytes);
+}
+
+static void cands_free(cand *c, size_t n)
+{
+    const size_t bytes = (n ? n : 1) * sizeof(cand);
+    if (bytes > CANDS_HUGE_BYTES)
+        sim_huge_free(c, bytes);
+    else
+        free(c);
+}
+
+/*
  * Steps 1-2 shared by plan_build_ex and plan_rebalance: validate, weigh,
  * sort the reachable prefix, size and admit.  On success *all holds the n
  * candidates (the first `m` sorted), *adm the admitted ones (with k) in
@@ -178,7 +208,7 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
     const uint32_t R = p->n_dest;
     const int by_work = p->weight == PLAN_WEIGHT_WORK;
     const int by_bytes = p->admission == PLAN_ADMIT_BYTES;
-    cand *c = malloc((n ? n : 1) * sizeof *c);
+    cand *c = cands_alloc(n);
     if (!c)
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
     double total = 0, known_rw = 0, known_r = 0, known_f = 0;
@@ -186,7 +216,7 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
     for (size_t i = 0; i < n; i++) {
         const double u = by_work && work ? work[i] : 0, f = by_bytes && tokens ? tokens[i] : 0;
         if (!(keys[i].rate >= 0) || !isfinite(keys[i].rate) || !isfinite(u) || !isfinite(f)) {
-            free(c);
+            cands_free(c, n);
             return SIM_ERROR(SIM_EINVAL, "key %zu has rate %g (work %g, footprint %g); expected "
                              "a finite rate >= 0 (requests/s) and finite work and footprint "
                              "(tokens)", i, keys[i].rate, u, f);
@@ -252,7 +282,7 @@ static int admit(const plan_key *keys, const double *work, const double *tokens,
     /* 1-2. Sizing and admission: at most the m sorted keys are admitted. */
     cand *a = malloc((m ? m : 1) * sizeof *a);
     if (!a) {
-        free(c);
+        cands_free(c, n);
         return SIM_ERROR(SIM_ENOMEM, "out of memory building a plan of %zu keys", n);
     }
     size_t na = 0;
@@ -381,7 +411,7 @@ int plan_build_ex(const plan_key *keys, const double *work, const double *tokens
     int rc = admit(keys, work, tokens, n, p, out, &all, &adm, &na);
     if (rc)
         return rc;
-    free(all);
+    cands_free(all, n);
     const uint32_t R = p->n_dest;
     heap_ent *h = malloc(R * sizeof *h);
     if (!h || (rc = alloc_out(out, adm, na, p->cap)) != SIM_OK) {
@@ -523,7 +553,7 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
     double *hl = calloc(R, sizeof *hl);
     uint32_t *pos = malloc(prev->n_admitted * sizeof *pos);
     if (!hl || !pos || sim_u64map_init(&prev_of, tab)) {
-        free(all), free(adm), free(hl), free(pos);
+        cands_free(all, n), free(adm), free(hl), free(pos);
         memset(out, 0, sizeof *out);
         return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
     }
@@ -572,7 +602,7 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
                      .cold_rate = fmax(0, out->admitted_rate + out->cold_rate - held_rate)};
         cand *h = malloc((prev->n_admitted ? prev->n_admitted : 1) * sizeof *h);
         if (!h) {
-            free(all), free(adm), free(hl), free(pos);
+            cands_free(all, n), free(adm), free(hl), free(pos);
             memset(out, 0, sizeof *out);
             return SIM_ERROR(SIM_ENOMEM, "out of memory re-planning %zu keys", n);
         }
@@ -582,7 +612,7 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
                           .rate = j == SIM_U64MAP_NONE ? 0 : all[j].rate,
                           .w = j == SIM_U64MAP_NONE ? 0 : all[j].w};
         }
-        free(all), free(adm), free(pos);
+        cands_free(all, n), free(adm), free(pos);
         *out = held;
         rc = alloc_out(out, h, prev->n_admitted, p->cap);
         free(h);
@@ -598,7 +628,7 @@ int plan_rebalance(const plan *prev, const plan_key *keys, const double *work,
     }
     free(hl);
     free(pos);
-    free(all);
+    cands_free(all, n);
     if (p->cap) { /* no capacity-aware rebalancing: a fresh plan (plan.h) */
         free(adm);
         plan_fini(out);

@@ -25,7 +25,9 @@
     X(sglang_cache_aware) \
     X(aibrix_prefix)      \
     X(dynamo_kv)          \
-    X(llmd)
+    X(llmd)               \
+    X(round_robin)        \
+    X(random)
 
 /* The config sections, one line each, in canonical dump order (the order
  * of their keys in every stored config text: do not reorder).  X(NAME)

@@ -70,6 +70,8 @@ typedef struct llmd_params {
     int64_t hash_block_tokens;      /* tokens per prefix hash block */
     int64_t max_prefix_blocks;
     int64_t lru_capacity;           /* hash blocks per destination */
+    double w_nohit;                 /* no-hit-lru-scorer weight, 0 = off */
+    int64_t nohit_lru_size;         /* its LRU of destinations */
 } llmd_params;
 
 static const sim_cfg_key llmd_schema[] = {
@@ -101,6 +103,15 @@ static const sim_cfg_key llmd_schema[] = {
      .min = 1, .max = 1 << 30, .def = "31250",
      .help = "approximate mode: index entries per destination, LRU "
              "(DefaultLRUCapacityPerServer)"},
+    {.path = "nohit_lru_weight", .type = SIM_CFG_DOUBLE, .offset = offsetof(llmd_params, w_nohit),
+     .min = 0, .max = 1e6, .def = "0",
+     .help = "no-hit-lru-scorer weight (llm-d-inference-scheduler no_hit_lru.go): a request "
+             "no destination has a prefix hit for prefers the destination least recently sent "
+             "such a request; 0 = off (the inference extension's default profile); llm-d's "
+             "optimized-baseline profile uses 2"},
+    {.path = "nohit_lru_size", .type = SIM_CFG_INT, .offset = offsetof(llmd_params, nohit_lru_size),
+     .min = 1, .max = 1 << 30, .def = "1024",
+     .help = "no-hit-lru-scorer: destinations its LRU remembers (defaultLRUSize)"},
     {0},
 };
 
@@ -120,7 +131,14 @@ typedef struct llmd {
     uint32_t cap_hl;
     uint32_t *cnt;   /* scratch: per-destination matches */
     double *score;   /* scratch */
+    /* no-hit-lru-scorer (w_nohit > 0): destinations that received a cold
+     * request, a doubly linked list oldest -> newest (NOHIT_NONE ends). */
+    uint32_t *nh_prev, *nh_next;
+    uint8_t *nh_in;
+    uint32_t nh_head, nh_tail, nh_count;
 } llmd;
+
+#define NOHIT_NONE UINT32_MAX
 
 static int llmd_check(const void *const *params, const route_env *env, const route_locate *loc)
 {
@@ -152,6 +170,9 @@ static void llmd_destroy(void *state)
     free(s->hl);
     free(s->cnt);
     free(s->score);
+    free(s->nh_prev);
+    free(s->nh_next);
+    free(s->nh_in);
 }
 
 static int llmd_create(void *state, const route_env *env, const void *const *params)
@@ -178,6 +199,12 @@ static int llmd_create(void *state, const route_env *env, const void *const *par
     }
     s->cnt = sim_xcalloc(env->n_dest, sizeof *s->cnt);
     s->score = sim_xcalloc(env->n_dest, sizeof *s->score);
+    if (s->p.w_nohit > 0) {
+        s->nh_prev = sim_xcalloc(env->n_dest, sizeof *s->nh_prev);
+        s->nh_next = sim_xcalloc(env->n_dest, sizeof *s->nh_next);
+        s->nh_in = sim_xcalloc(env->n_dest, sizeof *s->nh_in);
+        s->nh_head = s->nh_tail = NOHIT_NONE;
+    }
     return SIM_OK;
 }
 
@@ -208,6 +235,80 @@ static uint32_t hash_list(llmd *s, const wl_request *r)
     return (uint32_t)nh + 1;
 }
 
+/* no-hit-lru-scorer (llm-d-inference-scheduler pkg/plugins/scorer/
+ * no_hit_lru.go, v0.4.0 to v0.8.0; docs/policies.md).  A request is cold
+ * when the prefix scorer found no destination with a hit.  Hot: every
+ * candidate scores 0.5.  Cold: with N candidates (N = 1: 1.0), the i-th
+ * (from 0, in destination order) never sent a cold request scores
+ * 1 - i/(N-1); one at position p of the LRU (0 = least recently sent a
+ * cold request) scores max(0, 1 - (never + p)/(N-1)), never = how many
+ * candidates were never sent one.  Adds w_nohit x that to score[]. */
+static void nohit_scores(llmd *s, const route_view *v, bool cold)
+{
+    const uint32_t n = s->n_dest;
+    if (!cold) {
+        for (uint32_t d = 0; d < n; d++)
+            s->score[d] += s->p.w_nohit * 0.5;
+        return;
+    }
+    uint32_t total = 0, never = 0;
+    for (uint32_t d = 0; d < n; d++)
+        if (!route_view_down(v, d)) {
+            total++;
+            never += !s->nh_in[d];
+        }
+    if (total <= 1) {
+        for (uint32_t d = 0; d < n; d++)
+            s->score[d] += s->p.w_nohit * (total == 1 ? 1.0 : 0.0);
+        return;
+    }
+    const double den = (double)(total - 1);
+    uint32_t i = 0;
+    for (uint32_t d = 0; d < n; d++)
+        if (!s->nh_in[d] && !route_view_down(v, d))
+            s->score[d] += s->p.w_nohit * (1.0 - (double)i++ / den);
+    uint32_t pos = 0; /* over the whole LRU, down destinations too */
+    for (uint32_t d = s->nh_head; d != NOHIT_NONE; d = s->nh_next[d], pos++) {
+        const double x = 1.0 - (double)(never + pos) / den;
+        s->score[d] += s->p.w_nohit * (x < 0 ? 0 : x);
+    }
+}
+
+/* PreRequest of a cold request: `d` becomes the most recently used (the
+ * LRU's Add), the oldest dropped when it holds nohit_lru_size. */
+static void nohit_touch(llmd *s, uint32_t d)
+{
+    if (s->nh_in[d]) { /* unlink */
+        if (s->nh_prev[d] != NOHIT_NONE)
+            s->nh_next[s->nh_prev[d]] = s->nh_next[d];
+        else
+            s->nh_head = s->nh_next[d];
+        if (s->nh_next[d] != NOHIT_NONE)
+            s->nh_prev[s->nh_next[d]] = s->nh_prev[d];
+        else
+            s->nh_tail = s->nh_prev[d];
+        s->nh_count--;
+    } else if ((int64_t)s->nh_count >= s->p.nohit_lru_size) { /* evict the oldest */
+        const uint32_t o = s->nh_head;
+        s->nh_head = s->nh_next[o];
+        if (s->nh_head != NOHIT_NONE)
+            s->nh_prev[s->nh_head] = NOHIT_NONE;
+        else
+            s->nh_tail = NOHIT_NONE;
+        s->nh_in[o] = 0;
+        s->nh_count--;
+    }
+    s->nh_in[d] = 1;
+    s->nh_prev[d] = s->nh_tail;
+    s->nh_next[d] = NOHIT_NONE;
+    if (s->nh_tail != NOHIT_NONE)
+        s->nh_next[s->nh_tail] = d;
+    else
+        s->nh_head = d;
+    s->nh_tail = d;
+    s->nh_count++;
+}
+
 static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v)
 {
     llmd *s = state;
@@ -235,6 +336,18 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
                           : lo == hi     ? s->wp
                                          : s->wp * (double)(s->cnt[d] - lo) / (double)(hi - lo);
     }
+    /* Cold: no destination has a hit.  Approximate: none is credited
+     * past the model hash (the list is empty or nobody holds its first
+     * prompt block); precise: no raw score > 0. */
+    bool cold = false;
+    if (s->p.w_nohit > 0) {
+        const uint32_t floor = s->p.mode == LLMD_APPROX ? 1 : 0;
+        cold = true;
+        if (s->p.mode == LLMD_PRECISE || nh > 0)
+            for (uint32_t d = 0; d < n && cold; d++)
+                cold = s->cnt[d] <= floor;
+        nohit_scores(s, v, cold);
+    }
     /* Queue and KV-utilisation scores from the scraped snapshot. */
     uint32_t qlo = UINT32_MAX, qhi = 0;
     for (uint32_t d = 0; d < n; d++) {
@@ -261,6 +374,8 @@ static uint32_t llmd_route(void *state, const wl_request *r, const route_view *v
     }
     if (s->p.mode == LLMD_APPROX) /* PreRequest: indexer.Add(hashes, target) */
         route__kvlru_add(s->lru, best, s->hl, nh, v->now_s);
+    if (cold) /* PreRequest of the no-hit-lru-scorer */
+        nohit_touch(s, best);
     return best;
 }
 

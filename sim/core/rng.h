@@ -62,11 +62,16 @@ enum sim_rng_stream {
                                 replica of each request (random
                                 assignment); substream i >= 1 seeds
                                 replica i's router (models/cluster.c) */
-    SIM_STREAM_FAULTS = 8    /* random destination faults (faults.mtbf_s):
+    SIM_STREAM_FAULTS = 8,   /* random destination faults (faults.mtbf_s):
                                 substream d draws destination d's up and
                                 repair times (models/cluster.c), so every
                                 policy at one (seed, load) sees the same
                                 faults */
+    SIM_STREAM_CLIENT = 9    /* closed-loop clients (workloads/client.c):
+                                substreams keyed by conversation number
+                                and purpose (key, lengths, think times),
+                                so every policy at one (seed, load) faces
+                                the same users whatever the send order */
 };
 
 /*

@@ -24,6 +24,7 @@
 #include "sim/exp/setup.h"
 #include "sim/core/u64map.h"
 #include "sim/core/wall.h"
+#include "workloads/client.h"
 
 #define CALIB_DEFAULT_TOL 0.02
 #define CALIB_DEFAULT_SAFETY 0.5
@@ -281,8 +282,14 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
     f.mean_reuse = reuse_sum / (double)f.requests;
     if (!(f.live_keys > 0 && f.live_blocks > 0)) {
         rc = SIM_ERROR(SIM_EINVAL, "footprint: no block of the %" PRIu64 " requests is "
-                       "re-used inside the measurement window; the workload has no warm "
-                       "prefix to keep (W is undefined)", f.requests);
+                       "re-used inside the measurement window, so there is no warm prefix "
+                       "to keep and W (warm slots) is undefined: cacheroute then degenerates "
+                       "to its cold-tail dispatch, power of two choices, i.e. flat_lb (which "
+                       "needs no calibration), whatever W; expected a workload with reuse (a trace: "
+                       "workload.key_field and workload.trace_prefix per_key with "
+                       "trace_prefix_tokens, or JSONL hash_ids), or set "
+                       "router.cacheroute.slots and q_cap by hand (docs/calibration.md)",
+                       f.requests);
         goto done;
     }
     f.tokens_per_key = f.live_blocks * block_size / f.live_keys;
@@ -519,6 +526,42 @@ int exp_calibrate(const exp_config *cfg, double slo_s, exp_calib_result *out)
     return exp_calibrate_opts(cfg, slo_s, NULL, out);
 }
 
+/* Step 1 of a calibration (exp_calib_footprint_cfg, calib.h). */
+int exp_calib_footprint_cfg(const exp_config *cfg, uint64_t seed, uint64_t fp_requests,
+                            exp_calib_footprint *fp, uint64_t *pool_tokens)
+{
+    bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
+    uint64_t fp_n = fp_requests;
+    if (fp_n == 0) {
+        uint64_t k = 0;
+        if (synth)
+            k = cfg->wl.keys.active_set > 0 ? (uint64_t)cfg->wl.keys.active_set
+                                            : (uint64_t)cfg->wl.keys.n;
+        fp_n = synth && k > 0 && k < CALIB_FP_MAX / CALIB_FP_PER_KEY ? CALIB_FP_PER_KEY * k
+                                                                     : CALIB_FP_MAX;
+    }
+    exp_config dfp;
+    int rc = derive(cfg, 0, 0, (int64_t)fp_n, &dfp);
+    if (rc)
+        return rc;
+    exp_setup s;
+    rc = exp_setup_init(&dfp, &s);
+    if (rc) {
+        exp_config_fini(&dfp);
+        return rc;
+    }
+    *pool_tokens = s.pool_tokens;
+    exp_stream *st = NULL;
+    rc = exp_stream_open(&s, seed, CALIB_FP_RATE, &st);
+    if (rc == SIM_OK)
+        rc = exp_calib_footprint_measure(exp_stream_source(st), fp_n, (uint32_t)cfg->block_size,
+                                         fp);
+    exp_stream_close(st);
+    exp_setup_fini(&s);
+    exp_config_fini(&dfp);
+    return rc;
+}
+
 int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts *o,
                        exp_calib_result *out)
 {
@@ -553,35 +596,8 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
 
     /* 1. Footprint of the workload as configured (its active set). */
-    uint64_t fp_n = o->fp_requests;
-    if (fp_n == 0) {
-        uint64_t k = 0;
-        if (synth)
-            k = cfg->wl.keys.active_set > 0 ? (uint64_t)cfg->wl.keys.active_set
-                                            : (uint64_t)cfg->wl.keys.n;
-        fp_n = synth && k > 0 && k < CALIB_FP_MAX / CALIB_FP_PER_KEY ? CALIB_FP_PER_KEY * k
-                                                                     : CALIB_FP_MAX;
-    }
-    exp_config dfp;
-    int rc = derive(cfg, 0, 0, (int64_t)fp_n, &dfp);
-    if (rc)
-        return rc;
-    uint64_t seed0 = o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0];
-    exp_setup s;
-    rc = exp_setup_init(&dfp, &s);
-    if (rc) {
-        exp_config_fini(&dfp);
-        return rc;
-    }
-    out->pool_tokens = s.pool_tokens;
-    exp_stream *st = NULL;
-    rc = exp_stream_open(&s, seed0, CALIB_FP_RATE, &st);
-    if (rc == SIM_OK)
-        rc = exp_calib_footprint_measure(exp_stream_source(st), fp_n, (uint32_t)cfg->block_size,
-                                         &out->fp);
-    exp_stream_close(st);
-    exp_setup_fini(&s);
-    exp_config_fini(&dfp);
+    int rc = exp_calib_footprint_cfg(cfg, o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0],
+                                     o->fp_requests, &out->fp, &out->pool_tokens);
     if (rc)
         return rc;
 
@@ -598,6 +614,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
     exp_config dk;
     if ((rc = derive(cfg, keys, o->duration_s, -1, &dk)))
         return rc;
+    exp_setup s;
     if ((rc = exp_setup_init(&dk, &s))) {
         exp_config_fini(&dk);
         return rc;
@@ -838,6 +855,13 @@ int exp_calib_main(const exp_cli_args *a)
     exp_config cfg = {0};
     if (rc == SIM_OK)
         rc = exp_config_load_unchecked(config, sets, n_set, &cfg); /* measures q_cap */
+    if (rc == SIM_OK && wl_client_closed(&cfg.wl))
+        /* q_cap is a request rate at an open-loop knee; a closed-loop
+         * client's load is a concurrency or a ladder multiplier. */
+        rc = SIM_ERROR(SIM_EINVAL, "%s: workload.client.mode is %s; expected open: calibrate "
+                       "measures the open-loop knee (request rate) of the workload; run it on "
+                       "the open-loop twin, e.g. --set workload.client.mode=open "
+                       "(docs/clients.md, \"Example configs\")", config, cfg.wl.client.mode);
     uint64_t *seeds = NULL;
     if (rc == SIM_OK) {
         if (!(slo > 0)) /* the median threshold, as the harness uses for routers */

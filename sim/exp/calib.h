@@ -137,6 +137,19 @@ int exp_calib_footprint_measure(wl_source src, uint64_t max, uint32_t block_size
  */
 int exp_calib_slots(uint64_t pool_tokens, double safety, double tokens_per_key, int64_t *w);
 
+/*
+ * Step 1 of exp_calibrate_opts alone: the warm footprint of `cfg`'s
+ * workload as configured (its active set) from `fp_requests` requests (0 =
+ * 256 per key of the active set, at most 200,000) of run seed `seed`,
+ * generated at a fixed 10 requests/s (the estimate does not depend on
+ * the rate, docs/qcap.md), into *fp, and the KV pool of one destination of
+ * its deployment (tokens) into *pool_tokens.  W is then exp_calib_slots
+ * of the two.  Used by `crsim fit`'s admission-scale target.  Returns
+ * SIM_OK or the errors of exp_setup_init and exp_calib_footprint_measure.
+ */
+int exp_calib_footprint_cfg(const exp_config *cfg, uint64_t seed, uint64_t fp_requests,
+                            exp_calib_footprint *fp, uint64_t *pool_tokens);
+
 /* ---- one single-destination run ---- */
 
 /* One run of the affinity workload on one destination. */

@@ -8,6 +8,8 @@
  */
 #include "sim/exp/capacity.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -212,6 +214,45 @@ int exp_capacity_check_metric(const char *column)
     return SIM_ERROR(SIM_EINVAL, "SLO metric '%s'; expected one of ttft_p50, ttft_p90, "
                      "ttft_p99, ttft_mean, tpot_p50, tpot_p90, tpot_p99, e2e_p50, e2e_p90, "
                      "e2e_p99", column ? column : "(null)");
+}
+
+const char *const exp_joint_metric_names[] = {
+    "ttft_p50", "ttft_p90", "ttft_p99", "ttft_mean", "tpot_p50", "tpot_p90", "tpot_p99",
+    "tpot_mean", "itl_p50", "itl_p90", "itl_p99", "itl_mean", "e2e_p50", "e2e_p90", "e2e_p99",
+    "e2e_mean", NULL,
+};
+
+int exp_joint_parse(const char *term, char metric[EXP_JOINT_METRIC_MAX], double *bound_s)
+{
+    const char *le = term ? strstr(term, "<=") : NULL;
+    size_t a = 0, b = le ? (size_t)(le - term) : 0;
+    while (le && a < b && isspace((unsigned char)term[a]))
+        a++;
+    while (le && b > a && isspace((unsigned char)term[b - 1]))
+        b--;
+    if (!le || b == a || b - a >= EXP_JOINT_METRIC_MAX)
+        return SIM_ERROR(SIM_EINVAL, "'%s'; expected METRIC<=SECONDS, e.g. 'ttft_p99<=2'",
+                         term ? term : "");
+    memcpy(metric, term + a, b - a);
+    metric[b - a] = '\0';
+    size_t i = 0;
+    while (exp_joint_metric_names[i] && strcmp(exp_joint_metric_names[i], metric) != 0)
+        i++;
+    if (!exp_joint_metric_names[i])
+        return SIM_ERROR(SIM_EINVAL, "unknown metric '%s' in '%s'; expected one of ttft_p50, "
+                         "ttft_p90, ttft_p99, ttft_mean, tpot_p50, tpot_p90, tpot_p99, "
+                         "tpot_mean, itl_p50, itl_p90, itl_p99, itl_mean, e2e_p50, e2e_p90, "
+                         "e2e_p99, e2e_mean", metric, term);
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(le + 2, &end);
+    while (end && isspace((unsigned char)*end))
+        end++;
+    if (end == le + 2 || !end || *end || errno || !isfinite(v) || !(v > 0))
+        return SIM_ERROR(SIM_EINVAL, "bound of '%s'; expected METRIC<=SECONDS with seconds "
+                         "> 0, e.g. 'ttft_p99<=2'", term);
+    *bound_s = v;
+    return SIM_OK;
 }
 
 void exp_capacity_rows_free(exp_capacity_row *rows, size_t n)

@@ -75,6 +75,23 @@ void exp_capacity_aggregate(const exp_capacity *caps, size_t n, exp_capacity_agg
  */
 size_t exp_capacity_format(const exp_capacity_agg *a, char *buf, size_t n);
 
+/*
+ * Joint SLO (experiment.joint_slo, docs/report.md "Serving metrics"):
+ * every term METRIC<=SECONDS must hold at a load.  The SLO holds exactly
+ * when max over the terms of metric / bound <= 1, so its capacity is
+ * exp_capacity_compute on that ratio with slo_s = 1 (NaN or +Inf fail).
+ * exp_joint_metric_names: the run_metrics columns a term may name
+ * (NULL-terminated).
+ */
+#define EXP_JOINT_METRIC_MAX 32
+extern const char *const exp_joint_metric_names[];
+
+/* Parse one term "METRIC<=SECONDS" (spaces allowed around METRIC and
+ * SECONDS) into metric (NUL-terminated) and *bound_s (> 0, finite).
+ * SIM_OK, or SIM_EINVAL with a message naming the term and the expected
+ * form (an unknown metric is named with the list of known ones). */
+int exp_joint_parse(const char *term, char metric[EXP_JOINT_METRIC_MAX], double *bound_s);
+
 /* Name of a censoring value as stored ("none", "left", "right").  Cannot
  * fail. */
 const char *exp_censoring_name(exp_censoring c);

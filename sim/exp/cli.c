@@ -25,6 +25,8 @@
 #include "sim/core/error.h"
 #include "workloads/wl_config.h"
 #include "sim/exp/calib.h"
+#include "sim/exp/catalog.h"
+#include "sim/exp/costfit.h"
 #include "sim/exp/exp.h"
 #include "sim/exp/fit.h"
 #include "sim/exp/merge.h"
@@ -177,6 +179,8 @@ static int cmd_export(const exp_cli_args *a)
     rc = exp_store_export(db, table, run, format, out, &rows);
     if (path && fclose(out) != 0 && rc == SIM_OK)
         rc = SIM_ERROR(SIM_EIO, "export: cannot write %s: %s", path, strerror(errno));
+    if (rc && path) /* no half-written file that looks like an export */
+        remove(path);
     if (rc == SIM_OK && path)
         fprintf(stderr, "crsim: export: %llu rows of %s to %s\n", (unsigned long long)rows,
                 table, path);
@@ -216,6 +220,11 @@ static int cmd_fit(const exp_cli_args *a)
     return interrupted_status(exp_cli_fail(exp_fit_main(a, &stop_flag)));
 }
 static int cmd_calibrate(const exp_cli_args *a) { return exp_cli_fail(exp_calib_main(a)); }
+static int cmd_fit_cost(const exp_cli_args *a) { return exp_cli_fail(exp_costfit_main(a, stdout)); }
+static int cmd_spec_import(const exp_cli_args *a)
+{
+    return exp_cli_fail(exp_spec_import_main(a, stdout));
+}
 static int cmd_regime(const exp_cli_args *a) { return exp_cli_fail(exp_regime_main(a, stdout)); }
 static int cmd_plan(const exp_cli_args *a) { return exp_cli_fail(exp_plan_main(a, stdout)); }
 
@@ -299,7 +308,9 @@ static const exp_cli_opt plot_opts[] = {
      .help = "report rate of the hit-rate figure, a tested load (default: the "
              "experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "DIR",
-     .help = "folder of the data and figures (default: results/<experiment name>/)"},
+     .help = "folder of the data and figures (default: the database path without .db, "
+             "plus -NAME when the experiment is not named as the database: "
+             "results/x.db -> results/x/)"},
     {0},
 };
 
@@ -310,8 +321,9 @@ static const exp_cli_opt regime_opts[] = {
      .help = "per-key rates, a CSV of key,rate (requests/s), as the key population"},
     {.name = "servegen", .kind = EXP_CLI_STR, .metavar = "DIR",
      .help = "a ServeGen model folder: its clients' rates as the key population"},
-    {.name = "trace", .kind = EXP_CLI_STR, .metavar = "JSONL",
-     .help = "replay a Mooncake-format trace instead"},
+    {.name = "trace", .kind = EXP_CLI_STR, .metavar = "FILE",
+     .help = "replay a trace instead (workload.type trace: Mooncake JSONL, Azure or BurstGPT "
+             "CSV, format detected; .gz/.xz read directly)"},
     {.name = "iat", .kind = EXP_CLI_STR, .metavar = "CSV",
      .help = "bootstrap arrivals from a file of inter-arrival times"},
     {.name = "prefix-tokens", .kind = EXP_CLI_INT, .metavar = "N", .lo = 1, .hi = 1000000,
@@ -413,6 +425,39 @@ static const exp_cli_opt plan_opts[] = {
     {0},
 };
 
+static const exp_cli_opt fit_cost_opts[] = {
+    SET_OPT("cluster.tp=4"),
+    {.name = "steps", .kind = EXP_CLI_STR, .metavar = "CSV",
+     .help = "measured step times: columns prefill_tokens, decode_tokens, context, seconds "
+             "(optional prefill_context)"},
+    {.name = "vllm-bench", .kind = EXP_CLI_STR, .metavar = "JSON",
+     .help = "a vllm bench serve result saved with --save-result --save-detailed at a "
+             "max_concurrency (input_lens, output_lens, ttfts, itls)"},
+    {.name = "out", .short_name = 'o', .kind = EXP_CLI_STR, .metavar = "FILE",
+     .help = "write the fitted profile there (default: print it)"},
+    {.name = "name", .kind = EXP_CLI_STR, .metavar = "NAME",
+     .help = "profile name (default: the deployment's default profile name)"},
+    {.name = "free", .kind = EXP_CLI_STR, .metavar = "LIST",
+     .help = "roofline factors to fit, of mfu,mbu,overhead (default all); the others keep "
+             "--prior's values and the profile says they are transferred"},
+    {.name = "prior", .kind = EXP_CLI_STR, .metavar = "PROFILE",
+     .help = "profile (name or file) whose roofline factors the fit starts from and keeps "
+             "where not --free (default mfu 0.5, mbu 0.8, overhead 2 ms)"},
+    {.name = "targets", .kind = EXP_CLI_STR, .metavar = "LIST",
+     .help = "--vllm-bench quantities fitted, of ttft,itl (default both; TTFT includes the "
+             "server's HTTP and tokenisation time, which the model has not)"},
+    {0},
+};
+
+static const exp_cli_opt spec_import_opts[] = {
+    {.name = "name", .kind = EXP_CLI_STR, .metavar = "NAME", .flags = EXP_CLI_REQUIRED,
+     .help = "the model's name (e.g. Qwen3-8B); its file is models/specs/<lower-case "
+             "name>.yaml"},
+    {.name = "out", .short_name = 'o', .kind = EXP_CLI_STR, .metavar = "FILE",
+     .help = "write the spec there (default: print it)"},
+    {0},
+};
+
 static const exp_cli_opt describe_opts[] = {
     SET_OPT("workload.keys.n=1000"),
     {.name = "rate", .kind = EXP_CLI_REAL, .metavar = "R", .lo = 0, .hi = 1e9,
@@ -438,14 +483,18 @@ static const exp_cli_cmd commands[] = {
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Tables of one experiment (default: the latest) of a result database: per sweep\n"
                 "point and policy, KV hit rate, SLO capacity per threshold with censoring, the\n"
-                "SLO metric's p99 and load imbalance at the report rate R.  See docs/report.md.\n",
+                "SLO metric's p99 and load imbalance at the report rate R; with per-request\n"
+                "records (crsim run --requests), per policy the regime that limits its\n"
+                "capacity (throughput-bound or tail-bound).  See docs/report.md.\n",
      .opts = report_opts, .main = cmd_report},
     {.name = "export", .summary = "write a table of a result database as CSV or JSON Lines",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
      .details = "Write one table of a result database (default: requests, the per-request\n"
                 "records of runs with experiment.requests or crsim run --requests) as CSV or\n"
                 "JSON Lines for pandas, duckdb or a spreadsheet; --run N keeps one run's rows.\n"
-                "See docs/results-schema.md.\n",
+                "Request rows carry their run's policy, load (rate_rps), seed and sweep point.\n"
+                "A run that does not exist, or nothing to write (a database made without\n"
+                "per-request records), is an error (exit 2). See docs/results-schema.md.\n",
      .opts = export_opts, .main = cmd_export},
     {.name = "plot", .summary = "capacity, p99-vs-load, hit-rate and timeline figures (gnuplot)",
      .args = "DB", .min_pos = 1, .max_pos = 1, .needs = "a result database",
@@ -478,6 +527,25 @@ static const exp_cli_cmd commands[] = {
                 "affinity workload with warm caches) and W (warm slots per destination from the\n"
                 "KV pool and the workload's warm footprint per key).  See docs/qcap.md.\n",
      .opts = calib_opts, .main = cmd_calibrate},
+    {.name = "fit-cost", .summary = "fit a deployment's cost profile to measured step times or "
+                                    "a vllm bench serve result",
+     .args = "CONFIG", .min_pos = 1, .max_pos = 1,
+     .needs = "an experiment config naming the deployment (cluster.* and engine.* keys)",
+     .details = "Fit the roofline factors (mfu, mbu, step overhead) and the linear model's\n"
+                "a..e of CONFIG's deployment to the user's measurements: per-step times\n"
+                "(--steps CSV; least squares, GSL) or a vllm bench serve result at a fixed\n"
+                "concurrency (--vllm-bench JSON; the engine is run on the same requests and\n"
+                "the factors fitted to every request's TTFT and time per output token).\n"
+                "Prints or writes the profile with its residuals.  See docs/calibration.md.\n",
+     .opts = fit_cost_opts, .main = cmd_fit_cost},
+    {.name = "spec import-hf", .summary = "a model spec from a Hugging Face config.json",
+     .args = "CONFIG.json", .min_pos = 1, .max_pos = 1,
+     .needs = "a Hugging Face config.json",
+     .details = "Read the architecture of a dense decoder (model_type llama, mistral, qwen2,\n"
+                "qwen3) from CONFIG.json and print or write the model spec file, its\n"
+                "parameter count computed from the architecture.  See docs/calibration.md,\n"
+                "\"Adding a model\".\n",
+     .opts = spec_import_opts, .main = cmd_spec_import},
     {.name = "fit", .summary = "fit free config parameters to observed hit rates, p99s, capacities",
      .args = "CONFIG", .min_pos = 1, .max_pos = 1, .needs = "a base experiment config",
      .details = "Identify the workload: run candidates of CONFIG (a Latin hypercube over the\n"
@@ -486,7 +554,12 @@ static const exp_cli_cmd commands[] = {
                 "compare each with the observed metrics of TARGETS.yaml in tolerance units,\n"
                 "store every candidate as one experiment with its residuals, print the best\n"
                 "point and the identified set (every residual within tolerance) per\n"
-                "alternative, and write the best point's config for crsim run.  Runs no\n"
+                "alternative, and write the best point's config for crsim run.  Targets may\n"
+                "be bounds (side: at_least / at_most) and router-independent workload\n"
+                "targets (targets.workload: the infinite-cache hit bound, the admission\n"
+                "scale R x W), computed without a run; `screen` makes the coarse design a\n"
+                "screening stage (candidates far from the workload targets not run, short\n"
+                "runs, alternatives far from the targets not refined).  Runs no\n"
                 "target reads (loads above a series' first SLO failure, but the targets'\n"
                 "loads and the two lowest) are skipped; `prune: false` in TARGETS.yaml runs\n"
                 "them all.  See docs/fit.md.\n",
@@ -686,8 +759,8 @@ static void print_commands_usage(FILE *f)
     fputs("\ncrsim <command> --help (or -h) prints the usage and options of a command.\n"
           "exit status: 0 ok, 2 bad input, 1 other error, 130/143 interrupted (SIGINT/SIGTERM)\n"
           "environment: CRSIM_HUGEPAGES=0 runs without malloc's transparent huge pages\n"
-          "(docs/harness.md, \"Huge pages\"); CRSIM_SPEC_DIR, CRSIM_GNUPLOT (docs/config.md,\n"
-          "docs/report.md)\n"
+          "(docs/harness.md, \"Huge pages\"); CRSIM_SPEC_DIR, CRSIM_SCRIPT_DIR, CRSIM_GNUPLOT\n"
+          "(docs/install.md, docs/config.md, docs/report.md)\n"
           "docs: README.md, docs/config.md, docs/harness.md, docs/results-schema.md\n",
           f);
 }

@@ -7,6 +7,7 @@
  * policies see the identical request stream (common random numbers).
  */
 #include "sim/exp/exp.h"
+#include "sim/exp/capacity.h"
 
 #include <gsl/gsl_sort.h>
 #include <math.h>
@@ -21,12 +22,14 @@
 #include "models/cluster.h"
 #include "models/routers/route.h"
 #include "models/spec_load.h"
+#include "workloads/client.h"
 #include "workloads/describe.h"
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
 #include "sim/core/fileio.h"
+#include "sim/exp/client_metrics.h"
 #include "sim/exp/pool.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
@@ -39,6 +42,9 @@ const char *const exp_slo_metric_names[] = {EXP_SLO_METRICS(SLO_NAME) NULL};
 const char *const exp_sweep_mode_names[] = {EXP_SWEEP_MODES(SIM_XENUM_NAME) NULL};
 /* gateway.replica_assignment, in enum cluster_assign order. */
 static const char *const assign_names[] = {"round_robin", "random", NULL};
+/* enum engine_flavor and enum engine_policy order. */
+static const char *const flavor_names[] = {"vllm", "sglang", NULL};
+static const char *const sched_policy_names[] = {"fcfs", "lpm", NULL};
 
 #define OFF(f) offsetof(exp_config, f)
 #define CNT(f) offsetof(exp_config, f)
@@ -220,6 +226,20 @@ const sim_cfg_key exp_config_schema[] = {
      .help = "store one row per arrived request in the requests table (crsim export; about "
              "100 MB of database per million requests, docs/results-schema.md); off by "
              "default"},
+    {.path = "experiment.goodput_ttft_s", .type = SIM_CFG_DOUBLE, .offset = OFF(goodput_ttft_s),
+     .min = 0, .max = 1e6, .def = "0", .unit = "s",
+     .help = "goodput: a completed request counts when its TTFT is at most this (and its TPOT "
+             "at most experiment.goodput_tpot_s); 0 = TTFT not bounded; both 0 = no goodput "
+             "(DistServe; vLLM bench serve --goodput; docs/report.md)"},
+    {.path = "experiment.goodput_tpot_s", .type = SIM_CFG_DOUBLE, .offset = OFF(goodput_tpot_s),
+     .min = 0, .max = 1e6, .def = "0", .unit = "s",
+     .help = "goodput: TPOT bound, s per output token (a one-token request has TPOT 0); 0 = "
+             "TPOT not bounded"},
+    {.path = "experiment.joint_slo", .type = SIM_CFG_STRING_LIST, .offset = OFF(joint_slo),
+     .count_offset = CNT(n_joint_slo), .def = "[]",
+     .help = "joint SLO, every term \"METRIC<=SECONDS\" at once (METRIC a TTFT, TPOT, ITL or "
+             "E2E mean/p50/p90/p99 column, e.g. [ttft_p99<=2, tpot_p99<=0.1]): its capacity is "
+             "reported besides experiment.slos'; [] = none"},
     {.path = "experiment.sweep", .type = SIM_CFG_STRING_LIST, .offset = OFF(sweep),
      .count_offset = CNT(n_sweep), .def = "[]",
      .help = "sweep axes, each \"KEY=[v1, v2, ...]\" (any config key); runs the cross product"},
@@ -258,6 +278,29 @@ const sim_cfg_key exp_config_schema[] = {
      .max = 1e6, .def = "256", .help = "running requests per engine at most"},
     {.path = "engine.prefix_caching", .type = SIM_CFG_BOOL, .offset = OFF(prefix_caching),
      .def = "true", .help = "reuse cached prompt prefixes"},
+    {.path = "engine.long_prefill_token_threshold", .type = SIM_CFG_INT,
+     .offset = OFF(long_prefill_token_threshold), .min = 0, .max = 1e7, .def = "0",
+     .unit = "tokens",
+     .help = "vLLM V1 --long-prefill-token-threshold: a request computes at most this many "
+             "tokens per step (a long prompt's prefill spread over more steps, so short "
+             "prompts behind it start sooner); 0 = off, vLLM's default (docs/engine.md)"},
+    {.path = "engine.flavor", .type = SIM_CFG_ENUM, .offset = OFF(engine_flavor),
+     .choices = flavor_names, .def = "vllm",
+     .help = "whose scheduler and prefix cache the engines follow: vllm (V1: prefill chunks "
+             "and decodes in one step, decodes first) or sglang (prefill and decode batches "
+             "apart, prefill first; chunked_prefill_size; schedule_policy; a prefix cached "
+             "one step after its prefill ends) (docs/engine.md)"},
+    {.path = "engine.chunked_prefill_size", .type = SIM_CFG_INT,
+     .offset = OFF(chunked_prefill_size), .min = 0, .max = 1e7, .def = "0", .unit = "tokens",
+     .help = "engine.flavor sglang: prompt tokens per prefill batch (SGLang "
+             "--chunked-prefill-size); 0 = SGLang's default by GPU memory: < 35 GiB 2048, "
+             "< 60 GiB 4096, < 160 GiB 8192, else 16384; with vllm it must be 0 (the budget "
+             "is engine.max_num_batched_tokens)"},
+    {.path = "engine.schedule_policy", .type = SIM_CFG_ENUM, .offset = OFF(schedule_policy),
+     .choices = sched_policy_names, .def = "fcfs",
+     .help = "waiting-queue order: fcfs, or with engine.flavor sglang lpm (longest cached "
+             "prefix first, FCFS while more than 128 wait; SGLang --schedule-policy, whose "
+             "default is fcfs)"},
     {.path = "engine.max_model_len", .type = SIM_CFG_INT, .offset = OFF(max_model_len),
      .min = 0, .max = 1e9, .def = "0", .unit = "tokens",
      .help = "context limit (vLLM --max-model-len): a request whose prompt + output tokens "
@@ -502,12 +545,74 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
                                                         sizeof at),
                          (long long)cfg->warmup_requests, cfg->warmup_share);
     }
+    if ((cfg->warmup_requests > 0 || cfg->warmup_share > 0) && wl_client_closed(&cfg->wl)) {
+        char at[512];
+        const char *key = cfg->warmup_requests > 0 ? "experiment.warmup_requests"
+                                                   : "experiment.warmup_share";
+        return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is set with workload.client.mode %s; "
+                         "expected a warm-up by time (experiment.warmup_s): a closed-loop "
+                         "client's send times are known only as the run goes",
+                         where_key(d, key, at, sizeof at), key, cfg->wl.client.mode);
+    }
     int rc = check_name(d, cfg->name);
+    for (size_t i = 0; rc == SIM_OK && i < cfg->n_joint_slo; i++) {
+        char metric[EXP_JOINT_METRIC_MAX], at[512];
+        double bound;
+        if (exp_joint_parse(cfg->joint_slo[i], metric, &bound) == SIM_OK)
+            continue;
+        char *why = sim_xstrdup(sim_errmsg());
+        if (!sim_cfgdoc_locate(d, "experiment.joint_slo", cfg->joint_slo[i], at, sizeof at))
+            where_key(d, "experiment.joint_slo", at, sizeof at);
+        rc = SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.joint_slo' item %zu: %s", at, i, why);
+        free(why);
+    }
     if (rc == SIM_OK)
         rc = check_unique(d, cfg);
     if (rc == SIM_OK)
         rc = check_windows(d, cfg);
     return rc;
+}
+
+/* The engine keys of one flavour only: with vllm, chunked_prefill_size 0
+ * and schedule_policy fcfs; with sglang, no long_prefill_token_threshold
+ * and no max_num_batched_tokens written (its budget is
+ * chunked_prefill_size), in the engine section or a group. */
+static int check_flavor(const sim_cfgdoc *d, const exp_config *cfg)
+{
+    char at[512];
+    const char *key = NULL, *want = NULL;
+    if (cfg->engine_flavor == 0) {
+        if (cfg->chunked_prefill_size)
+            key = "engine.chunked_prefill_size", want = "0 (the vLLM budget is "
+                                                        "engine.max_num_batched_tokens)";
+        else if (cfg->schedule_policy)
+            key = "engine.schedule_policy", want = "fcfs (lpm is SGLang's)";
+        if (key && !sim_cfgdoc_locate(d, key, NULL, at, sizeof at))
+            snprintf(at, sizeof at, "%s", sim_cfgdoc_path(d));
+        if (key)
+            return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is set with engine.flavor vllm; expected "
+                             "%s, or engine.flavor sglang", at, key, want);
+        return SIM_OK;
+    }
+    char gkey[96] = "";
+    want = "SGLang's prefill budget is engine.chunked_prefill_size";
+    if (cfg->long_prefill_token_threshold)
+        key = "engine.long_prefill_token_threshold", want = "SGLang has no such cap; its "
+                                                            "chunks are "
+                                                            "engine.chunked_prefill_size";
+    else if (sim_cfgdoc_locate(d, "engine.max_num_batched_tokens", NULL, at, sizeof at))
+        key = "engine.max_num_batched_tokens";
+    for (size_t i = 0; !key && i < cfg->n_groups; i++)
+        if (cfg->groups[i].max_num_batched_tokens) {
+            snprintf(gkey, sizeof gkey, "cluster.groups[%zu].engine.max_num_batched_tokens", i);
+            key = gkey;
+        }
+    if (!key)
+        return SIM_OK;
+    if (!sim_cfgdoc_locate(d, key, NULL, at, sizeof at))
+        snprintf(at, sizeof at, "%s", sim_cfgdoc_path(d));
+    return SIM_ERROR(SIM_EINVAL, "%s: key '%s' is vLLM's, set with engine.flavor sglang; "
+                     "expected it absent (%s)", at, key, want);
 }
 
 /* faults.events: parse every entry (models/cluster.h cluster_fault_parse)
@@ -556,8 +661,11 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
     if (rc == SIM_OK)
         rc = sim_cfg_bind_sections(d, sections, n_sections);
     free(sections);
+    /* With a sweep a key may apply at some points only (an iat_file
+     * beside a sweep of arrival.process): exp_run checks the keys over
+     * the points instead. */
     if (rc == SIM_OK)
-        rc = wl_config_bind(d, &cfg->wl);
+        rc = wl_config_bind_opts(d, cfg->n_sweep == 0, &cfg->wl);
     /* Groups first: they set cluster.destinations to the fleet's size,
      * which the fault destinations are checked against (issue 38 D11). */
     if (rc == SIM_OK)
@@ -572,7 +680,9 @@ static int config_load(const char *path, const char *const *sets, size_t n_set, 
                        "gateway.scrape_interval_s 0 (the exact view); expected 0, or a scrape "
                        "interval > 0", at, cfg->scrape_delay_s);
     }
-    if (rc == SIM_OK && strcmp(cfg->wl.type, "mooncake") == 0 &&
+    if (rc == SIM_OK)
+        rc = check_flavor(d, cfg);
+    if (rc == SIM_OK && wl_config_is_trace(&cfg->wl) &&
         cfg->wl.trace_block_tokens % cfg->block_size != 0)
         rc = SIM_ERROR(SIM_EINVAL, "%s: engine.block_size %lld does not divide "
                        "workload.trace_block_tokens %lld; expected a divisor (e.g. 16)",
@@ -806,6 +916,21 @@ static int parse_axes(const exp_config *cfg, const char *path, axis **out)
         if (rc == SIM_OK && (rc = sim_cfg_bind(d, axis_schema, &ax[i])))
             rc = axis_bind_error(rc, path, i, ax[i].key);
         sim_cfgdoc_destroy(d);
+        /* A value twice in a grid axis would run its points twice and store
+         * them as two sweep points (issue 38 C10); an axis twice, likewise.
+         * A zip axis may repeat a value (the tuples differ). */
+        for (size_t j = 0; rc == SIM_OK && j < i; j++)
+            if (strcmp(ax[j].key, ax[i].key) == 0)
+                rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] and [%zu] both vary '%s'; "
+                               "expected each key in one axis", path, j, i, ax[i].key);
+        for (size_t a = 0; rc == SIM_OK && cfg->sweep_mode != EXP_SWEEP_ZIP && a < ax[i].n; a++)
+            for (size_t b = 0; b < a; b++)
+                if (strcmp(ax[i].values[a], ax[i].values[b]) == 0) {
+                    rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] (%s) lists '%s' "
+                                   "twice (values %zu and %zu); expected each value once", path,
+                                   i, ax[i].key, ax[i].values[a], b + 1, a + 1);
+                    break;
+                }
         if (rc == SIM_OK && cfg->sweep_mode == EXP_SWEEP_ZIP && ax[i].n != ax[0].n)
             rc = SIM_ERROR(SIM_EINVAL, "%s: experiment.sweep[%zu] has %zu values but the first "
                            "axis has %zu; expected equal lengths with sweep_mode zip",
@@ -930,13 +1055,15 @@ static int cmp_line(const void *a, const void *b)
  * made so far).  Returns the line (owned by memo) or NULL with SIM_EIO. */
 static const char *input_line(input_list *memo, const char *path)
 {
-    const char *sd = spec_dir();
-    const size_t sdl = strlen(sd);
+    char *sd = NULL;
     char name[4096];
-    if (strncmp(path, sd, sdl) == 0 && path[sdl] == '/')
+    /* No spec folder found: no path can be inside it. */
+    const size_t sdl = spec_dir(&sd) == SIM_OK ? strlen(sd) : 0;
+    if (sdl && strncmp(path, sd, sdl) == 0 && path[sdl] == '/')
         snprintf(name, sizeof name, "<specs>%s", path + sdl);
     else
         snprintf(name, sizeof name, "%s", path);
+    free(sd);
     for (size_t i = 0; i < memo->n; i++) {
         const char *l = memo->path[i];
         mline m;
@@ -1045,6 +1172,8 @@ typedef struct task {
     char err[1024];
     double warmup_s;     /* measurement window start of the run (exp_setup_window), s */
     cluster_result res;
+    exp_client_summary cs; /* closed-loop client runs (has_cs): per-stage metrics */
+    bool has_cs;
     char started[32];
     double wall_s;
 } task;
@@ -1183,6 +1312,10 @@ static void run_task(pool *pl, task *t)
     t->rc = exp_stream_open(&pt->setup, (uint64_t)cfg->seeds[t->is], cfg->rates[t->ir], &st);
     if (t->rc == SIM_OK)
         t->rc = cluster_run(&cp, rt, &env, cfg->router, exp_stream_source(st), &t->res);
+    if (t->rc == SIM_OK && exp_stream_client(st)) {
+        exp_client_summarise(&cfg->wl, exp_stream_client(st), &t->res, &t->cs);
+        t->has_cs = true;
+    }
     t->wall_s = sim_wall_s() - t0;
     exp_stream_close(st);
     if (t->rc)
@@ -1231,18 +1364,30 @@ static const exp_pool_ops sweep_ops = {.take = take_task, .run = run_one, .done 
  * latency exists, so it must not read as a normal result. */
 static bool served_nothing(const cluster_result *r)
 {
-    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected > 0;
+    return r->n_arrived > 0 && r->n_completed == 0 && r->n_rejected + r->n_too_long > 0;
 }
 
-static void print_header(FILE *out, bool sweep)
+/* The run table's policy column: as wide as the longest router name of
+ * the experiment, at least 12 (issue 39 item 9: long names shifted the
+ * columns). */
+static int policy_width(const sweep_point *pts, size_t np)
 {
-    fprintf(out, "%s%-12s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
-            sweep ? "point " : "", "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
+    size_t w = 12;
+    for (size_t p = 0; p < np; p++)
+        for (size_t i = 0; i < pts[p].cfg.n_policies; i++)
+            w = strlen(pts[p].cfg.policies[i]) > w ? strlen(pts[p].cfg.policies[i]) : w;
+    return (int)w;
+}
+
+static void print_header(FILE *out, bool sweep, int pw)
+{
+    fprintf(out, "%s%-*s %8s %5s %7s %9s %9s %9s %7s %7s %7s %7s %7s %7s\n",
+            sweep ? "point " : "", pw, "policy", "rate/s", "seed", "hit%", "TTFTp50", "TTFTp99",
             "E2Ep99", "imbal", "done", "unfin", "rej", "preempt", "toolong");
 }
 
-static void print_row(FILE *out, bool sweep, size_t point, const char *policy, double rate,
-                      int64_t seed, const cluster_result *r)
+static void print_row(FILE *out, bool sweep, int pw, size_t point, const char *policy,
+                      double rate, int64_t seed, const cluster_result *r)
 {
     char t50[16], t99[16], e99[16];
     fmt_s(t50, sizeof t50, r->ttft_p50);
@@ -1250,8 +1395,8 @@ static void print_row(FILE *out, bool sweep, size_t point, const char *policy, d
     fmt_s(e99, sizeof e99, r->e2e_p99);
     if (sweep)
         fprintf(out, "%5zu ", point);
-    fprintf(out, "%-12s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
-            policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
+    fprintf(out, "%-*s %8.2f %5lld %7.2f %9s %9s %9s %7.3f %7llu %7llu %7llu %7llu %7llu%s\n",
+            pw, policy, rate, (long long)seed, 100.0 * r->hit_rate, t50, t99, e99, r->imbalance_work,
             (unsigned long long)r->n_completed, (unsigned long long)r->n_unfinished,
             (unsigned long long)r->n_rejected, (unsigned long long)r->preemptions,
             (unsigned long long)r->n_too_long, served_nothing(r) ? "  SERVED NOTHING" : "");
@@ -1373,6 +1518,8 @@ static double run_requests(const exp_config *c, double rate, size_t n_trace)
     const double mr = c->wl.max_requests > 0 ? (double)c->wl.max_requests : INFINITY;
     if (n_trace)
         return fmin((double)n_trace, mr);
+    if (wl_client_closed(&c->wl))
+        return fmin(wl_client_estimate_requests(&c->wl, rate), mr);
     const double d = c->wl.duration_s > 0 ? rate * c->wl.duration_s : INFINITY;
     return fmin(d, mr);
 }
@@ -1607,6 +1754,34 @@ static void on_oom(void *ctx)
         fprintf(stderr, "crsim: %s\n", sim_errmsg());
 }
 
+/* A workload key set but inapplicable at every point of a sweep is an
+ * error (wl_config_check_keys); one that applies at some point is read
+ * there. */
+static int check_sweep_keys(const sweep_point *pts, size_t np, const char *path)
+{
+    const size_t nk = wl_config_n_keys();
+    const char **needs = sim_xcalloc(nk + 1, sizeof *needs), **first = sim_xcalloc(nk + 1, sizeof *first);
+    bool *all = sim_xcalloc(nk + 1, sizeof *all);
+    for (size_t i = 0; i < nk; i++)
+        all[i] = np > 0;
+    for (size_t p = 0; p < np; p++) {
+        wl_config_inapplicable(&pts[p].cfg.wl, needs);
+        for (size_t i = 0; i < nk; i++) {
+            all[i] = all[i] && needs[i];
+            if (p == 0)
+                first[i] = needs[i];
+        }
+    }
+    int rc = SIM_OK;
+    for (size_t i = 0; i < nk && rc == SIM_OK; i++)
+        if (all[i])
+            rc = wl_config_key_error(&pts[0].cfg.wl, NULL, path, i, first[i]);
+    free(needs);
+    free(first);
+    free(all);
+    return rc;
+}
+
 int exp_run(const exp_run_opts *o, FILE *out)
 {
     /* The base config is the sweep's template: its router inputs may come
@@ -1656,6 +1831,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
     }
     free(psets);
     axes_free(ax, base.n_sweep);
+    if (rc == SIM_OK && base.n_sweep > 0)
+        rc = check_sweep_keys(pts, np_ok, o->config_path);
 
     char *db_path = default_db(&base);
     char *cfg_text = NULL;
@@ -1727,8 +1904,15 @@ int exp_run(const exp_run_opts *o, FILE *out)
     if (rc)
         goto done;
     if (o->dry_run) {
-        /* The config hashes are what --resume matches and what old
-         * databases hold: tests/config_hashes.sh pins them. */
+        /* What each point would run (the trace's tick and key rule among
+         * it; issue 39 item 2), unless --quiet.  The config hashes are
+         * what --resume matches and what old databases hold:
+         * tests/config_hashes.sh pins them. */
+        for (size_t p = 0; p < np && !o->quiet; p++) {
+            if (np > 1)
+                fprintf(out, "point %zu: %s\n", p, pts[p].label);
+            exp_setup_print(&pts[p].setup, out);
+        }
         char *ct = exp_config_dump(&base);
         char hh[17];
         hash_hex(ct, hh);
@@ -1798,12 +1982,17 @@ int exp_run(const exp_run_opts *o, FILE *out)
     for (size_t i = 0, used = 0; i < base.n_slos && used + 1 < sizeof slos; i++)
         used += (size_t)snprintf(slos + used, sizeof slos - used, "%s%.17g", i ? "," : "",
                                  base.slos[i]);
+    char joint[1024] = "";
+    for (size_t i = 0, used = 0; i < base.n_joint_slo && used + 1 < sizeof joint; i++)
+        used += (size_t)snprintf(joint + used, sizeof joint - used, "%s%s", i ? " and " : "",
+                                 base.joint_slo[i]);
     exp_store_meta meta = {.name = base.name, .config_path = o->config_path,
                            .config_text = cfg_text, .config_hash = hash,
                            .build = CRSIM_VERSION, .n_runs_planned = (int64_t)n_tasks,
                            .n_points = (int64_t)np, .shard = shard[0] ? shard : NULL,
                            .slo_metric = exp_slo_metric_names[base.slo_metric], .slos = slos,
-                           .report_rate = report_rate};
+                           .report_rate = report_rate, .goodput_ttft_s = base.goodput_ttft_s,
+                           .goodput_tpot_s = base.goodput_tpot_s, .joint_slo = joint};
     if ((rc = exp_store_begin(store, &meta, &exp_id)))
         goto done;
     begun = true;
@@ -1828,7 +2017,8 @@ int exp_run(const exp_run_opts *o, FILE *out)
             exp_setup_print(&pts[p].setup, out);
     }
     fputc('\n', out);
-    print_header(out, sweep);
+    const int pw = policy_width(pts, np);
+    print_header(out, sweep, pw);
     fflush(out);
 
     /* Workers simulate; this thread stores in run-index order. */
@@ -1901,6 +2091,7 @@ int exp_run(const exp_run_opts *o, FILE *out)
         if (rc == SIM_OK) {
             row.started_at = t->started;
             row.wall_s = t->wall_s;
+            row.client = t->has_cs ? &t->cs : NULL;
             rc = exp_store_add_run(store, exp_id, &row, &t->res, NULL);
             if (rc == SIM_OK) {
                 stored++;
@@ -1908,16 +2099,28 @@ int exp_run(const exp_run_opts *o, FILE *out)
                     raise(SIGTERM); /* to this thread: handled before it returns */
                 if (tty)
                     fputc('\r', stderr);
-                print_row(out, sweep, t->point, row.policy, row.rate_rps, row.seed, &t->res);
+                print_row(out, sweep, pw, t->point, row.policy, row.rate_rps, row.seed, &t->res);
                 fflush(out);
                 if (served_nothing(&t->res)) {
                     n_nothing++;
-                    fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served nothing: "
-                            "all %llu requests were rejected (prompts longer than a "
-                            "destination's KV pool of %llu tokens)\n", pt->label,
-                            pt->label[0] ? " " : "", row.policy, row.rate_rps,
-                            (long long)row.seed, (unsigned long long)t->res.n_rejected,
-                            (unsigned long long)t->res.pool_tokens);
+                    if (t->res.n_too_long)
+                        fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served "
+                                "nothing: %llu of %llu requests were over "
+                                "engine.max_model_len (%lld tokens: prompt + output), "
+                                "rejected at the gateway, and %llu longer than a "
+                                "destination's KV pool\n", pt->label, pt->label[0] ? " " : "",
+                                row.policy, row.rate_rps, (long long)row.seed,
+                                (unsigned long long)t->res.n_too_long,
+                                (unsigned long long)t->res.n_arrived,
+                                (long long)base.max_model_len,
+                                (unsigned long long)t->res.n_rejected);
+                    else
+                        fprintf(stderr, "crsim: warning: %s%s%s rate %g seed %lld served "
+                                "nothing: all %llu requests were rejected (prompts longer than "
+                                "a destination's KV pool of %llu tokens)\n", pt->label,
+                                pt->label[0] ? " " : "", row.policy, row.rate_rps,
+                                (long long)row.seed, (unsigned long long)t->res.n_rejected,
+                                (unsigned long long)t->res.pool_tokens);
                 }
                 if (!o->quiet)
                     progress(tty, stored, n_selected, sim_wall_s() - t_start, t, pt);
@@ -1928,12 +2131,15 @@ int exp_run(const exp_run_opts *o, FILE *out)
             }
         }
         cluster_result_fini(&t->res);
+        exp_client_summary_fini(&t->cs);
     }
     exp_pool_join(&pl.wp);
     /* Results of tasks finished after an abort are dropped (not stored). */
-    for (size_t i = 0; i < n_tasks; i++)
+    for (size_t i = 0; i < n_tasks; i++) {
         if (tasks[i].done && tasks[i].res.rec)
             cluster_result_fini(&tasks[i].res);
+        exp_client_summary_fini(&tasks[i].cs);
+    }
     if (tty)
         fputc('\n', stderr);
     /* Only a grid run to its end is complete: a run left out by an abort
@@ -1957,9 +2163,25 @@ int exp_run(const exp_run_opts *o, FILE *out)
                 "count as SLO violations;\ntoolong = prompt + output over "
                 "engine.max_model_len, rejected at the gateway (vLLM: HTTP 400), in no "
                 "percentile.\n");
+        if (wl_client_closed(&base.wl)) {
+            const enum wl_client_mode m = wl_client_mode_of(&base.wl);
+            fprintf(out, "rate/s = the load of workload.client.mode %s: %s; latencies from the "
+                    "%s; per-stage metrics and achieved requests/s: crsim report "
+                    "(docs/clients.md).\n", base.wl.client.mode,
+                    m == WL_CLIENT_CONCURRENCY ? "the number of clients N"
+                    : m == WL_CLIENT_STAGES    ? "the multiplier of every stage's rate and "
+                                                 "concurrency"
+                    : m == WL_CLIENT_BURST     ? "the batch size"
+                    : strcmp(base.wl.client.rate_unit, "conversations") == 0
+                        ? "conversations started per second"
+                        : "requests per second (conversations start at rate / E[turns])",
+                    strcmp(base.wl.client.latency_from, "intended") == 0
+                        ? "intended send time" : "send");
+        }
         if (n_nothing)
             fprintf(out, "WARNING: %zu run(s) served nothing (SERVED NOTHING: every request "
-                    "rejected); their latencies are undefined.\n", n_nothing);
+                    "rejected: over engine.max_model_len or longer than the KV pool); their "
+                    "latencies are undefined.\n", n_nothing);
         fprintf(out, "stored %zu runs in %s (experiment %lld); capacities: crsim report %s\n",
                 stored, db_path, (long long)exp_id, db_path);
     }
@@ -2039,7 +2261,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
     const wl_config *wl = &cfg->wl;
     const uint32_t block_size = (uint32_t)cfg->block_size;
     /* Only the stream is needed: no cluster, cost model or router. */
-    exp_setup s = {.cfg = cfg, .is_trace = strcmp(wl->type, "mooncake") == 0};
+    exp_setup s = {.cfg = cfg, .is_trace = wl_config_is_trace(wl)};
     int rc = SIM_OK;
     wl_keystats ks;
     if (s.is_trace) {
@@ -2067,6 +2289,7 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
         if (rc == SIM_OK) {
             fprintf(out, "trace %s: %zu requests over %.0f s (%.2f requests/s as recorded)\n",
                     wl->trace, n, wl_trace_span_s(s.trace), wl_trace_mean_rate(s.trace));
+            exp_setup_print_trace_rule(cfg, s.trace, s.tick_s, s.tick_detected, out);
             print_keystats(out, "routing keys (request counts)", &ks);
         }
     } else {
@@ -2084,6 +2307,15 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
                                                         : "key-rate population", &ks);
         }
         wl_keyrates_fini(&kr);
+    }
+    if (rc == SIM_OK && wl_client_closed(wl)) {
+        /* A closed-loop client sends as completions come: there is no
+         * stream to read ahead without a simulated cluster. */
+        fprintf(out, "stream: workload.client.mode %s sends as its requests complete, so "
+                "no stream is described without a run (docs/clients.md); crsim report "
+                "shows what a run sent\n", wl->client.mode);
+        wl_ingest_release(s.trace);
+        return SIM_OK;
     }
     exp_stream *st = NULL;
     if (rc == SIM_OK)

@@ -103,6 +103,10 @@ typedef struct exp_config {
     int64_t fair_min_requests; /* per-key fairness: keys with at least this
                                   many measured requests */
     bool requests;            /* store per-request records (requests table) */
+    double goodput_ttft_s;    /* goodput bounds, s (models/latency.h); 0 = none */
+    double goodput_tpot_s;
+    char **joint_slo;         /* joint SLO terms "METRIC<=SECONDS" (capacity.h) */
+    size_t n_joint_slo;
     char **sweep;             /* axes "KEY=[v1, ...]" */
     size_t n_sweep;
     int sweep_mode;           /* 0 grid, 1 zip */
@@ -124,6 +128,10 @@ typedef struct exp_config {
     int64_t max_num_batched_tokens;
     int64_t max_num_seqs;
     bool prefix_caching;
+    int64_t long_prefill_token_threshold; /* tokens per request per step; 0 = off */
+    int engine_flavor;        /* enum engine_flavor */
+    int64_t chunked_prefill_size; /* sglang: prefill tokens per step; 0 = by GPU memory */
+    int schedule_policy;      /* enum engine_policy */
     int64_t max_model_len;    /* context limit, tokens; 0 = none */
     /* gateway (models/cluster.h cluster_gateway) */
     double scrape_interval_s; /* s; 0 = exact view */

@@ -23,8 +23,11 @@
 #include "sim/core/config.h"
 #include "sim/core/error.h"
 #include "sim/core/wall.h"
+#include "sim/exp/calib.h"
 #include "sim/exp/exp.h"
+#include "sim/exp/setup.h"
 #include "sim/exp/store.h"
+#include "workloads/describe.h"
 
 /* ---- smoothing ---------------------------------------------------------- */
 
@@ -63,12 +66,19 @@ double exp_fit_capacity_smooth(const double *x, const double *m, size_t n, doubl
 
 /* ---- the targets file --------------------------------------------------- */
 
+/* How a value is compared with its target (docs/fit.md, "Bounds"): equal
+ * (residual (sim - target) / tol), at_least (0 when sim >= target, else
+ * the same negative residual), at_most (0 when sim <= target). */
+enum { SIDE_EQUAL, SIDE_AT_LEAST, SIDE_AT_MOST };
+static const char *const side_names[] = {"equal", "at_least", "at_most", NULL};
+
 typedef struct fit_series {
     double *loads;
     size_t n_loads;
     double *values;
     size_t n_values;
     double tol;
+    int side;   /* SIDE_* */
 } fit_series;
 
 typedef struct fit_captgt {
@@ -78,6 +88,7 @@ typedef struct fit_captgt {
     size_t n_values;
     double tol;
     int metric; /* index into cap_metrics */
+    int side;   /* SIDE_* */
 } fit_captgt;
 
 /* Targets of one policy (targets.<policy>). */
@@ -88,17 +99,23 @@ typedef struct fit_ptargets {
 
 static const char *const cap_metrics[] = {"ttft_p99", "e2e_p99", NULL};
 
-#define PT(f) offsetof(fit_ptargets, f)
-#define SERIES(name, fld, vmin, vmax, vflags, vunit, what)                                    \
-    {.path = name ".loads", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(fld.loads),             \
-     .count_offset = PT(fld.n_loads), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN,  \
+#define SIDE_KEY(name, OFF, fld)                                                             \
+    {.path = name ".side", .type = SIM_CFG_ENUM, .offset = OFF(fld.side),                    \
+     .choices = side_names, .def = "equal",                                                  \
+     .help = "equal: two-sided; at_least / at_most: a bound, residual 0 on its side"}
+#define SERIES_OF(OFF, name, fld, vmin, vmax, vflags, vunit, what)                            \
+    {.path = name ".loads", .type = SIM_CFG_DOUBLE_LIST, .offset = OFF(fld.loads),            \
+     .count_offset = OFF(fld.n_loads), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN, \
      .def = "[]", .unit = "requests/s", .help = "offered loads of the observed " what},      \
-    {.path = name ".values", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(fld.values),          \
-     .count_offset = PT(fld.n_values), .min = vmin, .max = vmax, .flags = vflags,            \
+    {.path = name ".values", .type = SIM_CFG_DOUBLE_LIST, .offset = OFF(fld.values),         \
+     .count_offset = OFF(fld.n_values), .min = vmin, .max = vmax, .flags = vflags,           \
      .def = "[]", .unit = vunit, .help = "observed " what ", one per load"},                 \
-    {.path = name ".tol", .type = SIM_CFG_DOUBLE, .offset = PT(fld.tol), .min = 0,            \
+    {.path = name ".tol", .type = SIM_CFG_DOUBLE, .offset = OFF(fld.tol), .min = 0,           \
      .max = INFINITY, .def = "0", .unit = vunit,                                             \
-     .help = "tolerance of every " what " value (> 0 when values are given)"}
+     .help = "tolerance of every " what " value (> 0 when values are given)"},               \
+    SIDE_KEY(name, OFF, fld)
+#define PT(f) offsetof(fit_ptargets, f)
+#define SERIES(...) SERIES_OF(PT, __VA_ARGS__)
 
 static const sim_cfg_key policy_schema[] = {
     SERIES("hit", hit, 0, 1, 0, "", "served KV hit rate (hit tokens / prompt tokens)"),
@@ -115,6 +132,31 @@ static const sim_cfg_key policy_schema[] = {
      .help = "tolerance of every capacity (> 0 when values are given)"},
     {.path = "capacity.metric", .type = SIM_CFG_ENUM, .offset = PT(cap.metric),
      .choices = cap_metrics, .def = "ttft_p99", .help = "latency the SLO applies to"},
+    SIDE_KEY("capacity", PT, cap),
+    {0},
+};
+
+/* Router-independent targets (section `workload`): properties of the
+ * candidate's request stream, computed without a run (docs/fit.md,
+ * "Workload targets"). */
+typedef struct fit_wtargets {
+    fit_series inf_hit;   /* measured-window infinite-cache hit at loads */
+    fit_series adm;       /* admission scale C = R * W (values: 0 or 1 entry; no loads) */
+} fit_wtargets;
+
+#define WT(f) offsetof(fit_wtargets, f)
+static const sim_cfg_key workload_schema[] = {
+    SERIES_OF(WT, "inf_hit", inf_hit, 0, 1, 0, "",
+              "measured-window infinite-cache hit rate (the bound on any router's hit)"),
+    {.path = "admission_scale.values", .type = SIM_CFG_DOUBLE_LIST, .offset = WT(adm.values),
+     .count_offset = WT(adm.n_values), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN,
+     .def = "[]", .unit = "keys",
+     .help = "observed admission scale C = R * W (destinations x warm slots from the "
+             "footprint of crsim calibrate), one value"},
+    {.path = "admission_scale.tol", .type = SIM_CFG_DOUBLE, .offset = WT(adm.tol), .min = 0,
+     .max = INFINITY, .def = "0", .unit = "keys",
+     .help = "tolerance of the admission scale (> 0 when a value is given)"},
+    SIDE_KEY("admission_scale", WT, adm),
     {0},
 };
 
@@ -133,6 +175,11 @@ typedef struct fit_top {
     int64_t budget;
     int64_t refine;
     bool prune;
+    double screen_max;     /* screen.max_residual (0: no screening) */
+    int64_t *screen_seeds; /* screen.seeds ([]: the fit's seeds) */
+    size_t n_screen_seeds;
+    char **screen_set;     /* screen.set */
+    size_t n_screen_set;
 } fit_top;
 
 #define TP(f) offsetof(fit_top, f)
@@ -164,6 +211,18 @@ static const sim_cfg_key top_schema[] = {
      .help = "skip a candidate's runs that no target reads: loads above a series' first "
              "failure of the largest SLO, but the targets' loads and the two lowest (the "
              "objective is unchanged; false: every load of every series is run and stored)"},
+    {.path = "screen.max_residual", .type = SIM_CFG_DOUBLE, .offset = TP(screen_max), .min = 0,
+     .max = INFINITY, .def = "0",
+     .help = "screening (0: none): a coarse candidate whose workload targets miss by more "
+             "than this many tolerances is not run; an alternative whose best coarse "
+             "candidate misses any target by more is not refined"},
+    {.path = "screen.seeds", .type = SIM_CFG_INT_LIST, .offset = TP(screen_seeds),
+     .count_offset = TP(n_screen_seeds), .min = 0, .max = 9007199254740992.0, .def = "[]",
+     .help = "run seeds of the coarse (screening) candidates ([]: `seeds`)"},
+    {.path = "screen.set", .type = SIM_CFG_STRING_LIST, .offset = TP(screen_set),
+     .count_offset = TP(n_screen_set), .def = "[]",
+     .help = "KEY=VALUE overrides of the coarse (screening) candidates only, after `set` "
+             "(e.g. a shorter workload.duration_s)"},
     {0},
 };
 
@@ -186,6 +245,7 @@ typedef struct fit_alt {
     size_t n_sets;
     char **free;    /* its own free parameters, "KEY=RANGE" (parsed into fit.par) */
     size_t n_free;
+    bool screened;  /* rejected at screening: not refined */
     char loc[256];
 } fit_alt;
 
@@ -198,6 +258,7 @@ typedef struct fit_cand {
     bool identified;
     int64_t exp_id;
     int64_t cand_id; /* its fit_candidates row */
+    bool screened_out; /* screening: its workload targets missed, nothing run */
     exp_store_fit_residual *res; /* n_res entries; policy/metric strings static or fit-owned */
     size_t n_res;
     char **sets;     /* alt + param overrides (owned) */
@@ -209,6 +270,8 @@ typedef struct fit {
     sim_cfgdoc *doc;
     fit_top top;
     fit_ptargets pt[64];
+    fit_wtargets wt;       /* targets.workload */
+    size_t n_wt;           /* workload target values */
     const char *pol[64];   /* policies with targets, registry order */
     size_t pol_of[64];     /* their index into pt */
     size_t n_pol;
@@ -361,6 +424,8 @@ static void make_fixed(fit *f)
     size_t u;
     plan_prune(f);
     f->fixed = sim_xcalloc(12, sizeof *f->fixed);
+    if (f->n_pol == 0) /* workload targets only: nothing is run */
+        return;
     u = (size_t)snprintf(buf, sizeof buf, "experiment.policies=[");
     for (size_t i = 0; i < f->n_pol; i++)
         u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%s", i ? ", " : "", f->pol[i]);
@@ -615,6 +680,7 @@ static int check_series(fit *f, const char *p, const char *name, size_t n_at, si
 static void fit_fini(fit *f)
 {
     sim_cfg_free(top_schema, &f->top);
+    sim_cfg_free(workload_schema, &f->wt);
     for (size_t i = 0; route_names[i] && i < 64; i++)
         sim_cfg_free(policy_schema, &f->pt[i]);
     sim_cfgdoc_destroy(f->doc);
@@ -654,7 +720,7 @@ static int load_targets(fit *f)
         n_route++;
     if (n_route > 64)
         n_route = 64;
-    sim_cfg_section *secs = sim_xcalloc(n_route + 1, sizeof *secs);
+    sim_cfg_section *secs = sim_xcalloc(n_route + 2, sizeof *secs);
     char (*pfx)[128] = sim_xcalloc(n_route, sizeof *pfx);
     secs[0] = (sim_cfg_section){.prefix = NULL, .schema = top_schema, .out = &f->top};
     for (size_t i = 0; i < n_route; i++) {
@@ -662,7 +728,9 @@ static int load_targets(fit *f)
         secs[i + 1] = (sim_cfg_section){.prefix = pfx[i], .schema = policy_schema,
                                         .out = &f->pt[i]};
     }
-    rc = sim_cfg_bind_sections(f->doc, secs, n_route + 1);
+    secs[n_route + 1] = (sim_cfg_section){.prefix = "targets.workload",
+                                          .schema = workload_schema, .out = &f->wt};
+    rc = sim_cfg_bind_sections(f->doc, secs, n_route + 2);
     free(secs);
     free(pfx);
     if (rc)
@@ -686,9 +754,26 @@ static int load_targets(fit *f)
         add_unique(&f->grid, &f->n_grid, t->e2e.loads, t->e2e.n_loads);
         add_unique(&f->slos, &f->n_slos, t->cap.slos, t->cap.n_slos);
     }
-    if (f->n_pol == 0)
+    /* Router-independent targets. */
+    {
+        const fit_wtargets *w = &f->wt;
+        if ((rc = check_series(f, "workload", "inf_hit", w->inf_hit.n_loads,
+                               w->inf_hit.n_values, w->inf_hit.tol)) ||
+            (rc = check_series(f, "workload", "admission_scale", w->adm.n_values,
+                               w->adm.n_values, w->adm.tol)))
+            return rc;
+        if (w->adm.n_values > 1) {
+            char loc[300];
+            loc_of(f, "targets.workload.admission_scale.values", NULL, loc, sizeof loc);
+            return SIM_ERROR(SIM_EINVAL, "%s: key 'targets.workload.admission_scale.values' has "
+                             "%zu values; expected one", loc, w->adm.n_values);
+        }
+        f->n_wt = w->inf_hit.n_values + w->adm.n_values;
+    }
+    if (f->n_pol == 0 && f->n_wt == 0)
         return SIM_ERROR(SIM_EINVAL, "%s: no targets; expected targets.POLICY.hit, .ttft_p99, "
-                         ".e2e_p99 or .capacity with values", o->targets_path);
+                         ".e2e_p99 or .capacity, or targets.workload.inf_hit or "
+                         ".admission_scale, with values", o->targets_path);
     add_unique(&f->grid, &f->n_grid, f->top.loads, f->top.n_loads);
     if (f->n_grid) /* qsort's array may not be NULL, even when empty (UBSan) */
         qsort(f->grid, f->n_grid, sizeof *f->grid, cmp_double);
@@ -811,11 +896,119 @@ static int load_targets(fit *f)
 
 /* ---- evaluating a candidate --------------------------------------------- */
 
-static double residual_of(double sim, double target, double tol)
+static double residual_of(double sim, double target, double tol, int side)
 {
     if (!isfinite(sim))
         return EXP_FIT_RESIDUAL_NONFINITE;
-    return (sim - target) / tol;
+    double r = (sim - target) / tol;
+    if ((side == SIDE_AT_LEAST && r > 0) || (side == SIDE_AT_MOST && r < 0))
+        return 0;
+    return r;
+}
+
+/* Metric names of a residual row: the metric, or for a bound the metric
+ * with ">=" / "<=" (static strings). */
+static const char *side_metric(const char *metric, int side)
+{
+    static const char *const tab[][3] = {
+        {"hit", "hit>=", "hit<="},
+        {"ttft_p99", "ttft_p99>=", "ttft_p99<="},
+        {"e2e_p99", "e2e_p99>=", "e2e_p99<="},
+        {"capacity_ttft_p99", "capacity_ttft_p99>=", "capacity_ttft_p99<="},
+        {"capacity_e2e_p99", "capacity_e2e_p99>=", "capacity_e2e_p99<="},
+        {"inf_hit", "inf_hit>=", "inf_hit<="},
+        {"admission_scale", "admission_scale>=", "admission_scale<="},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
+        if (strcmp(tab[i][0], metric) == 0)
+            return tab[i][side];
+    return metric;
+}
+
+static void add_res(fit_cand *c, size_t *cap, const char *pol, const char *met, double at,
+                    double tgt, double tol, int side, double sim)
+{
+    if (c->n_res == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        c->res = sim_xrealloc(c->res, *cap * sizeof *c->res);
+    }
+    c->res[c->n_res++] = (exp_store_fit_residual){
+        .policy = pol, .metric = side_metric(met, side), .at = at, .target = tgt, .tol = tol,
+        .sim = sim, .residual = residual_of(sim, tgt, tol, side)};
+}
+
+/* Objective, largest |residual| and identified flag of c from c->res. */
+static void finish_cand(fit_cand *c)
+{
+    c->obj = 0;
+    c->maxabs = 0;
+    for (size_t i = 0; i < c->n_res; i++) {
+        double r = c->res[i].residual;
+        c->obj += r * r;
+        c->maxabs = fabs(r) > c->maxabs ? fabs(r) : c->maxabs;
+    }
+    c->identified = c->maxabs <= 1;
+}
+
+/* The measured-window infinite-cache hit rate of `cfg`'s stream at `rate`
+ * requests/s, run seed `seed` (as `crsim workload describe` prints it). */
+static int inf_hit_of(const exp_config *cfg, uint64_t seed, double rate, double *out)
+{
+    exp_setup s;
+    int rc = exp_setup_init(cfg, &s);
+    if (rc)
+        return rc;
+    exp_stream *st = NULL;
+    exp_window w;
+    wl_stream_stats ss;
+    if ((rc = exp_setup_window(&s, seed, rate, 0, &w)) == SIM_OK &&
+        (rc = exp_stream_open(&s, seed, rate, &st)) == SIM_OK &&
+        (rc = wl_stream_describe_from(exp_stream_source(st), 0, (uint32_t)cfg->block_size,
+                                      w.warmup_s, &ss)) == SIM_OK)
+        *out = ss.win_requests ? ss.win_inf_hit_rate : NAN;
+    exp_stream_close(st);
+    exp_setup_fini(&s);
+    return rc;
+}
+
+/* The workload targets' residuals of the config derived with `sets` into
+ * c->res (docs/fit.md, "Workload targets"). */
+static int workload_residuals(fit *f, const char *const *sets, size_t n_sets, fit_cand *c,
+                              size_t *cap)
+{
+    if (f->n_wt == 0)
+        return SIM_OK;
+    const exp_config_src src = {.path = f->o->config_path, .sets = sets, .n_set = n_sets};
+    exp_config cfg;
+    int rc = exp_config_derive(&src, NULL, 0, &cfg);
+    if (rc)
+        return rc;
+    const uint64_t seed = (uint64_t)f->top.seeds[0];
+    const fit_series *ih = &f->wt.inf_hit;
+    for (size_t j = 0; rc == SIM_OK && j < ih->n_values; j++) {
+        double h = NAN;
+        rc = inf_hit_of(&cfg, seed, ih->loads[j], &h);
+        if (rc == SIM_OK)
+            add_res(c, cap, "workload", "inf_hit", ih->loads[j], ih->values[j], ih->tol,
+                    ih->side, h);
+    }
+    if (rc == SIM_OK && f->wt.adm.n_values) {
+        exp_calib_footprint fp;
+        uint64_t pool = 0;
+        rc = exp_calib_footprint_cfg(&cfg, seed, 0, &fp, &pool);
+        /* C = R * W with W unrounded (crsim calibrate's W is its floor):
+         * the objective moves with the footprint, not in steps of R. */
+        double cs = rc == SIM_OK && fp.tokens_per_key > 0
+                        ? (double)cfg.destinations * 0.5 * (double)pool / fp.tokens_per_key
+                        : NAN;
+        if (rc == SIM_EINVAL) /* nothing re-used: no footprint, no admission scale */
+            rc = SIM_OK;
+        if (rc == SIM_OK)
+            add_res(c, cap, "workload", "admission_scale", 0, f->wt.adm.values[0],
+                    f->wt.adm.tol, f->wt.adm.side, cs);
+    }
+    exp_config_fini(&cfg);
+    return rc;
 }
 
 static size_t grid_index(const fit *f, double load)
@@ -828,8 +1021,10 @@ static size_t grid_index(const fit *f, double load)
 
 static const char *const cap_names[] = {"capacity_ttft_p99", "capacity_e2e_p99"};
 
-/* Residuals of experiment `exp_id` against the targets into c->res. */
-static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
+/* Residuals of experiment `exp_id` (run with the `ns` seeds `seeds`)
+ * against the router targets, appended to c->res. */
+static int residuals(fit *f, exp_store *st, int64_t exp_id, const int64_t *seeds, size_t ns,
+                     fit_cand *c, size_t *cap_res)
 {
     static const char *const cols[] = {"hit_rate", "ttft_p99", "e2e_p99"};
     exp_store_run *runs = NULL;
@@ -837,7 +1032,7 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
     int rc = exp_store_read_runs(st, exp_id, cols, 3, &runs, &nr);
     if (rc)
         return rc;
-    const size_t ns = f->top.n_seeds, ng = f->n_grid;
+    const size_t ng = f->n_grid;
     /* v[((p * ns + s) * ng + g) * 3 + col] */
     double *v = sim_xmalloc(f->n_pol * ns * ng * 3 * sizeof *v);
     for (size_t i = 0; i < f->n_pol * ns * ng * 3; i++)
@@ -846,7 +1041,7 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
         size_t p = 0, s = 0, g = grid_index(f, runs[i].rate_rps);
         while (p < f->n_pol && strcmp(f->pol[p], runs[i].policy))
             p++;
-        while (s < ns && f->top.seeds[s] != runs[i].seed)
+        while (s < ns && seeds[s] != runs[i].seed)
             s++;
         if (p == f->n_pol || s == ns || g == SIZE_MAX || !runs[i].has_metrics ||
             runs[i].interrupted)
@@ -855,17 +1050,6 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
             v[((p * ns + s) * ng + g) * 3 + (size_t)k] = runs[i].v[k];
     }
     exp_store_runs_free(runs, nr);
-    size_t cap_res = 16;
-    c->res = sim_xcalloc(cap_res, sizeof *c->res);
-    c->n_res = 0;
-#define ADD(pol_, met_, at_, tgt_, tol_, sim_)                                       \
-    do {                                                                             \
-        if (c->n_res == cap_res)                                                     \
-            c->res = sim_xrealloc(c->res, (cap_res *= 2) * sizeof *c->res);          \
-        c->res[c->n_res++] = (exp_store_fit_residual){                               \
-            .policy = (pol_), .metric = (met_), .at = (at_), .target = (tgt_),       \
-            .tol = (tol_), .sim = (sim_), .residual = residual_of((sim_), (tgt_), (tol_))}; \
-    } while (0)
     for (size_t p = 0; p < f->n_pol; p++) {
         const fit_ptargets *t = &f->pt[f->pol_of[p]];
         const fit_series *ser[3] = {&t->hit, &t->ttft, &t->e2e};
@@ -876,8 +1060,8 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
                 double sum = 0;
                 for (size_t s = 0; s < ns; s++)
                     sum += v[((p * ns + s) * ng + g) * 3 + (size_t)k];
-                ADD(f->pol[p], names[k], ser[k]->loads[j], ser[k]->values[j], ser[k]->tol,
-                    sum / (double)ns);
+                add_res(c, cap_res, f->pol[p], names[k], ser[k]->loads[j], ser[k]->values[j],
+                        ser[k]->tol, ser[k]->side, sum / (double)ns);
             }
         double *m = sim_xmalloc(ng * sizeof *m);
         for (size_t j = 0; j < t->cap.n_values; j++) {
@@ -889,21 +1073,12 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, fit_cand *c)
                 }
                 sum += exp_fit_capacity_smooth(f->grid, m, ng, t->cap.slos[j]);
             }
-            ADD(f->pol[p], cap_names[t->cap.metric], t->cap.slos[j], t->cap.values[j],
-                t->cap.tol, sum / (double)ns);
+            add_res(c, cap_res, f->pol[p], cap_names[t->cap.metric], t->cap.slos[j],
+                    t->cap.values[j], t->cap.tol, t->cap.side, sum / (double)ns);
         }
         free(m);
     }
-#undef ADD
     free(v);
-    c->obj = 0;
-    c->maxabs = 0;
-    for (size_t i = 0; i < c->n_res; i++) {
-        double r = c->res[i].residual;
-        c->obj += r * r;
-        c->maxabs = fabs(r) > c->maxabs ? fabs(r) : c->maxabs;
-    }
-    c->identified = c->maxabs <= 1;
     return SIM_OK;
 }
 
@@ -955,7 +1130,8 @@ static void progress(fit *f, const fit_cand *c)
     double eta = done < f->planned ? el / (double)done * (double)(f->planned - done) : 0;
     fprintf(f->o->progress ? f->o->progress : stderr, "fit: [%zu/%zu] %s %s {%s} objective %.4g (best %.4g)%s  %.0f s, ETA %.0f s\n",
             done, f->planned, c->stage, f->alt[c->alt].name, c->point, c->obj, best,
-            c->identified ? " within tolerance" : "", el, eta);
+            c->screened_out ? " screened out (workload targets; not run)"
+            : c->identified ? " within tolerance" : "", el, eta);
 }
 
 /* Evaluate one candidate: one experiment of exp_run into the fit's
@@ -977,26 +1153,64 @@ static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, con
     f->n_cand++;
     size_t n = 0;
     const char **s = all_sets(f, c->sets, c->n_sets, &n);
-    const char **runsets = sim_xcalloc(f->o->n_set + n + 1, sizeof *runsets);
+    const size_t n_scr = f->top.n_screen_set + 1;
+    const char **runsets = sim_xcalloc(f->o->n_set + n + n_scr + 1, sizeof *runsets);
     for (size_t i = 0; i < f->o->n_set; i++)
         runsets[i] = f->o->sets[i];
     if (n)
         memcpy(runsets + f->o->n_set, s, n * sizeof *s);
     free(s);
-    exp_run_opts ro = {.config_path = f->o->config_path, .sets = runsets,
-                       .n_set = f->o->n_set + n, .jobs = f->o->jobs ? f->o->jobs : 1,
-                       .quiet = true, .stop = f->o->stop,
-                       .prune_keep = f->prune_on ? f->keep : NULL,
-                       .n_prune_keep = f->prune_on ? f->n_keep : 0};
-    int rc = exp_run(&ro, f->devnull);
+    size_t n_run = f->o->n_set + n, cap = 0;
+    /* Router-independent targets first (no run): the candidate's full
+     * config, not the screening one. */
+    int rc = workload_residuals(f, runsets, n_run, c, &cap);
+    finish_cand(c);
+    const double wmax = c->maxabs;
+    const bool screening = f->top.screen_max > 0 && strcmp(stage, "coarse") == 0;
+    const int64_t *seeds = f->top.seeds;
+    size_t ns = f->top.n_seeds;
+    char seedbuf[4096];
+    if (rc == SIM_OK && screening) {
+        c->stage = stage = "screen";
+        c->screened_out = wmax > f->top.screen_max;
+        for (size_t i = 0; i < f->top.n_screen_set; i++)
+            runsets[n_run++] = f->top.screen_set[i];
+        if (f->top.n_screen_seeds) {
+            seeds = f->top.screen_seeds;
+            ns = f->top.n_screen_seeds;
+            size_t u = (size_t)snprintf(seedbuf, sizeof seedbuf, "experiment.seeds=[");
+            for (size_t i = 0; i < ns && u < sizeof seedbuf - 32; i++)
+                u += (size_t)snprintf(seedbuf + u, sizeof seedbuf - u, "%s%lld", i ? ", " : "",
+                                      (long long)seeds[i]);
+            snprintf(seedbuf + u, sizeof seedbuf - u, "]");
+            runsets[n_run++] = seedbuf;
+        }
+    }
+    const bool run = rc == SIM_OK && f->n_pol > 0 && !c->screened_out;
+    if (run) {
+        exp_run_opts ro = {.config_path = f->o->config_path, .sets = runsets, .n_set = n_run,
+                           .jobs = f->o->jobs ? f->o->jobs : 1, .quiet = true,
+                           .stop = f->o->stop, .prune_keep = f->prune_on ? f->keep : NULL,
+                           .n_prune_keep = f->prune_on ? f->n_keep : 0};
+        rc = exp_run(&ro, f->devnull);
+    }
     free(runsets);
     if (rc)
         return rc;
     exp_store *st = NULL;
     if ((rc = exp_store_open(f->db, &st)))
         return rc;
-    if ((rc = exp_store_latest_experiment(st, &c->exp_id)) == SIM_OK &&
-        (rc = residuals(f, st, c->exp_id, c)) == SIM_OK) {
+    if (run && (rc = exp_store_latest_experiment(st, &c->exp_id)) == SIM_OK)
+        rc = residuals(f, st, c->exp_id, seeds, ns, c, &cap);
+    if (rc == SIM_OK) {
+        finish_cand(c);
+        /* A screening candidate is never identified (short runs, fewer
+         * seeds); one screened out has no router residuals and an
+         * objective above every run candidate's. */
+        if (screening)
+            c->identified = false;
+        if (c->screened_out)
+            c->obj += EXP_FIT_SCREENED_PENALTY;
         exp_store_fit_candidate row = {
             .fit_id = f->fit_id, .experiment_id = c->exp_id, .seq = (int64_t)(f->n_cand - 1),
             .alternative = f->alt[alt].name, .stage = stage, .overrides = c->point,
@@ -1092,14 +1306,21 @@ static size_t alt_cells(const fit *f, size_t alt)
 static int refine(fit *f, size_t alt)
 {
     f->nm_d = alt_dims(f, alt, f->nm_map);
-    if (f->nm_d == 0 || f->top.refine == 0)
-        return SIM_OK;
     /* Start: the alternative's best candidate so far. */
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < f->n_cand; i++)
         if (f->cand[i].alt == alt && (best == SIZE_MAX || f->cand[i].obj < f->cand[best].obj))
             best = i;
     if (best == SIZE_MAX)
+        return SIM_OK;
+    /* Screening: an alternative whose best coarse candidate misses a
+     * target by more than screen.max_residual is rejected, not refined
+     * (also reported with refine: 0). */
+    if (f->top.screen_max > 0 && !(f->cand[best].maxabs <= f->top.screen_max)) {
+        f->alt[alt].screened = true;
+        return SIM_OK;
+    }
+    if (f->nm_d == 0 || f->top.refine == 0)
         return SIM_OK;
     size_t disc[64] = {0};
     for (size_t k = 0; k + f->n_cont < f->n_par; k++)
@@ -1249,11 +1470,23 @@ static int write_fitted(const fit *f, const fit_cand *c, const char *path)
     return SIM_OK;
 }
 
+/* Is candidate i a better best point than b (SIZE_MAX: none)?  A
+ * screening candidate (short runs) ranks below every refined one. */
+static bool better(const fit *f, size_t i, size_t b)
+{
+    if (b == SIZE_MAX)
+        return true;
+    bool si = strcmp(f->cand[i].stage, "screen") == 0, sb = strcmp(f->cand[b].stage, "screen") == 0;
+    if (si != sb)
+        return sb;
+    return f->cand[i].obj < f->cand[b].obj;
+}
+
 static int report(fit *f, FILE *out)
 {
     size_t best = 0;
     for (size_t i = 1; i < f->n_cand; i++)
-        if (f->cand[i].obj < f->cand[best].obj)
+        if (better(f, i, best))
             best = i;
     fprintf(out, "fit %lld: %zu candidates of %s against %s, stored in %s (%.0f s)\n",
             (long long)f->fit_id, f->n_cand, f->o->config_path, f->o->targets_path, f->db,
@@ -1267,16 +1500,17 @@ static int report(fit *f, FILE *out)
                 continue;
             n++;
             id += f->cand[i].identified;
-            if (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj)
+            if (better(f, i, b))
                 b = i;
         }
-        fprintf(out, "%-28s %10zu %10zu %12.4g  %s\n", f->alt[a].name, n, id,
-                b == SIZE_MAX ? NAN : f->cand[b].obj, b == SIZE_MAX ? "" : f->cand[b].point);
+        fprintf(out, "%-28s %10zu %10zu %12.4g  %s%s\n", f->alt[a].name, n, id,
+                b == SIZE_MAX ? NAN : f->cand[b].obj, b == SIZE_MAX ? "" : f->cand[b].point,
+                f->alt[a].screened ? "  [rejected at screening]" : "");
     }
     for (size_t a = 0; a < f->n_alt; a++) {
         size_t b = SIZE_MAX;
         for (size_t i = 0; i < f->n_cand; i++)
-            if (f->cand[i].alt == a && (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj))
+            if (f->cand[i].alt == a && better(f, i, b))
                 b = i;
         if (b == SIZE_MAX)
             continue;
@@ -1320,7 +1554,7 @@ static int report(fit *f, FILE *out)
             if (f->cand[i].alt == a) {
                 n++;
                 id += f->cand[i].identified;
-                if (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj)
+                if (better(f, i, b))
                     b = i;
             }
         char path[1300] = "";

@@ -27,6 +27,11 @@
  * and the objective stays finite for Nelder-Mead. */
 #define EXP_FIT_RESIDUAL_NONFINITE 1000.0
 
+/* Added to the objective of a screening candidate whose workload targets
+ * missed by more than screen.max_residual (docs/fit.md, "Screening"): it
+ * has no router residuals, and must rank below every candidate that ran. */
+#define EXP_FIT_SCREENED_PENALTY 1e9
+
 /* The outcome of a fit per structural alternative (exp_fit_opts.result). */
 typedef struct exp_fit_alt_result {
     char *name;            /* the alternative ("base" without alternatives) */

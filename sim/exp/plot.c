@@ -21,12 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/core/datadir.h"
+#include "models/routers/route.h"
 #include "sim/core/error.h"
 #include "sim/exp/report_int.h"
-
-#ifndef CRSIM_SCRIPT_DIR
-#define CRSIM_SCRIPT_DIR "scripts"
-#endif
 
 extern char **environ;
 
@@ -300,6 +298,39 @@ static int write_hit(const exp__report *r, const exp__rep_point *pt, const char 
     return close_data(f, path);
 }
 
+/* serving.tsv: one row per policy at the report rate: the serving
+ * metrics of the report's second table (exp__serving_cols; means over
+ * seeds; NaN as '?', +Inf as 'inf') and the joint SLO's capacity
+ * string.  A data file only (no figure). */
+static int write_serving(const exp__report *r, const exp__rep_point *pt, const char *path)
+{
+    int rc = SIM_OK;
+    FILE *f = open_data(path, &rc);
+    if (!f)
+        return rc;
+    fprintf(f, "# crsim plot: serving metrics at %g requests/s, means over seeds, of "
+            "experiment %lld point %lld (s; requests/s; tokens/s)\n# policy", r->rate_rps,
+            (long long)r->id, (long long)pt->point);
+    for (size_t k = 0; k < EXP_SERVING_COLS; k++)
+        fprintf(f, "\t%s", exp__serving_cols[k]);
+    fprintf(f, "\tjoint_capacity\n");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        const exp__rep_cell *cell = &pt->cells[c];
+        fputs(cell->policy, f);
+        for (size_t k = 0; k < EXP_SERVING_COLS; k++) {
+            if (isinf(cell->serving[k]))
+                fputs("\tinf", f);
+            else
+                put_num(f, cell->serving[k]);
+        }
+        char buf[160] = "-";
+        if (r->joint)
+            exp_capacity_format(&cell->joint, buf, sizeof buf);
+        fprintf(f, "\t%s\n", buf);
+    }
+    return close_data(f, path);
+}
+
 /* ---- timeline (experiment.timeline_s) ---- */
 
 /* One line of the timeline figure: a (point, policy) at the report rate,
@@ -561,6 +592,38 @@ static int write_timeline(const exp__report *r, const tl_plot *t, const char *pa
 }
 
 /* The gnuplot variables of the timeline figure. */
+/* One colour per router, the same in every figure and experiment (issue 39
+ * item 9): the router's index in route_registry picks an entry of a fixed
+ * palette (Tableau 10, then 10 darker tones: 20 distinct colours).  A name
+ * not in the registry takes the palette after the registered ones. */
+static const char *palette_color(size_t i)
+{
+    static const char *const palette[] = {
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+        "#7f7f7f", "#bcbd22", "#17becf", "#0b3d62", "#a84d00", "#145214", "#7a1414",
+        "#4b2d6b", "#4a2b24", "#8e2f6f", "#333333", "#5f6011", "#0b6470"};
+    return palette[i % (sizeof palette / sizeof *palette)];
+}
+
+static const char *router_color(const char *policy)
+{
+    size_t i = 0;
+    for (; route_registry[i]; i++)
+        if (strcmp(route_registry[i]->name, policy) == 0)
+            break;
+    return palette_color(i);
+}
+
+/* The gnuplot variable colors: one "#rrggbb" word per policy of `pt`, in
+ * the order of its policies list. */
+static void color_vars(sbuf *b, const exp__rep_point *pt)
+{
+    sb_printf(b, "; colors='");
+    for (size_t c = 0; c < pt->n_cells; c++)
+        sb_printf(b, "%s%s", c ? " " : "", router_color(pt->cells[c].policy));
+    sb_printf(b, "'");
+}
+
 static void tl_vars(sbuf *b, const tl_plot *t)
 {
     sb_printf(b, "; series='");
@@ -568,7 +631,29 @@ static void tl_vars(sbuf *b, const tl_plot *t)
     for (size_t j = 0; j < t->n_ser; j++)
         if (!t->ser[j].drop)
             sb_printf(b, "%s%s", k++ ? " " : "", t->ser[j].title);
-    sb_printf(b, "'; ceiling=%.10g; ymin=%.10g; anyinf=%d; window=%.10g", t->ceiling, t->ymin,
+    /* Router colours when each series is one router (one point); with
+     * several points a router has several series: colours by series. */
+    bool distinct = true;
+    for (size_t j = 0; j < t->n_ser; j++)
+        for (size_t i = 0; i < j && distinct; i++)
+            if (!t->ser[i].drop && !t->ser[j].drop &&
+                strcmp(t->ser[i].policy, t->ser[j].policy) == 0)
+                distinct = false;
+    sb_printf(b, "'; colors='");
+    k = 0;
+    for (size_t j = 0; j < t->n_ser; j++)
+        if (!t->ser[j].drop) {
+            sb_printf(b, "%s%s", k ? " " : "",
+                      distinct ? router_color(t->ser[j].policy) : palette_color(k));
+            k++;
+        }
+    double hitmax = 0; /* the hit panel's top, % (0 when every hit is 0) */
+    for (size_t j = 0; j < t->n_ser; j++)
+        for (size_t w = 0; !t->ser[j].drop && w < t->n_win; w++)
+            if (t->ser[j].n_hit[w] > 0 && isfinite(t->ser[j].hit[w]))
+                hitmax = fmax(hitmax, 100 * t->ser[j].hit[w]);
+    sb_printf(b, "'; hitmax=%.10g", hitmax);
+    sb_printf(b, "; ceiling=%.10g; ymin=%.10g; anyinf=%d; window=%.10g", t->ceiling, t->ymin,
               t->any_inf ? 1 : 0, t->w_s);
     sb_printf(b, "; events='");
     for (size_t e = 0; e < t->n_ev; e++)
@@ -667,10 +752,9 @@ static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
     sb_printf(b, "'; rate=%.10g; nseeds=%zu", r->rate_rps, r->n_seeds);
 }
 
-const char *exp_plot_script_dir(void)
+int exp_plot_script_dir(char **out)
 {
-    const char *d = getenv("CRSIM_SCRIPT_DIR");
-    return d && *d ? d : CRSIM_SCRIPT_DIR;
+    return sim_datadir_find("CRSIM_SCRIPT_DIR", "scripts", out);
 }
 
 int exp_plot_main(const exp_cli_args *a)
@@ -685,13 +769,32 @@ int exp_plot_main(const exp_cli_args *a)
         return exp_cli_fail(rc);
     exp__report_warn(r);
 
+    /* The scripts' folder, found before anything is written; if it is
+     * missing the data files are still written and the message printed
+     * where gnuplot would run. */
+    char *sdir = NULL, sdir_msg[1024] = "";
+    if (exp_plot_script_dir(&sdir))
+        snprintf(sdir_msg, sizeof sdir_msg, "%s", sim_errmsg());
+
     char *dir;
     if (out_dir) {
         dir = sim_xstrdup(out_dir);
     } else {
+        /* Beside the database, named after it (results/x.db -> results/x/),
+         * so two databases never share a folder (issue 39 item 9); an
+         * experiment not named as its database adds its name. */
         char *nm = safe_name(r->name);
         sbuf b = {0};
-        sb_printf(&b, "results/%s", nm);
+        size_t pl = strlen(path);
+        const char *slash = strrchr(path, '/'), *stem = slash ? slash + 1 : path;
+        size_t sl = strlen(stem);
+        if (sl > 3 && strcmp(stem + sl - 3, ".db") == 0) {
+            sl -= 3;
+            pl -= 3;
+        }
+        sb_printf(&b, "%.*s", (int)pl, path);
+        if (sl != strlen(nm) || strncmp(stem, nm, sl) != 0)
+            sb_printf(&b, "-%s", nm);
         free(nm);
         dir = b.s;
     }
@@ -716,8 +819,9 @@ int exp_plot_main(const exp_cli_args *a)
             sbuf data = {0}, base = {0}, vars = {0}, script = {0};
             sb_printf(&data, "%s/%s%s.tsv", dir, kinds[k], sfx);
             sb_printf(&base, "%s/%s%s", dir, kinds[k], sfx);
-            sb_printf(&script, "%s/plot-%s.gp", exp_plot_script_dir(), kinds[k]);
+            sb_printf(&script, "%s/plot-%s.gp", sdir ? sdir : "scripts", kinds[k]);
             common_vars(&vars, r, pt, data.s, base.s);
+            color_vars(&vars, pt);
             if (k == 0) {
                 double ymax = 1;
                 rc = write_capacity(r, pt, data.s, &ymax);
@@ -736,6 +840,14 @@ int exp_plot_main(const exp_cli_args *a)
             free(data.s);
             jobs[n_jobs++] = (job){.script = script.s, .vars = vars.s, .outbase = base.s};
         }
+        if (rc == SIM_OK) { /* the serving metrics: data only */
+            sbuf data = {0};
+            sb_printf(&data, "%s/serving%s.tsv", dir, sfx);
+            rc = write_serving(r, pt, data.s);
+            if (rc == SIM_OK)
+                printf("wrote %s\n", data.s);
+            free(data.s);
+        }
     }
 
     /* The timeline figure, when the runs at the report rate stored one. */
@@ -753,7 +865,7 @@ int exp_plot_main(const exp_cli_args *a)
             sbuf data = {0}, base = {0}, vars = {0}, script = {0};
             sb_printf(&data, "%s/timeline.tsv", dir);
             sb_printf(&base, "%s/timeline", dir);
-            sb_printf(&script, "%s/plot-timeline.gp", exp_plot_script_dir());
+            sb_printf(&script, "%s/plot-timeline.gp", sdir ? sdir : "scripts");
             common_vars(&vars, r, &(exp__rep_point){.label = (char *)""}, data.s, base.s);
             tl_vars(&vars, &t);
             rc = write_timeline(r, &t, data.s);
@@ -767,6 +879,7 @@ int exp_plot_main(const exp_cli_args *a)
     }
 
     int status = rc ? exp_cli_fail(rc) : 0;
+    size_t n_jobs_run = n_jobs;
     char *gnuplot = NULL;
     if (rc == SIM_OK && r->n_points == 0) {
         fprintf(stderr, "crsim: experiment %lld has no complete runs: nothing to plot\n",
@@ -779,10 +892,15 @@ int exp_plot_main(const exp_cli_args *a)
                                                                    : "gnuplot", dir);
         status = 1;
     }
-    for (size_t j = 0; gnuplot && j < n_jobs; j++) {
+    if (gnuplot && !sdir) {
+        fprintf(stderr, "crsim: %s; the data files are in %s/\n", sdir_msg, dir);
+        status = 1;
+        n_jobs_run = 0;
+    }
+    for (size_t j = 0; gnuplot && j < n_jobs_run; j++) {
         if (access(jobs[j].script, R_OK) != 0) {
             fprintf(stderr, "crsim: %s: cannot read the gnuplot script: %s (set "
-                    "CRSIM_SCRIPT_DIR to the scripts/ folder of the crsim source)\n",
+                    "CRSIM_SCRIPT_DIR to the folder of crsim's plot-*.gp scripts)\n",
                     jobs[j].script, strerror(errno));
             status = 1;
             break;
@@ -805,6 +923,7 @@ int exp_plot_main(const exp_cli_args *a)
     }
     free(jobs);
     free(gnuplot);
+    free(sdir);
     free(dir);
     exp__report_free(r);
     return status;

@@ -17,8 +17,7 @@
  * experiment has several) it writes capacity.tsv, p99.tsv and hit.tsv,
  * then runs gnuplot on scripts/plot-capacity.gp, plot-p99.gp and
  * plot-hit.gp to produce capacity.png/.svg, p99.png/.svg and hit.png/.svg.
- * The scripts are looked up in $CRSIM_SCRIPT_DIR, else the compile-time
- * CRSIM_SCRIPT_DIR (default "scripts"); the gnuplot binary is
+ * The scripts are looked up as exp_plot_script_dir says; the gnuplot binary is
  * $CRSIM_GNUPLOT, else "gnuplot" in PATH.  Prints the files written to
  * stdout and errors as one line "crsim: <message>" on stderr.
  * Returns the process exit status: 0 success; 2 bad input (as
@@ -33,10 +32,13 @@ int exp_plot_main(const exp_cli_args *a);
  * `crsim regime`).
  */
 
-/* The folder of the gnuplot scripts: $CRSIM_SCRIPT_DIR, else the
- * compile-time CRSIM_SCRIPT_DIR (default "scripts").  A static or
- * environment string: do not free.  Cannot fail. */
-const char *exp_plot_script_dir(void);
+/* The folder of the gnuplot scripts into *out (a new string the caller
+ * frees): $CRSIM_SCRIPT_DIR if set, else the first existing "scripts"
+ * folder beside the binary, in the installed data folder
+ * (<prefix>/share/crsim/scripts, found relative to the binary) or in the
+ * source tree it was built from (sim/core/datadir.h).  Returns SIM_OK, or
+ * SIM_EIO naming every place looked at (*out NULL). */
+int exp_plot_script_dir(char **out);
 
 /* The path of the gnuplot binary: $CRSIM_GNUPLOT (a path, or a name looked
  * up in PATH), else "gnuplot" in PATH.  Returns a malloc'd string the

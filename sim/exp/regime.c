@@ -76,6 +76,10 @@ enum exp_verdict exp_regime_verdict(const exp_cap_interval *cand, const exp_cap_
 
 /* ---- options ---- */
 
+/* Times the simulation grid may move by 3x to resolve censored capacities
+ * (3^4 = 81x from the first grid). */
+#define REGIME_GRID_MOVES 4
+
 typedef struct regime_opts {
     const char *config;
     const char **sets;
@@ -126,6 +130,11 @@ typedef struct regime_eval {
     char pol[16][64];
     double pol_cap[16], pol_hit[16];
     size_t n_pol;
+    char trace_rule[512];    /* a trace's reading rules (format, key, prefix, tick), or "" */
+    char reason_buf[512];    /* a reason with numbers in it (ev->reason may point here) */
+    int grid_moves;          /* times the load grid moved to resolve censored capacities */
+    const char *grid_stop;   /* why the grid stopped moving with capacities censored, or NULL */
+    bool no_prefix_info;     /* a trace read with trace_prefix none (no reuse by assumption) */
 } regime_eval;
 
 double exp_regime_round_load(double x)
@@ -280,6 +289,53 @@ static int simulate(const regime_opts *o, const char *const *all, size_t n_all, 
     return SIM_OK;
 }
 
+/* The reason when the diagnostic finds no reuse: a measured fact for a
+ * workload with prompt content, an assumption of the format for a trace
+ * read without it (issue 39 item 5). */
+static const char *nothing_reason(regime_eval *ev)
+{
+    if (ev->no_prefix_info)
+        return "nothing to recover, by assumption: this trace carries no prompt content "
+               "(workload.trace_prefix none: every prompt block is taken as unique), so no "
+               "request can re-use a cached prefix here; that is an assumption of the format, "
+               "not a measurement of the traffic. To supply prefix information: "
+               "workload.key_field (a session or tenant column) with workload.trace_prefix "
+               "per_key and trace_prefix_tokens N, or a JSONL trace with hash_ids "
+               "(docs/trace-replay.md) (tie/lose)";
+    return "nothing to recover: no request of this workload re-uses a cached prefix (the "
+           "prompts' blocks, as read, are all distinct) (tie/lose)";
+}
+
+static bool is_cache_blind(const char *router)
+{
+    return strcmp(router, "flat_lb") == 0 || strcmp(router, "round_robin") == 0 ||
+           strcmp(router, "random") == 0;
+}
+
+/* The baseline's own routing mechanism, for the reasons (issue 39 item 7). */
+static const char *mechanism(const char *router)
+{
+    static const struct {
+        const char *name, *what;
+    } m[] = {
+        {"flat_lb", "cache-blind load balancing"},
+        {"round_robin", "cache-blind round robin"},
+        {"random", "cache-blind random choice"},
+        {"sticky", "key affinity without load or replicas (consistent hashing of the key)"},
+        {"chwbl", "consistent hashing of the key with bounded loads"},
+        {"dualmap", "two hash choices per key, the less loaded"},
+        {"preble", "prefix-tree matching with load balancing"},
+        {"sglang_cache_aware", "the SGLang router's prefix-tree matching"},
+        {"aibrix_prefix", "AIBrix's prefix-hash matching"},
+        {"dynamo_kv", "Dynamo's KV-event overlap scoring against load"},
+        {"llmd", "llm-d's prefix-cache and load scorers"},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+        if (strcmp(m[i].name, router) == 0)
+            return m[i].what;
+    return "its own routing rule";
+}
+
 /*
  * Evaluate one workload point.  `calib` (may be NULL) supplies q_cap and W
  * measured elsewhere (the region map calibrates once at its base).
@@ -298,6 +354,14 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     exp_setup s;
     if ((rc = exp_setup_init(&cfg, &s)))
         goto out_cfg;
+    if (s.is_trace) { /* the tick and key rule the runs use (issue 39 item 2) */
+        FILE *m = fmemopen(ev->trace_rule, sizeof ev->trace_rule, "w");
+        if (m) {
+            exp_setup_print_trace_rule(&cfg, s.trace, s.tick_s, s.tick_detected, m);
+            fclose(m);
+        }
+        ev->no_prefix_info = strcmp(s.trace->prefix, "none") == 0;
+    }
     if (cfg.destinations < 2) {
         rc = SIM_ERROR(SIM_EINVAL, "%s: a cluster of %lld destination: every router sends "
                        "everything to it, so there is nothing to decide; expected "
@@ -327,7 +391,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
             ev->diag_wall_s = sim_wall_s() - t0;
             ev->verdict = EXP_TIE;
             ev->ratio = NAN;
-            ev->reason = "nothing to recover: no request re-uses a cached prefix (tie/lose)";
+            ev->reason = nothing_reason(ev);
             goto out_setup;
         }
     }
@@ -427,13 +491,13 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     free(share);
 
     /* 4. Paired simulations, unless there is nothing to recover.  The grid
-     * spans 0.1-1.1 x R·q_cap; when every seed of both policies passes at
-     * the top (or fails at the bottom), the capacities are not resolved and
-     * the grid moves up (down) by 3x, at most twice. */
+     * spans 0.1-1.1 x R·q_cap; while a seed of either router passes at the
+     * top (or fails at the bottom), its capacity is not resolved and the
+     * grid moves up (down) by 3x, at most REGIME_GRID_MOVES times. */
     const double fr[7] = {0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 1.1};
     double scale = 1.0;
     bool nothing = ev->diag.affinity_hit < 0.005;
-    for (int attempt = 0; attempt < 3 && !o->fast && !nothing; attempt++) {
+    for (int attempt = 0; attempt <= REGIME_GRID_MOVES && !o->fast && !nothing; attempt++) {
         for (int i = 0; i < 7; i++) {
             ev->loads[i] = exp_regime_round_load(fr[i] * scale * ev->n_dest * ev->q_cap);
         }
@@ -444,22 +508,35 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         ev->simulated = true;
         ev->verdict = exp_regime_verdict(ev->cap_cr, ev->cap_fl, ns, o->tie, &ev->ratio,
                                          &ev->ratio_lo, &ev->ratio_hi);
-        bool all_right = true, all_left = true;
+        /* Both routers must be resolved (issue 39 items 4 and 7): a seed of
+         * either above the grid moves it up, one below moves it down; both
+         * at once, or the move limit, stop it (the output says which). */
+        bool any_right = false, any_left = false;
         for (size_t i = 0; i < ns; i++) {
-            all_right &= isinf(ev->cap_cr[i].hi) && isinf(ev->cap_fl[i].hi);
-            all_left &= ev->cap_cr[i].lo == 0 && ev->cap_fl[i].lo == 0;
+            any_right |= isinf(ev->cap_cr[i].hi) || isinf(ev->cap_fl[i].hi);
+            any_left |= ev->cap_cr[i].lo == 0 || ev->cap_fl[i].lo == 0;
         }
-        if (!all_right && !all_left)
+        ev->grid_stop = NULL;
+        if (!any_right && !any_left)
             break;
-        if (attempt < 2) {
-            scale *= all_right ? 3.0 : 1.0 / 3.0;
-            if (log)
-                fprintf(log, "regime: capacities not resolved on the grid; moving it %s\n",
-                        all_right ? "up" : "down");
-            free(ev->cap_cr);
-            free(ev->cap_fl);
-            ev->cap_cr = ev->cap_fl = NULL;
+        if (any_right && any_left) {
+            ev->grid_stop = "one router passes the top of the grid while another fails at its "
+                            "bottom: no single 11x grid resolves both";
+            break;
         }
+        if (attempt == REGIME_GRID_MOVES) {
+            ev->grid_stop = "the grid reached its move limit (REGIME_GRID_MOVES, 3x each) "
+                            "without resolving both routers";
+            break;
+        }
+        scale *= any_right ? 3.0 : 1.0 / 3.0;
+        ev->grid_moves++;
+        if (log)
+            fprintf(log, "regime: capacities not resolved on the grid; moving it %s\n",
+                    any_right ? "up" : "down");
+        free(ev->cap_cr);
+        free(ev->cap_fl);
+        ev->cap_cr = ev->cap_fl = NULL;
     }
     if (!ev->simulated) {
         ev->verdict = EXP_TIE; /* not simulated: reported as tie/lose */
@@ -469,7 +546,7 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
     /* 5. The deciding condition. */
     const double recov = ev->diag.recoverable;
     if (nothing)
-        ev->reason = "nothing to recover: no request re-uses a cached prefix (tie/lose)";
+        ev->reason = nothing_reason(ev);
     else if (ev->verdict != EXP_WIN && recov < 0.05)
         ev->reason = "little recoverable prefix work: spreading already finds almost every "
                      "prefix affinity would";
@@ -485,6 +562,24 @@ static int evaluate(const regime_opts *o, const char *const *extra, size_t n_ext
         ev->reason = "recoverable prefix work: affinity keeps prefixes that spreading evicts";
     else
         ev->reason = "recoverable work too small against the cost of concentrating load";
+    /* The conditions above compare affinity with cache-blind spreading (the
+     * diagnostic); a baseline that is not cache-blind is judged by its own
+     * mechanism and its measured hits (issue 39 item 7). */
+    if (ev->simulated && !nothing && !is_cache_blind(o->baseline)) {
+        snprintf(ev->reason_buf, sizeof ev->reason_buf,
+                 "%s against %s (%s): it keeps %.1f %% prefix hits at the middle load to "
+                 "cacheroute's %.1f %%%s", ev->verdict == EXP_WIN ? "cacheroute wins"
+                 : ev->verdict == EXP_LOSE ? "cacheroute loses" : "no decisive difference",
+                 o->baseline, mechanism(o->baseline), 100 * ev->hit_fl, 100 * ev->hit_cr,
+                 ev->verdict == EXP_WIN ? ", and cacheroute's replicas and admission carry "
+                                          "more load within the SLO"
+                 : ev->hit_fl >= ev->hit_cr ? ": the baseline already recovers the prefix work "
+                                              "affinity would, so planned placement adds no "
+                                              "capacity"
+                                            : ": the extra hits do not buy capacity beyond the "
+                                              "tie band");
+        ev->reason = ev->reason_buf;
+    }
 out_setup:
     exp_setup_fini(&s);
 out_cfg:
@@ -527,20 +622,80 @@ static size_t best_router(const regime_eval *ev, double tie)
     return b;
 }
 
+/* Whether a seed's capacity is censored above (passes the top of the
+ * grid) or below (fails at its bottom). */
+static bool cens_hi(const exp_cap_interval *c) { return isinf(c->hi); }
+static bool cens_lo(const exp_cap_interval *c) { return c->lo == 0 && c->hi > 0; }
+
+/* The verdict rule, stated, and the numbers that apply it (issue 39
+ * items 3 and 4): the ratio of means as a bound when a capacity is
+ * censored, the band, and the two routers' seed ranges. */
+static void print_rule(const regime_opts *o, const regime_eval *ev, FILE *out)
+{
+    const size_t n = ev->n_seeds;
+    bool up = false, down = false; /* the true ratio may be higher / lower */
+    double c_lo = INFINITY, c_hi = 0, b_lo = INFINITY, b_hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        up |= cens_hi(&ev->cap_cr[i]) || cens_lo(&ev->cap_fl[i]);
+        down |= cens_hi(&ev->cap_fl[i]) || cens_lo(&ev->cap_cr[i]);
+        c_lo = fmin(c_lo, ev->cap_cr[i].lo);
+        c_hi = fmax(c_hi, ev->cap_cr[i].hi);
+        b_lo = fmin(b_lo, ev->cap_fl[i].lo);
+        b_hi = fmax(b_hi, ev->cap_fl[i].hi);
+    }
+    const double lo = 1 - o->tie, hi = 1 + o->tie;
+    char ratio[96];
+    if (up && down)
+        snprintf(ratio, sizeof ratio, "undetermined (both routers censored; %.2f with the "
+                 "bounds as values)", ev->ratio);
+    else
+        snprintf(ratio, sizeof ratio, "%s%.2f", up ? ">= " : down ? "<= " : "", ev->ratio);
+    fprintf(out, "  rule: win if the capacity ratio (mean over seeds) > %.2f and every "
+            "cacheroute seed lies above every %s seed; lose if < %.2f and every one below; "
+            "else tie\n", hi, o->baseline, lo);
+    fprintf(out, "  capacity ratio cacheroute/%s %s%s (per-seed bounds %.2f .. %.2f); band "
+            "%.2f .. %.2f (+-%.0f %%)\n", o->baseline, ratio,
+            up || down ? ", a bound: a censored capacity counts at its grid end" : "",
+            ev->ratio_lo, ev->ratio_hi, lo, hi, 100 * o->tie);
+    char cr[48], bl[48];
+    snprintf(cr, sizeof cr, c_hi < INFINITY ? "%.3g .. %.3g" : "%.3g .. inf", c_lo, c_hi);
+    snprintf(bl, sizeof bl, b_hi < INFINITY ? "%.3g .. %.3g" : "%.3g .. inf", b_lo, b_hi);
+    const bool above = c_lo > b_hi, below = c_hi < b_lo;
+    const char *band = (up && down) ? "undetermined"
+                       : ev->ratio > hi ? (down ? "above the band as a bound only" : "above the band")
+                       : ev->ratio < lo ? (up ? "below the band as a bound only" : "below the band")
+                                        : "inside the band";
+    fprintf(out, "  applied: ratio %s; seed ranges cacheroute %s, %s %s: %s -> %s\n", band, cr,
+            o->baseline, bl, above ? "cacheroute above" : below ? "cacheroute below"
+                                                            : "they overlap",
+            exp_verdict_name(ev->verdict));
+    if (ev->grid_moves || ev->grid_stop)
+        fprintf(out, "  load grid moved %d time%s (3x each) to resolve censored capacities%s%s\n",
+                ev->grid_moves, ev->grid_moves == 1 ? "" : "s", ev->grid_stop ? "; stopped: " : "",
+                ev->grid_stop ? ev->grid_stop : "");
+}
+
 static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
 {
     fprintf(out, "cluster: %u destinations, KV pool %llu tokens each; SLO %s p99 <= %g s\n",
             ev->n_dest, (unsigned long long)ev->pool_tokens, "TTFT", ev->slo_s);
+    fputs(ev->trace_rule, out);
     if (isnan(ev->q_cap)) {
-        fprintf(out, "diagnostic at %.3g requests/s: hit rate under affinity %.1f %%, under "
-                "spreading %.1f %% [%.2f s]\n\nverdict: tie/lose\nreason: %s\n", ev->diag_rate,
-                100 * ev->diag.affinity_hit, 100 * ev->diag.spread_hit, ev->diag_wall_s,
-                ev->reason);
+        fprintf(out, "diagnostic at %.3g requests/s (one per destination: this check replays "
+                "the stream only to find reuse, so its rate needs no calibration): hit rate "
+                "under affinity %.1f %%, under spreading %.1f %% [%.2f s]\n\nverdict: "
+                "tie/lose\nreason: %s\n", ev->diag_rate, 100 * ev->diag.affinity_hit,
+                100 * ev->diag.spread_hit, ev->diag_wall_s, ev->reason);
         return;
     }
     fprintf(out, "calibration: q_cap %.3g requests/s per destination, W = %lld warm slots "
             "(C = %llu keys) [%.1f s]\n", ev->q_cap, (long long)ev->slots,
             (unsigned long long)ev->n_dest * (unsigned long long)ev->slots, ev->calib_wall_s);
+    if (ev->trace_rule[0])
+        fprintf(out, "calibration: a trace is replayed whole on the one destination (its keys "
+                "cannot be narrowed to the top W), so this q_cap is pessimistic for a "
+                "destination under affinity; the simulation grid below moves until both "
+                "routers are resolved (docs/qcap.md)\n");
     if (ev->n_ext)
         fprintf(out, "calibration: the SLO failed at the lowest grid load; the grid was "
                 "extended down to %.4g requests/s (%zu probes)\n", ev->ext_low, ev->n_ext);
@@ -577,8 +732,7 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
             }
             fputc('\n', out);
         }
-        fprintf(out, "  capacity ratio cacheroute/%s %.2f (per-seed range %.2f .. %.2f); "
-                "tie band +-%.0f %%\n", o->baseline, ev->ratio, ev->ratio_lo, ev->ratio_hi, 100 * o->tie);
+        print_rule(o, ev, out);
         size_t b = best_router(ev, o->tie);
         if (ev->n_pol > 2) {
             fprintf(out, "  every simulated router, mean capacity (censored at its bound):");
@@ -587,9 +741,10 @@ static void print_eval(const regime_opts *o, const regime_eval *ev, FILE *out)
             fputc('\n', out);
         }
         if (b < ev->n_pol && strcmp(ev->pol[b], "cacheroute"))
-            fprintf(out, "  best router overall: %s (%.3g requests/s, beyond the tie band), not "
-                    "cacheroute\n",
-                    ev->pol[b], ev->pol_cap[b]);
+            fprintf(out, "  best router overall by mean capacity alone: %s (%.3g requests/s, "
+                    "above 1 + %.0f %% of cacheroute's mean; seed ranges not compared, so this "
+                    "is not a verdict)\n",
+                    ev->pol[b], ev->pol_cap[b], 100 * o->tie);
     }
     fprintf(out, "\nverdict: %s%s\nreason: %s\n",
             ev->simulated ? exp_verdict_name(ev->verdict) : "tie/lose",
@@ -691,6 +846,13 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     char script[1024];
     char outbase[sizeof tsv + 8];
     snprintf(outbase, sizeof outbase, "%s/map", outdir);
+    char *sdir = NULL;
+    if (exp_plot_script_dir(&sdir)) {
+        fprintf(stderr, "crsim: warning: %s; the map data is in %s\n", sim_errmsg(), tsv);
+        goto done;
+    }
+    snprintf(script, sizeof script, "%s/plot-regime-map.gp", sdir);
+    free(sdir);
     char *q_data = exp_plot_gpstr(tsv), *q_out = exp_plot_gpstr(outbase),
          *q_x = exp_plot_gpstr(ax[0].key), *q_y = exp_plot_gpstr(ax[1].key);
     const size_t n_vars = strlen(q_data) + strlen(q_out) + strlen(q_x) + strlen(q_y) + 128;
@@ -701,7 +863,6 @@ static int run_map(const regime_opts *o, const char *db, FILE *out)
     free(q_out);
     free(q_x);
     free(q_y);
-    snprintf(script, sizeof script, "%s/plot-regime-map.gp", exp_plot_script_dir());
     char *gp = exp_plot_find_gnuplot();
     const int gp_st = gp ? exp_plot_run_gnuplot(gp, vars, script) : -1;
     free(gp);
@@ -755,7 +916,8 @@ static int run_targets(const regime_opts *o, const char *db, FILE *out)
                 fr.alt[a].identified ? "consistent" : "rejected", fr.alt[a].best_maxabs,
                 fr.alt[a].point ? fr.alt[a].point : "");
     enum exp_verdict v[64];
-    const char *reason[64], *vname[64];
+    const char *vname[64];
+    char reason[64][512]; /* copies: ev.reason may point into ev, gone after the loop */
     size_t which[64], n_ev = 0, best_ov[64];
     char best_name[64][64];
     bool none = n_id == 0;
@@ -773,7 +935,7 @@ static int run_targets(const regime_opts *o, const char *db, FILE *out)
             print_eval(o, &ev, out);
             which[n_ev] = a;
             v[n_ev] = ev.simulated ? ev.verdict : EXP_TIE;
-            reason[n_ev] = ev.reason;
+            snprintf(reason[n_ev], sizeof reason[n_ev], "%s", ev.reason ? ev.reason : "");
             vname[n_ev] = ev.simulated ? exp_verdict_name(ev.verdict) : "tie/lose";
             best_ov[n_ev] = best_router(&ev, o->tie);
             snprintf(best_name[n_ev], sizeof best_name[n_ev], "%s",
@@ -892,22 +1054,27 @@ int exp_regime_main(const exp_cli_args *a, FILE *out)
         owned[n_owned] = sim_xstrdup(b_);                                    \
         sets[n_set++] = owned[n_owned++];                                    \
     } while (0)
+    /* A trace brings its own keys, arrivals and lengths: the base config's
+     * (synthetic) workload section is replaced, not merged (its keys would
+     * not apply to a trace), before any --set, so none is lost. */
+    if (exp_cli_has(a, "trace"))
+        OWN("workload={type: trace}");
     for (size_t i = 0; i < a->n_seq; i++) {
         const char *nm = a->seq[i].opt->name, *v = a->seq[i].arg;
         if (strcmp(nm, "set") == 0)
             sets[n_set++] = v;
-        else if (strcmp(nm, "rates") == 0) {
+        else if (strcmp(nm, "rates") == 0 || strcmp(nm, "servegen") == 0) {
+            /* The population is the file's: the parametric family's keys
+             * go back to their defaults (they would not apply). */
+            static const char *const param[] = {"keys.n", "keys.sigma", "keys.fit_gini",
+                                                "keys.zipf_s", "keys.zipf_q"};
             OWN("workload.type=synthetic");
-            OWN("workload.keys.distribution=file");
+            OWN("workload.keys.distribution=%s", nm[0] == 'r' ? "file" : "servegen");
             OWN("workload.keys.file=%s", v);
             OWN("workload.keys.cap=0");
-        } else if (strcmp(nm, "servegen") == 0) {
-            OWN("workload.type=synthetic");
-            OWN("workload.keys.distribution=servegen");
-            OWN("workload.keys.file=%s", v);
-            OWN("workload.keys.cap=0");
+            for (size_t k = 0; k < sizeof param / sizeof *param; k++)
+                OWN("workload.%s=%s", param[k], wl_config_default(param[k]));
         } else if (strcmp(nm, "trace") == 0) {
-            OWN("workload.type=mooncake");
             OWN("workload.trace=%s", v);
         } else if (strcmp(nm, "iat") == 0) {
             OWN("workload.arrival.process=bootstrap");

@@ -19,6 +19,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "sim/core/error.h"
+#include "sim/exp/setup.h"
 #include "sim/exp/store.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -110,6 +111,10 @@ void exp__report_free(exp__report *r)
     free(r->loads);
     free(r->seeds);
     exp_store_groups_free(r->groups, r->n_groups);
+    exp_store_stages_free(r->stages, r->n_stages);
+    exp_capacity_rows_free(r->cap_rows, r->n_cap_rows);
+    free(r->calib);
+    free(r->joint);
     free(r);
 }
 
@@ -132,6 +137,8 @@ static int load_experiment(exp_store *db, int64_t id, exp__report *r)
     r->stored_rate_rps = e.report_rate_rps;
     r->n_runs_planned = e.n_runs_planned;
     r->n_points_planned = e.n_points;
+    r->calib = exp_setup_calib_notes(e.config_text ? e.config_text : "");
+    free(e.config_text);
     rc = exp_capacity_parse_slos(e.slos, &r->slos, &r->n_slos);
     free(e.slos);
     if (rc == SIM_OK)
@@ -236,6 +243,12 @@ static void fill_cell(exp__rep_cell *c, const run_rec *runs, size_t n_runs, int6
         exp__rep_load *e = &c->loads[l];
         e->load_rps = loads[l];
         e->n = k;
+        e->seeds_identical = k >= 2;
+        for (size_t j = 1; j < k && e->seeds_identical; j++)
+            e->seeds_identical = memcmp(&hit[j], &hit[0], sizeof *hit) == 0 &&
+                                 memcmp(&p99[j], &p99[0], sizeof *p99) == 0 &&
+                                 memcmp(&slo[j], &slo[0], sizeof *slo) == 0 &&
+                                 memcmp(&imb[j], &imb[0], sizeof *imb) == 0;
         mean_sd(hit, k, &e->hit_mean, &e->hit_sd, NULL);
         mean_sd(p99, k, &e->p99_mean, NULL, NULL);
         mean_sd(slo, k, &e->slo_mean, NULL, &e->slo_n_inf);
@@ -295,7 +308,7 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
         /* A run that served nothing (every request rejected: prompts
          * longer than a destination's KV pool) has no latencies to
          * report: counted and named, not shown as a normal result. */
-        if (has_m && sr->v[4] == 0 && sr->v[5] > 0)
+        if (has_m && sr->v[4] == 0 && sr->v[5] + sr->v[6] > 0)
             r->n_served_nothing++;
         runs[n_runs++] = (run_rec){
             .point = sr->point, .seed = sr->seed,
@@ -427,9 +440,38 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
             }
         }
     }
+    /* Seeds that did not vary the stream (docs/report.md, "Identical
+     * seeds"): counted, and when every multi-seed load is so, the
+     * capacities show one value, not "± 0". */
+    for (size_t p = 0; p < r->n_points; p++)
+        for (size_t c = 0; c < r->points[p].n_cells; c++) {
+            const exp__rep_cell *cell = &r->points[p].cells[c];
+            for (size_t l = 0; l < cell->n_loads; l++)
+                if (cell->loads[l].n >= 2) {
+                    r->n_seed_loads++;
+                    r->n_seed_identical += cell->loads[l].seeds_identical;
+                }
+        }
+    if (r->n_seed_loads && r->n_seed_identical == r->n_seed_loads)
+        for (size_t p = 0; p < r->n_points; p++)
+            for (size_t c = 0; c < r->points[p].n_cells; c++)
+                for (size_t s = 0; s < r->n_slos; s++)
+                    r->points[p].cells[c].caps[s].sd_rps = NAN;
 
+    /* Serving metrics at the report rate and the joint SLO's capacity. */
+    if ((rc = exp__report_serving_load(db, r)))
+        goto done;
     /* Per destination group (mixed fleets) at the report rate. */
     rc = exp_store_read_groups(db, r->id, r->rate_rps, &r->groups, &r->n_groups);
+    /* Closed-loop clients: stage rows, and the per-seed capacities. */
+    if (rc == SIM_OK)
+        rc = exp_store_read_stages(db, r->id, &r->stages, &r->n_stages);
+    if (rc == SIM_OK && r->n_stages) {
+        r->cap_rows = caps;
+        r->n_cap_rows = n_caps;
+        caps = NULL;
+        n_caps = 0;
+    }
 
 done:
     exp_store_runs_free(stored, n_stored);
@@ -458,7 +500,8 @@ void exp__report_warn(const exp__report *r)
         fprintf(stderr, "crsim: warning: %zu interrupted run(s) ignored\n", r->n_interrupted);
     if (r->n_served_nothing)
         fprintf(stderr, "crsim: warning: %zu run(s) served nothing: every request was rejected "
-                "(prompts longer than a destination's KV pool)\n", r->n_served_nothing);
+                "(over engine.max_model_len, or longer than a destination's KV pool)\n",
+                r->n_served_nothing);
     if (r->rate_fallback)
         fprintf(stderr, "crsim: warning: report rate %g requests/s was not tested; using the "
                 "nearest tested load %g\n", r->stored_rate_rps, r->rate_rps);
@@ -482,7 +525,7 @@ static void fmt_hit(const exp__rep_load *e, char *buf, size_t n)
 {
     if (!e || isnan(e->hit_mean))
         snprintf(buf, n, "-");
-    else if (isnan(e->hit_sd))
+    else if (isnan(e->hit_sd) || e->seeds_identical) /* identical seeds: no spread */
         snprintf(buf, n, "%.1f %%", 100 * e->hit_mean);
     else
         snprintf(buf, n, "%.1f \u00b1 %.1f %%", 100 * e->hit_mean, 100 * e->hit_sd);
@@ -606,8 +649,16 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
     fprintf(out, "; %zu point(s)\n", r->n_points);
     if (r->n_served_nothing)
         fprintf(out, "%sWARNING: %zu run(s) served nothing: every request was rejected "
-                "(prompts longer than a destination's KV pool); their latencies are undefined "
-                "and they fail every SLO\n", b, r->n_served_nothing);
+                "(over engine.max_model_len, or longer than a destination's KV pool); their "
+                "latencies are undefined and they fail every SLO\n", b, r->n_served_nothing);
+    if (r->n_seed_loads && r->n_seed_identical == r->n_seed_loads)
+        fprintf(out, "%sNOTE: the seeds gave identical streams: every (policy, load) has the "
+                "same results bit for bit under each seed (the request stream does not depend "
+                "on the seed, e.g. a trace replayed without arrival jitter); the figures are "
+                "one run each, with no spread over seeds\n", b);
+    else if (r->n_seed_identical)
+        fprintf(out, "%snote: at %zu of %zu (policy, load)s the seeds gave identical results; "
+                "no spread is shown there\n", b, r->n_seed_identical, r->n_seed_loads);
     fprintf(out, "%sseeds: ", b);
     for (size_t i = 0; i < r->n_seeds; i++)
         fprintf(out, "%s%lld", i ? ", " : "", (long long)r->seeds[i]);
@@ -623,6 +674,12 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
             r->caps_source == 1 ? "from the capacities table"
             : r->caps_source == 2 ? "recomputed from the runs (capacities table out of date)"
                                   : "computed from the runs (no capacities rows)");
+    for (const char *l = r->calib ? r->calib : ""; *l;) { /* transferred cost factors */
+        const char *nl = strchr(l, '\n');
+        size_t k = nl ? (size_t)(nl - l) : strlen(l);
+        fprintf(out, "%s%.*s\n", b, (int)k, l);
+        l += k + (nl != NULL);
+    }
     bool partial = strcmp(r->status, "complete") != 0 || r->shard[0];
     if (partial) {
         if (f == FMT_MARKDOWN)
@@ -654,6 +711,17 @@ static void print_legend(const exp__report *r, enum fmt f, FILE *out)
             "p99s, Jain = Jain's index of per-key mean TTFT (1 = equal), means over seeds. "
             "too long: requests over engine.max_model_len, rejected at the gateway (not in "
             "any percentile), mean over seeds.\n");
+    fprintf(out, "serving metrics (second table) at %g requests/s, means over seeds, s: TTFT, "
+            "TPOT = (E2E - TTFT)/(output - 1), ITL = gap between consecutive output tokens "
+            "(every gap pooled, as vLLM bench serve), E2E; req/s and out tok/s: completed "
+            "measured requests and their output tokens per second after warm-up", r->rate_rps);
+    if (r->has_goodput)
+        fprintf(out, "; goodput: those within both experiment.goodput_ttft_s and "
+                "goodput_tpot_s per second (DistServe)");
+    if (r->joint)
+        fprintf(out, "; cap joint SLO: SLO capacity with every term of '%s' holding at once",
+                r->joint);
+    fprintf(out, ".\n");
     if (r->n_groups)
         fprintf(out, "destination groups (mixed fleet): served = share of the run's measured "
                 "requests the group's destinations served; KV hit and ttft_p99 over those "
@@ -757,6 +825,69 @@ static void print_groups(const exp__report *r, const exp__rep_point *pt, enum fm
     fprintf(out, "\n");
 }
 
+/* Seconds with 3 significant digits, "-" when undefined, "inf". */
+static void fmt_sig(double x, char *buf, size_t n)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else if (isinf(x))
+        snprintf(buf, n, "inf");
+    else
+        snprintf(buf, n, "%.3g", x);
+}
+
+/* The serving-metrics table of one point at the report rate
+ * (docs/report.md, "Serving metrics"). */
+static void print_serving(const exp__report *r, const exp__rep_point *pt, enum fmt f, FILE *out)
+{
+    static const char *const head[] = {"TTFT mean/p50/p90/p99", "TPOT mean/p50/p90/p99",
+                                       "ITL mean/p50/p90/p99", "E2E mean/p50/p90/p99"};
+    const bool joint = r->joint != NULL;
+    const size_t cols = 1 + 4 + 2 + (r->has_goodput ? 1 : 0) + (joint ? 1 : 0);
+    table t = {.rows = pt->n_cells + 1, .cols = cols};
+    t.cell = sim_xcalloc(t.rows * t.cols, sizeof *t.cell);
+    char buf[200];
+    snprintf(buf, sizeof buf, "policy @%g", r->rate_rps);
+    table_set(&t, 0, 0, buf);
+    for (size_t k = 0; k < 4; k++)
+        table_set(&t, 0, 1 + k, head[k]);
+    table_set(&t, 0, 5, "req/s");
+    table_set(&t, 0, 6, "out tok/s");
+    if (r->has_goodput)
+        table_set(&t, 0, 7, "goodput req/s");
+    if (joint)
+        table_set(&t, 0, cols - 1, "cap joint SLO");
+    for (size_t c = 0; c < pt->n_cells; c++) {
+        const exp__rep_cell *cell = &pt->cells[c];
+        table_set(&t, c + 1, 0, cell->policy);
+        for (size_t k = 0; k < 4; k++) {
+            char v[4][32];
+            for (size_t q = 0; q < 4; q++)
+                fmt_sig(cell->serving[4 * k + q], v[q], sizeof v[q]);
+            snprintf(buf, sizeof buf, "%s / %s / %s / %s", v[0], v[1], v[2], v[3]);
+            table_set(&t, c + 1, 1 + k, buf);
+        }
+        fmt_sig(cell->serving[16], buf, sizeof buf);
+        table_set(&t, c + 1, 5, buf);
+        fmt_sig(cell->serving[17], buf, sizeof buf);
+        table_set(&t, c + 1, 6, buf);
+        if (r->has_goodput) {
+            fmt_sig(cell->serving[18], buf, sizeof buf);
+            table_set(&t, c + 1, 7, buf);
+        }
+        if (joint) {
+            exp_capacity_agg a = cell->joint;
+            if (r->n_seed_loads && r->n_seed_identical == r->n_seed_loads)
+                a.sd_rps = NAN; /* identical seeds: one value */
+            exp_capacity_format(&a, buf, sizeof buf);
+            table_set(&t, c + 1, cols - 1, buf);
+        }
+    }
+    table_print(&t, f, out);
+    table_free(&t);
+    fprintf(out, "\n");
+}
+
 static void print_tables(const exp__report *r, enum fmt f, FILE *out)
 {
     print_header(r, f, out);
@@ -825,8 +956,10 @@ static void print_tables(const exp__report *r, enum fmt f, FILE *out)
         table_print(&t, f, out);
         table_free(&t);
         fprintf(out, "\n");
+        print_serving(r, pt, f, out);
         print_groups(r, pt, f, out);
     }
+    exp__report_print_clients(r, f == FMT_MARKDOWN, out);
     if (r->n_points == 0)
         fprintf(out, "(no complete runs stored)\n\n");
     print_legend(r, f, out);
@@ -939,8 +1072,10 @@ int exp_report_main(const exp_cli_args *a)
     exp__report_warn(r);
     if (f == FMT_CSV)
         print_csv(r, out);
-    else
+    else {
         print_tables(r, f, out);
+        rc = exp__report_regime(path, r, f == FMT_MARKDOWN, out);
+    }
     if (out != stdout) {
         if (fclose(out) != 0)
             rc = SIM_ERROR(SIM_EIO, "%s: cannot write: %s", out_path, strerror(errno));

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sim/exp/capacity.h"
 #include "sim/exp/report.h"
@@ -33,7 +34,22 @@ typedef struct exp__rep_load {
     double fair_worst_mean;  /* fair_worst_p99, s (+INF as p99_mean) */
     double fair_spread_mean; /* fair_spread_p99, s */
     double fair_jain_mean;   /* fair_jain, in (0, 1]; NAN if no key qualified */
+    bool seeds_identical;    /* n >= 2 and every seed's hit rate, SLO metric,
+                                p99 and imbalance are bit-identical: the seeds
+                                did not vary the request stream */
 } exp__rep_load;
+
+/* The serving metrics the report shows (run_metrics columns): TTFT, TPOT,
+ * ITL and E2E mean/p50/p90/p99, then requests/s, output tokens/s and
+ * goodput (docs/report.md, "Serving metrics"). */
+#define EXP_SERVING_COLS 19
+extern const char *const exp__serving_cols[EXP_SERVING_COLS];
+
+/* Fill every cell's serving[] and joint from the runs and the joint
+ * capacities (sim/exp/report_serving.c); r->joint set when the experiment
+ * has a joint SLO.  Returns SIM_OK or the store's errors. */
+struct exp__report;
+int exp__report_serving_load(exp_store *db, struct exp__report *r);
 
 /* One (point, policy): a row of a report table. */
 typedef struct exp__rep_cell {
@@ -43,6 +59,11 @@ typedef struct exp__rep_cell {
     size_t n_loads;
     const exp__rep_load *at_rate; /* the report rate's entry, or NULL if not tested */
     exp_capacity_agg *caps;   /* one per threshold (exp__report.slos order) */
+    /* Serving metrics at the report rate, means over seeds (+Inf if a seed
+     * is +Inf, NaN if none defined), in the order of exp__serving_cols. */
+    double serving[EXP_SERVING_COLS];
+    size_t serving_n[EXP_SERVING_COLS]; /* seeds with a value, per column */
+    exp_capacity_agg joint;   /* capacity under exp__report.joint (n_seeds 0: none) */
 } exp__rep_cell;
 
 /* One sweep point: a report table. */
@@ -72,6 +93,8 @@ typedef struct exp__report {
     size_t n_runs, n_interrupted;
     bool has_faults;         /* some run lost a request (n_failed or n_retries
                                 > 0): the tables show failed and retries */
+    size_t n_seed_loads;      /* (point, policy, load)s with >= 2 seeds */
+    size_t n_seed_identical;  /* of those, seeds_identical */
     size_t n_served_nothing; /* runs with no completed request and some
                                 rejected (every request rejected) */
     int caps_source;          /* 0 computed (no rows), 1 table, 2 recomputed (stale table) */
@@ -81,6 +104,17 @@ typedef struct exp__report {
      * (exp_store_read_groups), none without groups; owned. */
     exp_store_group_row *groups;
     size_t n_groups;
+    /* Closed-loop clients (docs/clients.md): every stage row of the
+     * complete runs (exp_store_read_stages) and the per-seed capacities
+     * of the SLO metric; none for open-loop experiments; owned. */
+    exp_store_stage_row *stages;
+    size_t n_stages;
+    exp_capacity_row *cap_rows;
+    size_t n_cap_rows;
+    char *calib;              /* calibration notes (exp_setup_calib_notes),
+                                 complete lines or ""; owned */
+    char *joint;              /* experiments.joint_slo, NULL when none */
+    bool has_goodput;         /* goodput bounds were set */
 } exp__report;
 
 /* Load experiment `id` (0 = the latest, highest id) of the store `db`
@@ -98,6 +132,12 @@ int exp__report_load(exp_store *db, int64_t id, double rate_rps, exp__report **o
  * not a crsim database of this schema version, and as exp__report_load. */
 int exp__report_read(const char *path, int64_t id, double rate_rps, exp__report **out);
 
+/* Print the closed-loop client section of `r` (nothing when it has no
+ * stage rows): per-stage metrics and the SLO capacity with the
+ * throughput achieved there (docs/clients.md), as text or Markdown.
+ * (report_clients.c) */
+void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out);
+
 /* Free a report.  Accepts NULL. */
 void exp__report_free(exp__report *r);
 
@@ -105,5 +145,37 @@ void exp__report_free(exp__report *r);
  * interrupted runs, rate fallback) as lines "crsim: warning: ..." to
  * stderr.  Cannot fail. */
 void exp__report_warn(const exp__report *r);
+
+/* The request-size split of one run's measured requests (exp__regime_split). */
+typedef struct exp__regime {
+    size_t n_long, n_rest;    /* the longest 1 % of prompts (at least 1) and the rest */
+    double p99_long, p99_rest; /* p99 TTFT of each, s (+Inf: one without a first token
+                                  reaches it) */
+    double prompt_long, prompt_rest; /* mean prompt of each, tokens */
+    double uncached_mean;     /* mean prompt - hit tokens over all, tokens */
+} exp__regime;
+
+/*
+ * Split `n` measured requests (prompt tokens, uncached = prompt - hit
+ * tokens, TTFT s with +Inf for none) into the longest ceil(1 % of n)
+ * prompts (ties: the slower first) and the rest, into *out.  Returns
+ * SIM_OK; SIM_EINVAL when n < 2 (*out NaN).
+ */
+int exp__regime_split(const double *prompt, const double *uncached, const double *ttft,
+                      size_t n, exp__regime *out);
+
+/*
+ * Print the regime statement of experiment `r` of database `path`
+ * (docs/report.md, "Which regime limits capacity") to `out` (markdown:
+ * bold title and a list): per point and policy, at the first tested load
+ * whose mean SLO metric exceeds the headline SLO (the middle of
+ * experiment.slos), throughput-bound when the p99 TTFT of the rest
+ * (every request but the longest 1 % of prompts) exceeds it, else
+ * tail-bound; the two p99s, mean prompts, uncached tokens per request and
+ * imbalance, means over the seeds with per-request records.  Prints
+ * nothing when the experiment has no per-request records.  Returns SIM_OK
+ * or SIM_EDB/SIM_EIO.
+ */
+int exp__report_regime(const char *path, const exp__report *r, bool markdown, FILE *out);
 
 #endif

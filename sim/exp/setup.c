@@ -8,8 +8,10 @@
 #include <dirent.h>
 #include <math.h>
 #include <gsl/gsl_sort.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "models/cost_profile.h"
 #include "models/routers/plan.h"
@@ -17,6 +19,7 @@
 #include "workloads/ingest.h"
 #include "workloads/keyrates.h"
 #include "workloads/replay.h"
+#include "workloads/client.h"
 #include "workloads/synth.h"
 #include "workloads/wl_config.h"
 #include "sim/core/error.h"
@@ -61,22 +64,38 @@ static void list_yaml(const char *dir, char *buf, size_t n)
  * exists there.  Other errors (a bad spec file) already name their file
  * and line and pass unchanged. */
 static int missing_file_at(int rc, const char *where, const char *key, const char *value,
-                           const char *dir, const char *what)
+                           const char *what)
 {
     if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
         return rc;
     char msg[512], have[512];
     snprintf(msg, sizeof msg, "%s", sim_errmsg());
+    char *dir = NULL;
+    if (spec_dir(&dir))
+        return rc;
     list_yaml(dir, have, sizeof have);
-    return SIM_ERROR(rc, "%s: key '%s' is '%s': no such %s (%s); expected a name in %s/ (one "
-                     "of: %s) or a path to a %s file", where, key, value, what, msg, dir, have,
-                     what);
+    rc = SIM_ERROR(rc, "%s: key '%s' is '%s': no such %s (%s); expected a name in %s/ (one "
+                   "of: %s) or a path to a %s file", where, key, value, what, msg, dir, have,
+                   what);
+    free(dir);
+    return rc;
 }
 
 static int missing_file(int rc, const exp_config *cfg, const char *key, const char *value,
-                        const char *dir, const char *what)
+                        const char *what)
 {
-    return missing_file_at(rc, cfg->src.path ? cfg->src.path : "config", key, value, dir, what);
+    return missing_file_at(rc, cfg->src.path ? cfg->src.path : "config", key, value, what);
+}
+
+/* "<spec dir>/cost" into dir (empty if the spec dir cannot be found). */
+static void cost_dir(char *dir, size_t size)
+{
+    char *sd = NULL;
+    if (spec_dir(&sd) == SIM_OK)
+        snprintf(dir, size, "%s/cost", sd);
+    else
+        snprintf(dir, size, "(no spec folder)");
+    free(sd);
 }
 
 /* A calibration profile that does not exist: named by cost.profile, or
@@ -88,7 +107,7 @@ static int missing_profile(int rc, const exp_config *cfg, const char *pname)
     if (rc != SIM_EIO || !strstr(sim_errmsg(), "cannot open"))
         return rc;
     char dir[512], have[1024];
-    snprintf(dir, sizeof dir, "%s/cost", spec_dir());
+    cost_dir(dir, sizeof dir);
     list_yaml(dir, have, sizeof have);
     const char *src = cfg->src.path ? cfg->src.path : "config";
     if (cfg->cost_profile[0])
@@ -117,11 +136,11 @@ static int group_init(const exp_config *cfg, size_t i, exp_setup_group *o)
     int rc;
     snprintf(key, sizeof key, "cluster.groups[%zu].hardware", i);
     if ((rc = spec_hw_load(g->hardware, &o->hw)))
-        return missing_file_at(rc, g->where, key, g->hardware, spec_dir(), "GPU spec");
+        return missing_file_at(rc, g->where, key, g->hardware, "GPU spec");
     snprintf(key, sizeof key, "cluster.groups[%zu].model", i);
     if ((rc = spec_model_load(g->model, &o->model))) {
         spec_hw_fini(&o->hw);
-        return missing_file_at(rc, g->where, key, g->model, spec_dir(), "model spec");
+        return missing_file_at(rc, g->where, key, g->model, "model spec");
     }
     o->dep = (spec_deploy){.hw = &o->hw, .model = &o->model, .tp = g->tp,
                            .mem_util = g->mem_util, .block_size = cfg->block_size};
@@ -146,7 +165,7 @@ static int group_init(const exp_config *cfg, size_t i, exp_setup_group *o)
     if (rc) {
         char dir[512], have[1024];
         snprintf(msg, sizeof msg, "%s", sim_errmsg());
-        snprintf(dir, sizeof dir, "%s/cost", spec_dir());
+        cost_dir(dir, sizeof dir);
         list_yaml(dir, have, sizeof have);
         rc = SIM_ERROR(rc, "%s: cluster.groups[%zu] ('%s', %s on %lld x %s, weights %s, KV %s): "
                        "calibration profile '%s': %s; expected a profile in %s/ (one of: %s) "
@@ -161,6 +180,28 @@ fail:
     spec_hw_fini(&o->hw);
     spec_model_fini(&o->model);
     return rc;
+}
+
+/* The engine settings of a destination on GPUs `hw` with vLLM budget
+ * `batch` and `seqs` running requests at most: with engine.flavor sglang
+ * the step's prefill budget is engine.chunked_prefill_size, or SGLang's
+ * default for the GPU's memory when that is 0 (docs/engine.md). */
+static engine_params engine_of(const exp_config *cfg, const spec_hw *hw, int64_t batch,
+                               int64_t seqs)
+{
+    engine_params p = {.block_size = (uint32_t)cfg->block_size,
+                       .max_num_batched_tokens = (uint32_t)batch,
+                       .max_num_seqs = (uint32_t)seqs,
+                       .prefix_caching = cfg->prefix_caching,
+                       .long_prefill_token_threshold =
+                           (uint32_t)cfg->long_prefill_token_threshold,
+                       .flavor = (enum engine_flavor)cfg->engine_flavor,
+                       .policy = (enum engine_policy)cfg->schedule_policy};
+    if (p.flavor == ENGINE_SGLANG)
+        p.max_num_batched_tokens = cfg->chunked_prefill_size
+                                       ? (uint32_t)cfg->chunked_prefill_size
+                                       : engine_sglang_chunk_default(hw->mem_bytes);
+    return p;
 }
 
 /* The groups of cluster.groups into s (cp is set afterwards): every
@@ -178,10 +219,7 @@ static int groups_init(const exp_config *cfg, exp_setup *s)
         const exp_setup_group *x = &s->groups[i];
         s->cgroups[i] = (cluster_group){
             .n_dest = x->g.n_dest, .deploy = x->dep, .cost = x->cost,
-            .engine = {.block_size = (uint32_t)cfg->block_size,
-                       .max_num_batched_tokens = (uint32_t)x->g.max_num_batched_tokens,
-                       .max_num_seqs = (uint32_t)x->g.max_num_seqs,
-                       .prefix_caching = cfg->prefix_caching}};
+            .engine = engine_of(cfg, &x->hw, x->g.max_num_batched_tokens, x->g.max_num_seqs)};
         for (uint32_t d = x->g.first; d < x->g.first + x->g.n_dest; d++)
             s->group_of[d] = (uint32_t)i;
     }
@@ -214,11 +252,11 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
         goto shared;
     }
     if ((rc = spec_hw_load(cfg->hardware, &s->hw))) {
-        rc = missing_file(rc, cfg, "cluster.hardware", cfg->hardware, spec_dir(), "GPU spec");
+        rc = missing_file(rc, cfg, "cluster.hardware", cfg->hardware, "GPU spec");
         goto fail;
     }
     if ((rc = spec_model_load(cfg->model, &s->model))) {
-        rc = missing_file(rc, cfg, "cluster.model", cfg->model, spec_dir(), "model spec");
+        rc = missing_file(rc, cfg, "cluster.model", cfg->model, "model spec");
         goto fail;
     }
     s->dep = (spec_deploy){.hw = &s->hw, .model = &s->model, .tp = cfg->tp,
@@ -242,7 +280,7 @@ int exp_setup_init(const exp_config *cfg, exp_setup *s)
     if (rc)
         goto fail;
 shared:
-    s->is_trace = strcmp(cfg->wl.type, "mooncake") == 0;
+    s->is_trace = wl_config_is_trace(&cfg->wl);
     /* The trace is parsed once per process and its block hashes computed
      * once per block size, both shared by every run (workloads/ingest.h). */
     if (s->is_trace &&
@@ -276,15 +314,13 @@ shared:
         .n_dest = (uint32_t)cfg->destinations,
         .deploy = s->dep,
         .cost = s->cost,
-        .engine = {.block_size = (uint32_t)cfg->block_size,
-                   .max_num_batched_tokens = (uint32_t)cfg->max_num_batched_tokens,
-                   .max_num_seqs = (uint32_t)cfg->max_num_seqs,
-                   .prefix_caching = cfg->prefix_caching},
+        .engine = engine_of(cfg, &s->hw, cfg->max_num_batched_tokens, cfg->max_num_seqs),
         .warmup_s = cfg->warmup_s,
         .drain_s = cfg->drain_s,
         .timeline_s = cfg->timeline_s,
         .max_model_len = (uint32_t)cfg->max_model_len,
         .fair_min_requests = (uint32_t)cfg->fair_min_requests,
+        .goodput = {.ttft_s = cfg->goodput_ttft_s, .tpot_s = cfg->goodput_tpot_s},
         .gateway = {.scrape_interval_s = cfg->scrape_interval_s,
                     .scrape_delay_s = cfg->scrape_delay_s,
                     .replicas = (uint32_t)cfg->replicas,
@@ -378,6 +414,7 @@ route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
 {
     route_env env = exp_config_route_env(s->cfg);
     env.seed = seed;
+    env.batch_tokens = s->cp.engine.max_num_batched_tokens; /* SGLang: its chunk size */
     env.pool_blocks = s->pool_blocks;
     env.cost = &s->cost;
     env.nominal = s->nominal;
@@ -390,6 +427,7 @@ route_env exp_setup_route_env(const exp_setup *s, uint64_t seed, double rate)
 struct exp_stream {
     wl_replay *replay;
     wl_synth *synth;
+    wl_client *client; /* workload.client.mode other than open */
 };
 
 static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
@@ -406,6 +444,9 @@ int exp_stream_open(const exp_setup *s, uint64_t seed, double rate, exp_stream *
                                .max_requests = (uint64_t)cfg->wl.max_requests,
                                .loop_s = cfg->wl.loop_s, .hashes = s->hashes};
         rc = wl_replay_create(s->trace, &wp, &st->replay);
+    } else if (wl_client_closed(&cfg->wl)) {
+        rc = wl_client_create(&cfg->wl, s->has_keys ? &s->keys : NULL, seed, rate,
+                              (uint32_t)cfg->block_size, &st->client);
     } else {
         rc = wl_synth_create_keys(&cfg->wl, s->has_keys ? &s->keys : NULL, s->keys_theta, seed,
                                   rate, (uint32_t)cfg->block_size, &st->synth);
@@ -452,7 +493,27 @@ int exp_setup_probe(const exp_setup *s, uint64_t seed, double rate, uint64_t max
     wl_request r;
     double blocks = 0, prompt = 0;
     int got = 0;
-    while (out->n < max && (got = src.next(src.state, &r)) > 0) {
+    double now = 0, t;
+    bool stalled = false;
+    /* A closed-loop client without completions yields its first sends
+     * only (first turns, the first clients' or batch's requests): a
+     * sample.  Its peek may name a wake-up (a stage start) rather than a
+     * send: next() then gives 0 once at that time. */
+    while (out->n < max) {
+        if (src.peek) {
+            if (src.peek(src.state, now, &t) <= 0)
+                break;
+            now = t;
+        }
+        if ((got = src.next(src.state, &r)) < 0)
+            break;
+        if (got == 0) {
+            if (!src.peek || stalled)
+                break;
+            stalled = true;
+            continue;
+        }
+        stalled = false;
         blocks += r.n_blocks;
         prompt += r.prompt_tokens;
         out->n++;
@@ -480,6 +541,20 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
     out->by_count = share || nreq > 0;
     if (out->by_count)
         out->warmup_s = INFINITY;
+    if (wl_client_closed(&cfg->wl)) {
+        /* Send times follow the completions: no scan ahead.  The warm-up
+         * is by time (exp_config_check refuses the others); the measured
+         * count is known only after the run. */
+        exp_stream *st = NULL;
+        int rc = exp_stream_open(s, seed, rate, &st);
+        exp_stream_close(st);
+        if (rc)
+            return name_input(rc, cfg);
+        out->by_count = false;
+        out->warmup_s = cfg->warmup_s;
+        out->n = out->n_measured = UINT64_MAX;
+        return SIM_OK;
+    }
     exp_stream *st = NULL;
     int rc = exp_stream_open(s, seed, rate, &st);
     if (rc)
@@ -528,9 +603,13 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
 wl_source exp_stream_source(exp_stream *st)
 {
     if (st->replay)
-        return (wl_source){st->replay, replay_next};
+        return (wl_source){.state = st->replay, .next = replay_next};
+    if (st->client)
+        return wl_client_source(st->client);
     return wl_synth_source(st->synth);
 }
+
+wl_client *exp_stream_client(exp_stream *st) { return st ? st->client : NULL; }
 
 void exp_stream_close(exp_stream *st)
 {
@@ -538,7 +617,49 @@ void exp_stream_close(exp_stream *st)
         return;
     wl_replay_destroy(st->replay);
     wl_synth_destroy(st->synth);
+    wl_client_destroy(st->client);
     free(st);
+}
+
+/* A profile whose factors were not all fitted to its deployment says so
+ * on a start-up line (its `transferred` key, docs/calibration.md). */
+static void print_transfer(FILE *out, const char *who, const char *pname)
+{
+    cost_profile p;
+    if (cost_profile_load(pname, &p) != SIM_OK)
+        return; /* loaded at set-up already: cannot fail here but for a race */
+    if (p.transferred && *p.transferred)
+        fprintf(out, "%sNOTE: calibration profile %s is not fitted to this deployment alone: %s "
+                "(docs/calibration.md)\n", who, p.name, p.transferred);
+    cost_profile_fini(&p);
+}
+
+void exp_setup_print_trace_rule(const exp_config *cfg, const wl_trace *t, double tick_s,
+                                bool tick_detected, FILE *out)
+{
+    char keyrule[160], prefix[200], skipped[64] = "";
+    if (*cfg->wl.key_field)
+        snprintf(keyrule, sizeof keyrule, "field '%s' (XXH3-64 of its text)", cfg->wl.key_field);
+    else if (t->keys)
+        snprintf(keyrule, sizeof keyrule, "one per request (no key field)");
+    else
+        snprintf(keyrule, sizeof keyrule, "first %lld hash ids", (long long)cfg->wl.key_ids);
+    if (strcmp(t->prefix, "hashes") == 0)
+        snprintf(prefix, sizeof prefix, "the trace's hash ids (%u tokens each)", t->block_tokens);
+    else if (strcmp(t->prefix, "none") == 0)
+        snprintf(prefix, sizeof prefix, "none (synthetic: every block unique, no reuse)");
+    else
+        snprintf(prefix, sizeof prefix, "per_key (synthetic: %llu tokens shared per key%s)",
+                 (unsigned long long)t->prefix_tokens,
+                 t->keys && !*cfg->wl.key_field ? "; every request its own key, so no reuse"
+                                                : "");
+    if (t->n_skipped)
+        snprintf(skipped, sizeof skipped, "; %zu rows with 0 tokens skipped", t->n_skipped);
+    fprintf(out, "trace: format %s, key %s, prefix %s, tick %g s (%s)%s\n", t->format, keyrule,
+            prefix, tick_s,
+            tick_detected ? (tick_s > 0 ? "detected" : "detected: no tick, stamps as recorded")
+                          : "workload.tick_s",
+            skipped);
 }
 
 void exp_setup_print(const exp_setup *s, FILE *out)
@@ -557,14 +678,30 @@ void exp_setup_print(const exp_setup *s, FILE *out)
                     (long long)x->g.tp, x->hw.name, x->g.weight_dtype, x->g.kv_dtype,
                     x->pool_blocks, (unsigned long long)x->pool_tokens, x->cost_profile,
                     (long long)x->g.max_num_batched_tokens, (long long)x->g.max_num_seqs);
+            print_transfer(out, "  ", x->cost_profile);
         }
     } else {
         fprintf(out, "cluster: %lld x %s on %lld x %s, weights %s, KV %s\n",
                 (long long)cfg->destinations, s->model.name, (long long)cfg->tp, s->hw.name,
                 cfg->weight_dtype, cfg->kv_dtype);
-        fprintf(out, "cost model: %s, calibration profile %s\n",
-                cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile);
+        char *ppath = NULL;
+        if (cost_profile_path(s->cost_profile, &ppath))
+            ppath = NULL;
+        fprintf(out, "cost model: %s, calibration profile %s (%s)\n",
+                cost_kind_name((enum cost_kind)cfg->cost_model), s->cost_profile,
+                ppath ? ppath : "?");
+        free(ppath);
+        print_transfer(out, "", s->cost_profile);
     }
+    if (cfg->engine_flavor == ENGINE_SGLANG)
+        fprintf(out, "engine: SGLang flavour, prefill and decode batches apart, "
+                "chunked_prefill_size %u%s, schedule_policy %s (docs/engine.md)\n",
+                s->cp.engine.max_num_batched_tokens,
+                cfg->chunked_prefill_size ? "" : " (SGLang's default for the GPU memory)",
+                cfg->schedule_policy == ENGINE_LPM ? "lpm" : "fcfs");
+    else if (cfg->long_prefill_token_threshold)
+        fprintf(out, "engine: vLLM V1, long_prefill_token_threshold %lld tokens "
+                "(docs/engine.md)\n", (long long)cfg->long_prefill_token_threshold);
     if (cfg->scrape_interval_s > 0)
         fprintf(out, "gateway: %lld replica%s (%s), engine metrics scraped every %g s, visible "
                 "%g s later (docs/information-model.md)\n", (long long)cfg->replicas,
@@ -595,32 +732,7 @@ void exp_setup_print(const exp_setup *s, FILE *out)
         const wl_trace *t = s->trace;
         fprintf(out, "workload: %s (%zu requests, %.0f s, %.2f requests/s as recorded)\n",
                 cfg->wl.trace, t->n, wl_trace_span_s(t), wl_trace_mean_rate(t));
-        char keyrule[160], prefix[200], skipped[64] = "";
-        if (*cfg->wl.key_field)
-            snprintf(keyrule, sizeof keyrule, "field '%s' (XXH3-64 of its text)",
-                     cfg->wl.key_field);
-        else if (t->keys)
-            snprintf(keyrule, sizeof keyrule, "one per request (no key field)");
-        else
-            snprintf(keyrule, sizeof keyrule, "first %lld hash ids", (long long)cfg->wl.key_ids);
-        if (strcmp(t->prefix, "hashes") == 0)
-            snprintf(prefix, sizeof prefix, "the trace's hash ids (%u tokens each)",
-                     t->block_tokens);
-        else if (strcmp(t->prefix, "none") == 0)
-            snprintf(prefix, sizeof prefix, "none (synthetic: every block unique, no reuse)");
-        else
-            snprintf(prefix, sizeof prefix, "per_key (synthetic: %llu tokens shared per key%s)",
-                     (unsigned long long)t->prefix_tokens,
-                     t->keys && !*cfg->wl.key_field ? "; every request its own key, so no "
-                                                      "reuse" : "");
-        if (t->n_skipped)
-            snprintf(skipped, sizeof skipped, "; %zu rows with 0 tokens skipped", t->n_skipped);
-        fprintf(out, "trace: format %s, key %s, prefix %s, tick %g s (%s)%s\n", t->format,
-                keyrule, prefix, s->tick_s,
-                s->tick_detected ? (s->tick_s > 0 ? "detected" : "detected: no tick, stamps "
-                                                                  "as recorded")
-                                 : "workload.tick_s",
-                skipped);
+        exp_setup_print_trace_rule(cfg, t, s->tick_s, s->tick_detected, out);
         return;
     }
     wl_keyrates kr = {0};
@@ -634,4 +746,95 @@ void exp_setup_print(const exp_setup *s, FILE *out)
                 "requests, max key share %.3f%%\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
                 ks.n, ks.gini, 100 * ks.top4, 100 * ks.max_share);
     wl_keyrates_fini(&kr);
+}
+
+/* One deployment's profile note for exp_setup_calib_notes: appended to *s
+ * when the profile transfers factors. */
+static void calib_note(char **s, size_t *len, const char *who, const char *hardware,
+                       const char *model, int64_t tp, const char *wd, const char *kd,
+                       const char *profile)
+{
+    spec_hw hw = {0};
+    spec_model md = {0};
+    char line[1024] = "";
+    char *pname = NULL;
+    if (*profile) {
+        pname = sim_xstrdup(profile);
+    } else if (spec_hw_load(hardware, &hw) == SIM_OK && spec_model_load(model, &md) == SIM_OK) {
+        spec_deploy d = {.hw = &hw, .model = &md, .tp = tp};
+        spec_dtype_parse(wd, &d.weight_dtype);
+        spec_dtype_parse(kd, &d.kv_dtype);
+        pname = cost_profile_default_name(&d);
+    }
+    cost_profile p;
+    if (!pname)
+        snprintf(line, sizeof line, "%scalibration profile of %s on %lld x %s not resolved "
+                 "here: %s\n", who, model, (long long)tp, hardware, sim_errmsg());
+    else if (cost_profile_load(pname, &p) != SIM_OK)
+        snprintf(line, sizeof line, "%scalibration profile %s not resolved here: %s\n", who,
+                 pname, sim_errmsg());
+    else {
+        if (p.transferred && *p.transferred)
+            snprintf(line, sizeof line, "%sNOTE: calibration profile %s is not fitted to this "
+                     "deployment alone: %s (docs/calibration.md)\n", who, p.name,
+                     p.transferred);
+        cost_profile_fini(&p);
+    }
+    size_t k = strlen(line);
+    if (k) {
+        *s = sim_xrealloc(*s, *len + k + 1);
+        memcpy(*s + *len, line, k + 1);
+        *len += k;
+    }
+    free(pname);
+    spec_hw_fini(&hw);
+    spec_model_fini(&md);
+}
+
+char *exp_setup_calib_notes(const char *config_text)
+{
+    char *s = sim_xstrdup("");
+    size_t len = 0;
+    char path[] = "/tmp/crsim-report-config.XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return s;
+    }
+    int ok = fputs(config_text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    exp_config cfg;
+    int rc = ok ? exp_config_load_unchecked(path, NULL, 0, &cfg) : SIM_EIO;
+    remove(path);
+    if (rc) {
+        char line[1200];
+        snprintf(line, sizeof line, "calibration profiles not resolved here: %s\n",
+                 sim_errmsg());
+        free(s);
+        return sim_xstrdup(line);
+    }
+    if (cfg.n_groups)
+        for (size_t i = 0; i < cfg.n_groups; i++) {
+            exp_group g = exp_config_group(&cfg, i);
+            char who[96];
+            snprintf(who, sizeof who, "group %s: ", g.name);
+            calib_note(&s, &len, who, g.hardware, g.model, g.tp, g.weight_dtype, g.kv_dtype,
+                       g.cost_profile);
+        }
+    else
+        calib_note(&s, &len, "", cfg.hardware, cfg.model, cfg.tp, cfg.weight_dtype,
+                   cfg.kv_dtype, cfg.cost_profile);
+    if (cfg.n_sweep) {
+        static const char caveat[] = "(calibration notes of the base config; sweep points "
+                                     "that change the deployment are not shown)\n";
+        if (*s) {
+            s = sim_xrealloc(s, len + sizeof caveat);
+            memcpy(s + len, caveat, sizeof caveat);
+            len += sizeof caveat - 1;
+        }
+    }
+    exp_config_fini(&cfg);
+    return s;
 }

@@ -141,10 +141,35 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
 /* The stream as a wl_source for cluster_run. */
 wl_source exp_stream_source(exp_stream *st);
 
+/* The closed-loop client of a stream (workload.client.mode other than
+ * open), owned by the stream; NULL for an open-loop stream or st NULL.
+ * Cannot fail. */
+struct wl_client *exp_stream_client(exp_stream *st);
+
 /* Close a stream.  Accepts NULL. */
 void exp_stream_close(exp_stream *st);
 
 /* Print the set-up (cluster, cost model, KV pool, workload) to `out`. */
 void exp_setup_print(const exp_setup *s, FILE *out);
+
+/* The trace's reading rules, one line: "trace: format F, key RULE, prefix
+ * MODEL, tick T s (detected | workload.tick_s)" (issue 39 item 2), for
+ * trace `t` read under `cfg` with replay tick `tick_s` (s; tick_detected:
+ * found by wl_trace_detect_tick rather than set).  Cannot fail. */
+void exp_setup_print_trace_rule(const exp_config *cfg, const wl_trace *t, double tick_s,
+                                bool tick_detected, FILE *out);
+
+/*
+ * The calibration notes of a stored experiment for `crsim report`: the
+ * `NOTE:` line of every deployment (every group of a mixed fleet) whose
+ * cost profile transfers factors (cost_profile.transferred), as
+ * exp_setup_print prints them at start-up, from the canonical config text
+ * stored with the experiment (bound through a temporary file, without the
+ * routers' checks; the specs and profiles are those this binary finds,
+ * sim/core/datadir.h).  A config or profile that cannot be resolved gives
+ * one line saying so instead.  Returns a new string of complete lines,
+ * "" when there is nothing to note; the caller frees it.  Aborts on OOM.
+ */
+char *exp_setup_calib_notes(const char *config_text);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sim/exp/capacity.h"
+#include "sim/exp/client_metrics.h"
 #include "sim/exp/setup.h"
 #include "sim/core/error.h"
 #include "sim/core/metrics.h"
@@ -37,7 +38,8 @@ static const char schema_sql[] =
     "  slo_metric TEXT NOT NULL,\n"
     "  slos TEXT NOT NULL,\n"
     "  report_rate_rps REAL NOT NULL,\n"
-    "  status TEXT NOT NULL CHECK (status IN ('running','complete','incomplete')));\n"
+    "  status TEXT NOT NULL CHECK (status IN ('running','complete','incomplete')),\n"
+    "  goodput_ttft_s REAL, goodput_tpot_s REAL, joint_slo TEXT);\n"
     "CREATE TABLE IF NOT EXISTS runs(\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  experiment_id INTEGER NOT NULL REFERENCES experiments(id),\n"
@@ -72,7 +74,11 @@ static const char schema_sql[] =
     "  fair_worst_p99 REAL, fair_spread_p99 REAL, fair_jain REAL,\n"
     "  n_failed INTEGER NOT NULL DEFAULT 0, n_lost INTEGER NOT NULL DEFAULT 0,\n"
     "  n_refused INTEGER NOT NULL DEFAULT 0, n_retries INTEGER NOT NULL DEFAULT 0,\n"
-    "  n_crashes INTEGER NOT NULL DEFAULT 0);\n"
+    "  n_crashes INTEGER NOT NULL DEFAULT 0,\n"
+    "  tpot_mean REAL, e2e_mean REAL,\n"
+    "  itl_mean REAL, itl_p50 REAL, itl_p90 REAL, itl_p99 REAL,\n"
+    "  itl_gaps INTEGER NOT NULL DEFAULT 0,\n"
+    "  output_tps REAL, goodput_rps REAL, n_good INTEGER NOT NULL DEFAULT 0);\n"
     "CREATE TABLE IF NOT EXISTS key_metrics(\n"
     "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
     "  routing_key TEXT NOT NULL, requests INTEGER NOT NULL,\n"
@@ -89,6 +95,7 @@ static const char schema_sql[] =
     "  output_tokens INTEGER NOT NULL,\n"
     "  queue_s REAL, ttft_s REAL, e2e_s REAL,\n"
     "  preemptions INTEGER NOT NULL, retries INTEGER NOT NULL,\n"
+    "  stage INTEGER, client TEXT,\n"
     "  PRIMARY KEY (run_id, id));\n"
     "CREATE TABLE IF NOT EXISTS dest_metrics(\n"
     "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
@@ -157,6 +164,24 @@ static const char schema_sql[] =
     "  policy TEXT NOT NULL, metric TEXT NOT NULL, at REAL NOT NULL,\n"
     "  target REAL NOT NULL, tol REAL NOT NULL, sim REAL, residual REAL NOT NULL,\n"
     "  PRIMARY KEY (candidate_id, idx));\n"
+    "CREATE TABLE IF NOT EXISTS client_runs(\n"
+    "  run_id INTEGER PRIMARY KEY REFERENCES runs(id),\n"
+    "  mode TEXT NOT NULL, latency_from TEXT NOT NULL,\n"
+    "  sent INTEGER NOT NULL, conversations INTEGER NOT NULL,\n"
+    "  abandoned INTEGER NOT NULL, unsent INTEGER NOT NULL,\n"
+    "  ttft_p99_send REAL, ttft_p99_intended REAL, e2e_p99_send REAL, e2e_p99_intended REAL);\n"
+    "CREATE TABLE IF NOT EXISTS stage_metrics(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  stage INTEGER NOT NULL, load REAL NOT NULL,\n"
+    "  load_kind TEXT NOT NULL CHECK (load_kind IN ('rate','concurrency','batch')),\n"
+    "  start_s REAL, end_s REAL,\n"
+    "  sent INTEGER NOT NULL, measured INTEGER NOT NULL, completed INTEGER NOT NULL,\n"
+    "  ttft_mean REAL, ttft_p50 REAL, ttft_p90 REAL, ttft_p99 REAL,\n"
+    "  tpot_mean REAL, tpot_p50 REAL, tpot_p90 REAL, tpot_p99 REAL,\n"
+    "  e2e_mean REAL, e2e_p50 REAL, e2e_p90 REAL, e2e_p99 REAL,\n"
+    "  ttft_p99_intended REAL, e2e_p99_intended REAL,\n"
+    "  throughput_rps REAL, output_tps REAL, hit_rate REAL,\n"
+    "  PRIMARY KEY (run_id, stage));\n"
     "CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash, status);\n"
     "CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id, run_index);\n";
 
@@ -413,8 +438,9 @@ int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id)
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO experiments(name, config_path, config_text, config_hash,"
                            " build_version, host, started_at, n_runs_planned, n_points, shard,"
-                           " slo_metric, slos, report_rate_rps, status)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,'running')",
+                           " slo_metric, slos, report_rate_rps, status, goodput_ttft_s,"
+                           " goodput_tpot_s, joint_slo)"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?)",
                            -1, &st, NULL) != SQLITE_OK)
         return exp__store_dberr(s, "cannot prepare the experiment row");
     sqlite3_bind_text(st, 1, m->name, -1, SQLITE_TRANSIENT);
@@ -433,6 +459,12 @@ int exp_store_begin(exp_store *s, const exp_store_meta *m, int64_t *id)
     sqlite3_bind_text(st, 11, m->slo_metric, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 12, m->slos, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 13, m->report_rate);
+    bind_real(st, 14, m->goodput_ttft_s > 0 ? m->goodput_ttft_s : NAN);
+    bind_real(st, 15, m->goodput_tpot_s > 0 ? m->goodput_tpot_s : NAN);
+    if (m->joint_slo && m->joint_slo[0])
+        sqlite3_bind_text(st, 16, m->joint_slo, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 16);
     int rc = sqlite3_step(st) == SQLITE_DONE ? SIM_OK : exp__store_dberr(s, "cannot add the experiment");
     sqlite3_finalize(st);
     if (rc == SIM_OK)
@@ -644,7 +676,7 @@ static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "INSERT INTO requests VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL,NULL)", -1, &st, NULL) != SQLITE_OK)
         return exp__store_dberr(s, "cannot prepare request records");
     const double warmup = res->warmup_s;
     for (uint64_t n = 0; n < res->n_arrived; n++) {
@@ -680,6 +712,64 @@ static int add_requests(exp_store *s, int64_t rid, const cluster_result *res)
         if (sqlite3_step(st) != SQLITE_DONE) {
             sqlite3_finalize(st);
             return exp__store_dberr(s, "cannot add request records");
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
+/* The client_runs row and stage_metrics rows of a closed-loop run
+ * (sim/exp/client_metrics.h); nothing for an open-loop one. */
+static int add_client(exp_store *s, int64_t rid, const exp_client_summary *c)
+{
+    if (!c)
+        return SIM_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO client_runs VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1,
+                           &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot prepare a client row");
+    int i = 1;
+    sqlite3_bind_int64(st, i++, rid);
+    sqlite3_bind_text(st, i++, c->mode, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, i++, c->latency_from, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.sent);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.conversations);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.abandoned);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)c->st.unsent);
+    bind_real(st, i++, c->ttft_p99_send);
+    bind_real(st, i++, c->ttft_p99_intended);
+    bind_real(st, i++, c->e2e_p99_send);
+    bind_real(st, i++, c->e2e_p99_intended);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return exp__store_dberr(s, "cannot add the client row");
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO stage_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,"
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot prepare a stage row");
+    for (size_t k = 0; k < c->n_stages; k++) {
+        const exp_stage_row *g = &c->stages[k];
+        i = 1;
+        sqlite3_bind_int64(st, i++, rid);
+        sqlite3_bind_int64(st, i++, g->stage);
+        sqlite3_bind_double(st, i++, g->load);
+        sqlite3_bind_text(st, i++, g->load_kind, -1, SQLITE_STATIC);
+        bind_real(st, i++, g->start_s);
+        bind_real(st, i++, g->end_s);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g->sent);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g->measured);
+        sqlite3_bind_int64(st, i++, (sqlite3_int64)g->completed);
+        const double v[] = {g->ttft_mean, g->ttft_p50, g->ttft_p90, g->ttft_p99,
+                            g->tpot_mean, g->tpot_p50, g->tpot_p90, g->tpot_p99,
+                            g->e2e_mean, g->e2e_p50, g->e2e_p90, g->e2e_p99,
+                            g->ttft_p99_intended, g->e2e_p99_intended, g->throughput_rps,
+                            g->output_tps, g->hit_rate};
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
+            bind_real(st, i++, v[j]);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            sqlite3_finalize(st);
+            return exp__store_dberr(s, "cannot add a stage row");
         }
         sqlite3_reset(st);
     }
@@ -730,7 +820,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
 
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot prepare a metrics row");
         goto fail;
@@ -777,6 +867,16 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_refused);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_retries);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_crashes);
+    bind_real(st, i++, res->tpot_mean);
+    bind_real(st, i++, res->e2e_mean);
+    bind_real(st, i++, res->itl_mean);
+    bind_real(st, i++, res->itl_p50);
+    bind_real(st, i++, res->itl_p90);
+    bind_real(st, i++, res->itl_p99);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->itl_gaps);
+    bind_real(st, i++, res->output_tps);
+    bind_real(st, i++, res->goodput_rps);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)res->n_good);
     if (sqlite3_step(st) != SQLITE_DONE) {
         rc = exp__store_dberr(s, "cannot add run metrics");
         goto fail;
@@ -819,7 +919,7 @@ int exp_store_add_run(exp_store *s, int64_t exp_id, const exp_run_row *row,
     sqlite3_finalize(st);
     st = NULL;
     if ((rc = add_extras(s, rid, res)) || (rc = add_keys(s, rid, res)) ||
-        (rc = add_groups(s, rid, row, res)) ||
+        (rc = add_groups(s, rid, row, res)) || (rc = add_client(s, rid, row->client)) ||
         (row->requests && (rc = add_requests(s, rid, res))))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -947,7 +1047,8 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                        " first_arrival_s, last_arrival_s, sim_end_s, throughput_rps, steps,"
                        " events, preemptions, kv_pool_blocks, kv_pool_tokens, n_too_long,"
                        " fair_keys, fair_worst_p99, fair_spread_p99, fair_jain, n_failed, n_lost,"
-                       " n_refused, n_retries, n_crashes"
+                       " n_refused, n_retries, n_crashes, tpot_mean, e2e_mean, itl_mean, itl_p50,"
+                       " itl_p90, itl_p99, itl_gaps, output_tps, goodput_rps, n_good"
                        " FROM run_metrics WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO key_metrics SELECT ?1, routing_key, requests, hit_rate,"
@@ -955,7 +1056,7 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
                     2)) ||
         (rc = exec3(s, "INSERT INTO requests SELECT ?1, id, arrival_s, routing_key, measured,"
                        " status, dest, replica, prompt_tokens, hit_tokens, output_tokens,"
-                       " queue_s, ttft_s, e2e_s, preemptions, retries FROM requests"
+                       " queue_s, ttft_s, e2e_s, preemptions, retries, stage, client FROM requests"
                        " WHERE run_id = ?2", rid, from, 0, 2)))
         goto fail;
     if ((rc = exec3(s, "INSERT INTO dest_metrics SELECT ?1, dest, routed, routed_measured,"
@@ -975,7 +1076,17 @@ int exp_store_copy_run(exp_store *s, int64_t exp_id, const exp_run_row *row, int
         (rc = exec3(s, "INSERT INTO plan_keys SELECT ?1, rank, routing_key, rate_rps, k_b,"
                        " destinations FROM plan_keys WHERE run_id = ?2", rid, from, 0, 2)) ||
         (rc = exec3(s, "INSERT INTO timeline SELECT ?1, idx, t0_s, arrivals, hit_rate, ttft_p99"
-                       " FROM timeline WHERE run_id = ?2", rid, from, 0, 2)))
+                       " FROM timeline WHERE run_id = ?2", rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO client_runs SELECT ?1, mode, latency_from, sent,"
+                       " conversations, abandoned, unsent, ttft_p99_send, ttft_p99_intended,"
+                       " e2e_p99_send, e2e_p99_intended FROM client_runs WHERE run_id = ?2",
+                    rid, from, 0, 2)) ||
+        (rc = exec3(s, "INSERT INTO stage_metrics SELECT ?1, stage, load, load_kind, start_s,"
+                       " end_s, sent, measured, completed, ttft_mean, ttft_p50, ttft_p90,"
+                       " ttft_p99, tpot_mean, tpot_p50, tpot_p90, tpot_p99, e2e_mean, e2e_p50,"
+                       " e2e_p90, e2e_p99, ttft_p99_intended, e2e_p99_intended, throughput_rps,"
+                       " output_tps, hit_rate FROM stage_metrics WHERE run_id = ?2",
+                    rid, from, 0, 2)))
         goto fail;
     if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = exp__store_dberr(s, "cannot commit a resumed run");
@@ -1014,7 +1125,21 @@ int exp_store_capacities(exp_store *s, int64_t exp_id)
      * the runs committed at that moment even with a concurrent writer. */
     if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return exp__store_dberr(s, "cannot begin a transaction");
+    exp_capacity_row *jrows = NULL;
+    size_t jn = 0;
+    char *joint = NULL;
     int rc = exp_store_capacity_rows(s, exp_id, &rows, &n);
+    if (rc == SIM_OK)
+        rc = exp_store_joint_capacity_rows(s, exp_id, &joint, &jrows, &jn);
+    if (rc == SIM_OK && jn) { /* one list: the joint rows after, named by their text */
+        rows = sim_xrealloc(rows, (n + jn) * sizeof *rows);
+        memcpy(rows + n, jrows, jn * sizeof *rows);
+        free(jrows);
+        jrows = NULL;
+    }
+    const size_t n_main = n;
+    n += jn;
+    jn = 0;
     if (rc == SIM_OK)
         rc = exp_store_read_experiment(s, exp_id, &e);
     if (rc)
@@ -1046,7 +1171,7 @@ int exp_store_capacities(exp_store *s, int64_t exp_id)
         sqlite3_bind_text(st, 3, r->point_label, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, r->policy, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, r->seed);
-        sqlite3_bind_text(st, 6, e.slo_metric, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, i < n_main ? e.slo_metric : joint, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 7, r->slo_s);
         if (r->cap.censoring == EXP_CENS_LEFT)
             sqlite3_bind_null(st, 8);
@@ -1070,12 +1195,15 @@ int exp_store_capacities(exp_store *s, int64_t exp_id)
     }
     exp_store_experiment_fini(&e);
     exp_capacity_rows_free(rows, n);
+    free(joint);
     return SIM_OK;
 fail:
     sqlite3_finalize(st);
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     exp_store_experiment_fini(&e);
     exp_capacity_rows_free(rows, n);
+    exp_capacity_rows_free(jrows, jn);
+    free(joint);
     return rc;
 }
 
@@ -1148,10 +1276,12 @@ int exp_store_shard_adopt(exp_store *s, const exp_store_shard *sh, int64_t *exp_
     int rc = exec_owned(s, sqlite3_mprintf(
         "INSERT INTO experiments(name, config_path, config_text, config_hash,"
         " build_version, host, started_at, finished_at, n_runs_planned, n_points, shard,"
-        " slo_metric, slos, report_rate_rps, status)"
+        " slo_metric, slos, report_rate_rps, status, goodput_ttft_s, goodput_tpot_s,"
+        " joint_slo)"
         " SELECT name, config_path, config_text, config_hash, build_version, host,"
         " started_at, NULL, n_runs_planned, n_points, NULL, slo_metric, slos,"
-        " report_rate_rps, 'running' FROM src.experiments WHERE id = %lld",
+        " report_rate_rps, 'running', goodput_ttft_s, goodput_tpot_s, joint_slo"
+        " FROM src.experiments WHERE id = %lld",
         (long long)sh->id), "cannot add the merged experiment");
     if (rc == SIM_OK)
         *exp_id = sqlite3_last_insert_rowid(s->db);
@@ -1224,13 +1354,14 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " imbalance_requests, first_arrival_s, last_arrival_s, sim_end_s,"
         " throughput_rps, steps, events, preemptions, kv_pool_blocks, kv_pool_tokens,"
         " n_too_long, fair_keys, fair_worst_p99, fair_spread_p99, fair_jain, n_failed,"
-        " n_lost, n_refused, n_retries, n_crashes"
+        " n_lost, n_refused, n_retries, n_crashes, tpot_mean, e2e_mean, itl_mean, itl_p50,"
+        " itl_p90, itl_p99, itl_gaps, output_tps, goodput_rps, n_good"
         " FROM src.run_metrics r JOIN idmap i ON i.old = r.run_id;"
         "INSERT INTO main.key_metrics SELECT i.new, routing_key, requests, hit_rate,"
         " ttft_p99, ttft_mean FROM src.key_metrics k JOIN idmap i ON i.old = k.run_id;"
         "INSERT INTO main.requests SELECT i.new, id, arrival_s, routing_key, measured,"
         " status, dest, replica, prompt_tokens, hit_tokens, output_tokens, queue_s,"
-        " ttft_s, e2e_s, preemptions, retries"
+        " ttft_s, e2e_s, preemptions, retries, stage, client"
         " FROM src.requests q JOIN idmap i ON i.old = q.run_id;"
         "INSERT INTO main.dest_metrics SELECT i.new, dest, routed, routed_measured,"
         " prompt_tokens, hit_tokens, prefill_tokens, decode_tokens,"
@@ -1248,6 +1379,14 @@ int exp_store_shard_copy(exp_store *s, const exp_store_shard *sh, int64_t exp_id
         " destinations FROM src.plan_keys p JOIN idmap i ON i.old = p.run_id;"
         "INSERT INTO main.timeline SELECT i.new, idx, t0_s, arrivals, hit_rate,"
         " ttft_p99 FROM src.timeline t JOIN idmap i ON i.old = t.run_id;"
+        "INSERT INTO main.client_runs SELECT i.new, mode, latency_from, sent, conversations,"
+        " abandoned, unsent, ttft_p99_send, ttft_p99_intended, e2e_p99_send, e2e_p99_intended"
+        " FROM src.client_runs c JOIN idmap i ON i.old = c.run_id;"
+        "INSERT INTO main.stage_metrics SELECT i.new, stage, load, load_kind, start_s, end_s,"
+        " sent, measured, completed, ttft_mean, ttft_p50, ttft_p90, ttft_p99, tpot_mean,"
+        " tpot_p50, tpot_p90, tpot_p99, e2e_mean, e2e_p50, e2e_p90, e2e_p99,"
+        " ttft_p99_intended, e2e_p99_intended, throughput_rps, output_tps, hit_rate"
+        " FROM src.stage_metrics g JOIN idmap i ON i.old = g.run_id;"
         "DROP TABLE idmap;",
         (long long)exp_id, (long long)sh->id, (long long)exp_id, (long long)sh->id),
         "cannot copy the shard's runs");

@@ -50,6 +50,10 @@ typedef struct exp_store_meta {
     const char *slo_metric;   /* run_metrics column the SLOs apply to */
     const char *slos;         /* thresholds, s, comma-separated */
     double report_rate;       /* requests/s */
+    double goodput_ttft_s;    /* goodput bounds, s; 0 = none (stored NULL) */
+    double goodput_tpot_s;
+    const char *joint_slo;    /* experiment.joint_slo terms joined by " and ",
+                                 "" or NULL = none (stored NULL) */
 } exp_store_meta;
 
 /* One run's identity and bookkeeping. */
@@ -73,6 +77,10 @@ typedef struct exp_run_row {
      * group_metrics row each; NULL / 0 without groups (no rows). */
     const struct exp_setup_group *groups;
     size_t n_groups;
+    /* Closed-loop client (docs/clients.md): its summary, one client_runs
+     * row and one stage_metrics row per stage; NULL for an open-loop run
+     * (no rows).  Borrowed. */
+    const struct exp_client_summary *client;
 } exp_run_row;
 
 /* Open (creating if needed, with its parent folder) the database at `path`
@@ -174,6 +182,7 @@ typedef struct exp_store_experiment {
     char *slos;               /* thresholds, s, comma-separated (as stored) */
     double report_rate_rps;   /* requests/s; NAN when NULL */
     int64_t n_runs_planned, n_points;
+    char *config_text;        /* the experiment's canonical config */
 } exp_store_experiment;
 
 /* Read experiment `id` (0 = the latest, highest id) into *out (zeroed
@@ -247,6 +256,19 @@ int exp_store_read_capacities(exp_store *s, int64_t exp_id, const char *slo_metr
  */
 int exp_store_capacity_rows(exp_store *s, int64_t exp_id, exp_capacity_row **rows, size_t *n);
 
+/*
+ * The per-seed capacities under the experiment's joint SLO
+ * (experiments.joint_slo, terms "METRIC<=SECONDS" joined by " and ";
+ * sim/exp/capacity.h): the highest tested load up to which every term
+ * holds, computed as exp_capacity_compute on max over terms of metric /
+ * bound with slo_s = 1.  *joint receives the stored text (owned, free()),
+ * NULL when the experiment has no joint SLO (then no rows).  Returns
+ * SIM_OK, SIM_EINVAL (a bad stored term, loads as in
+ * exp_store_capacity_rows) or SIM_EDB; on error nothing is returned.
+ */
+int exp_store_joint_capacity_rows(exp_store *s, int64_t exp_id, char **joint,
+                                  exp_capacity_row **rows, size_t *n);
+
 /* The SQL average of run_metrics column `column` (checked as in
  * exp_store_read_runs) per policy over the runs of experiment `exp_id` at
  * load exactly `rate_rps` that have a metrics row.  One entry per policy. */
@@ -315,6 +337,34 @@ typedef struct exp_store_group_row {
  * and *n is 0. */
 int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
                           exp_store_group_row **out, size_t *n);
+
+/* One stage_metrics row of a closed-loop client run with its run's
+ * identity and client counters (docs/clients.md); strings owned (free
+ * with exp_store_stages_free). */
+typedef struct exp_store_stage_row {
+    int64_t point;
+    char *policy;
+    int64_t seed;
+    double rate_rps;          /* the run's load (experiment.rates) */
+    char *mode;               /* workload.client.mode */
+    int64_t stage;
+    double load;              /* the stage's rate or concurrency */
+    char *load_kind;          /* rate | concurrency | batch */
+    double start_s, end_s;
+    int64_t sent, completed, abandoned, unsent; /* abandoned, unsent: the run's */
+    double throughput_rps, output_tps, hit_rate;
+    double ttft_p50, ttft_p99, tpot_p50, tpot_p99, e2e_p99, ttft_p99_intended;
+} exp_store_stage_row;
+
+/* The stage rows of experiment `exp_id`'s complete runs, ordered by
+ * point, load, policy (first run order), seed and stage, into a new
+ * array *out (*n rows; none when the database has no stage_metrics
+ * table or no client run).  Returns SIM_OK or SIM_EDB; on error *out is
+ * NULL and *n is 0. */
+int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **out, size_t *n);
+
+/* Free an array from exp_store_read_stages.  Accepts NULL. */
+void exp_store_stages_free(exp_store_stage_row *rows, size_t n);
 
 /* Free an array from exp_store_read_groups.  Accepts NULL. */
 void exp_store_groups_free(exp_store_group_row *rows, size_t n);
@@ -407,6 +457,27 @@ void exp_store_shard_detach(exp_store *s);
 /* The number of distinct run indexes stored for experiment `exp_id` into
  * *n.  Returns SIM_OK or SIM_EDB. */
 int exp_store_count_run_indexes(exp_store *s, int64_t exp_id, int64_t *n);
+
+/* The regime statement's reads (sim/exp/store_regime.c, docs/report.md
+ * "Which regime limits capacity").  Whether experiment `exp_id` has any
+ * per-request records into *any (false, not an error, for a database
+ * without a requests table).  Returns SIM_OK or SIM_EDB. */
+int exp_store_has_requests(exp_store *s, int64_t exp_id, bool *any);
+
+/* The complete runs of (exp_id, point, policy, rate_rps, in requests/s)
+ * that carry per-request records, in seed order: their ids into *run_id
+ * and their served-work imbalance (max/mean, NAN when not stored) into
+ * *imbalance, *n of each (malloc'd, the caller frees both).  Returns
+ * SIM_OK or SIM_EDB (then both NULL and *n 0). */
+int exp_store_request_runs(exp_store *s, int64_t exp_id, int64_t point, const char *policy,
+                           double rate_rps, int64_t **run_id, double **imbalance, size_t *n);
+
+/* The measured requests of run `run_id` (too-long ones excluded), in id
+ * order: prompt tokens, uncached tokens (prompt - prefix hit) and TTFT in s
+ * (+Inf without a first token), *n of each (malloc'd, the caller frees
+ * all three).  Returns SIM_OK or SIM_EDB (then NULL and *n 0). */
+int exp_store_request_sizes(exp_store *s, int64_t run_id, double **prompt, double **uncached,
+                            double **ttft, size_t *n);
 
 /* Copy the database at `path` into the new file `dest` (which must not
  * exist or be empty), as one consistent snapshot (SQLite VACUUM INTO).

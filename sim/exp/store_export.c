@@ -126,6 +126,52 @@ static void put_value(FILE *f, sqlite3_stmt *st, int i, int format)
     }
 }
 
+/* Whether run `run_id` exists (*count 1 or 0), and the lowest and highest
+ * run ids stored (0 when none). */
+static int count_runs(exp_store *s, int64_t run_id, int64_t *count, int64_t *lo, int64_t *hi)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT (SELECT count(*) FROM runs WHERE id = ?1), "
+                           "coalesce(min(id), 0), coalesce(max(id), 0) FROM runs", -1, &st,
+                           NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the runs");
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return exp__store_dberr(s, "cannot read the runs");
+    }
+    *count = sqlite3_column_int64(st, 0);
+    *lo = sqlite3_column_int64(st, 1);
+    *hi = sqlite3_column_int64(st, 2);
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
+/* Rows the export would write. */
+static int count_rows(exp_store *s, const char *table, int64_t run_id, bool is_runs,
+                      int64_t *n)
+{
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"%s", table,
+                                run_id > 0 ? (is_runs ? " WHERE id = ?1" : " WHERE run_id = ?1")
+                                           : "");
+    if (!sql)
+        return SIM_ERROR(SIM_ENOMEM, "export: out of memory");
+    sqlite3_stmt *st = NULL;
+    int prc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (prc != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the table");
+    if (run_id > 0)
+        sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return exp__store_dberr(s, "cannot read the table");
+    }
+    *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return SIM_OK;
+}
+
 int exp_store_export(exp_store *s, const char *table, int64_t run_id, int format, FILE *out,
                      uint64_t *rows)
 {
@@ -147,10 +193,49 @@ int exp_store_export(exp_store *s, const char *table, int64_t run_id, int format
                          "column; expected a per-run table (requests, run_metrics, "
                          "dest_metrics, key_metrics, timeline, ...) or no --run",
                          (long long)run_id, table);
-    /* The name is a checked table name; quoted as an identifier anyway. */
-    char *sql = sqlite3_mprintf("SELECT * FROM \"%w\"%s ORDER BY rowid", table,
-                                run_id > 0 ? (is_runs ? " WHERE id = ?1" : " WHERE run_id = ?1")
-                                           : "");
+    /* --run N must name a stored run. */
+    if (run_id > 0) {
+        int64_t lo = 0, hi = 0, count = 0;
+        if ((rc = count_runs(s, run_id, &count, &lo, &hi)))
+            return rc;
+        if (count == 0)
+            return lo ? SIM_ERROR(SIM_EINVAL, "export: %s has no run %lld; expected a run id "
+                                  "from %lld to %lld (crsim export %s --table runs lists them)",
+                                  exp_store_path(s), (long long)run_id, (long long)lo,
+                                  (long long)hi, exp_store_path(s))
+                      : SIM_ERROR(SIM_EINVAL, "export: %s has no run %lld: it holds no runs",
+                                  exp_store_path(s), (long long)run_id);
+    }
+    const bool is_requests = strcmp(table, "requests") == 0;
+    /* An export with nothing to write says why instead of a bare header. */
+    int64_t n_rows = 0;
+    if ((rc = count_rows(s, table, run_id, is_runs, &n_rows)))
+        return rc;
+    if (n_rows == 0) {
+        if (is_requests)
+            return SIM_ERROR(SIM_EINVAL, "export: %s has no per-request records%s: its runs were "
+                             "made without experiment.requests (rerun with `crsim run CONFIG "
+                             "--requests` to store them)", exp_store_path(s),
+                             run_id > 0 ? " for this run" : "");
+        return SIM_ERROR(SIM_EINVAL, "export: table '%s' of %s has no rows%s; nothing to write",
+                         table, exp_store_path(s), run_id > 0 ? " for this run" : "");
+    }
+    /* The name is a checked table name; quoted as an identifier anyway.
+     * Per-request rows carry their run's policy, load and seed (and the
+     * sweep point), so a row names the condition it was measured under. */
+    char *sql = is_requests
+                    ? sqlite3_mprintf("SELECT q.run_id, r.policy, r.rate_rps, r.seed, r.point, "
+                                      "q.id, q.arrival_s, q.routing_key, q.measured, q.status, "
+                                      "q.dest, q.replica, q.prompt_tokens, q.hit_tokens, "
+                                      "q.output_tokens, q.queue_s, q.ttft_s, q.e2e_s, "
+                                      "q.preemptions, q.retries, q.stage, q.client "
+                                      "FROM requests q JOIN runs r ON r.id = q.run_id%s "
+                                      "ORDER BY q.rowid",
+                                      run_id > 0 ? " WHERE q.run_id = ?1" : "")
+                    : sqlite3_mprintf("SELECT * FROM \"%w\"%s ORDER BY rowid", table,
+                                      run_id > 0 ? (is_runs ? " WHERE id = ?1"
+                                                            : " WHERE run_id = ?1")
+                                                 : "");
     if (!sql)
         return SIM_ERROR(SIM_ENOMEM, "export: out of memory");
     sqlite3_stmt *st = NULL;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "sim/core/error.h"
+#include "sim/exp/capacity.h"
 #include "sim/exp/store_int.h"
 
 int exp_store_open_read(const char *path, exp_store **out)
@@ -66,6 +67,7 @@ void exp_store_experiment_fini(exp_store_experiment *e)
     free(e->finished_at);
     free(e->slo_metric);
     free(e->slos);
+    free(e->config_text);
     memset(e, 0, sizeof *e);
 }
 
@@ -75,11 +77,11 @@ int exp_store_read_experiment(exp_store *s, int64_t id, exp_store_experiment *ou
     sqlite3_stmt *st = NULL;
     const char *sql = id > 0
         ? "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
-          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
-          " WHERE id = ?"
+          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points, config_text"
+          " FROM experiments WHERE id = ?"
         : "SELECT id, name, status, shard, build_version, host, started_at, finished_at,"
-          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points FROM experiments"
-          " ORDER BY id DESC LIMIT 1";
+          " slo_metric, slos, report_rate_rps, n_runs_planned, n_points, config_text"
+          " FROM experiments ORDER BY id DESC LIMIT 1";
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         char what[96];
         snprintf(what, sizeof what, "not a crsim result database of version %d",
@@ -103,6 +105,7 @@ int exp_store_read_experiment(exp_store *s, int64_t id, exp_store_experiment *ou
         out->report_rate_rps = exp__store_col_real(st, 10);
         out->n_runs_planned = sqlite3_column_int64(st, 11);
         out->n_points = sqlite3_column_int64(st, 12);
+        out->config_text = exp__store_col_dup(st, 13);
     } else if (step == SQLITE_DONE) {
         if (id > 0)
             rc = SIM_ERROR(SIM_EINVAL, "%s: no experiment with id %lld (see: sqlite3 %s "
@@ -159,9 +162,11 @@ static const char *const real_columns[] = {
     "tpot_p99", "e2e_p50", "e2e_p90", "e2e_p99", "imbalance_work", "imbalance_requests",
     "first_arrival_s", "last_arrival_s", "sim_end_s", "throughput_rps",
     "fair_worst_p99", "fair_spread_p99", "fair_jain",
+    "tpot_mean", "e2e_mean", "itl_mean", "itl_p50", "itl_p90", "itl_p99", "output_tps",
+    "goodput_rps",
     /* request counts, read as doubles (exact below 2^53) */
     "n_arrived", "n_completed", "n_unfinished", "n_rejected", "n_too_long", "fair_keys",
-    "n_failed", "n_lost", "n_refused", "n_retries", "n_crashes", NULL,
+    "n_failed", "n_lost", "n_refused", "n_retries", "n_crashes", "itl_gaps", "n_good", NULL,
 };
 
 static int check_column(const char *c)
@@ -290,26 +295,14 @@ typedef struct group {
     size_t n, cap;
 } group;
 
-int exp_store_capacity_rows(exp_store *s, int64_t exp_id, exp_capacity_row **rows, size_t *n)
+/* Group the complete runs by (point, policy, seed), in run order; each
+ * run's value is v[0], or with n_terms > 0 the joint ratio max over k of
+ * v[k] / bounds[k] (NaN if any is NaN: fails; capacity.h). */
+static void build_groups(const exp_store_run *runs, size_t n_runs, const double *bounds,
+                         size_t n_terms, group **out, size_t *n_out)
 {
-    *rows = NULL;
-    *n = 0;
-    char *metric = NULL, *slos_text = NULL;
-    double *slos = NULL;
-    size_t n_slos = 0, n_runs = 0, n_g = 0, cap_g = 0, n_out = 0;
-    exp_store_run *runs = NULL;
     group *g = NULL;
-    exp_capacity_row *out = NULL;
-
-    int rc = exp__store_slo_settings(s, exp_id, &metric, &slos_text);
-    if (rc == SIM_OK)
-        rc = exp_capacity_parse_slos(slos_text, &slos, &n_slos);
-    if (rc == SIM_OK)
-        rc = exp_capacity_check_metric(metric);
-    if (rc == SIM_OK)
-        rc = exp_store_read_runs(s, exp_id, (const char *const *)&metric, 1, &runs, &n_runs);
-    if (rc)
-        goto done;
+    size_t n_g = 0, cap_g = 0;
     /* Grouping by linear search is O(runs × groups); a sweep has at most a
      * few thousand runs, so a hash table is not worth its code. */
     for (size_t i = 0; i < n_runs; i++) {
@@ -333,10 +326,43 @@ int exp_store_capacity_rows(exp_store *s, int64_t exp_id, exp_capacity_row **row
             gr->loads = sim_xrealloc(gr->loads, gr->cap * sizeof *gr->loads);
             gr->metric = sim_xrealloc(gr->metric, gr->cap * sizeof *gr->metric);
         }
+        double x = r->v[0]; /* NAN without a metrics row: fails */
+        if (n_terms > 0) {
+            x = -INFINITY;
+            for (size_t k = 0; k < n_terms; k++) {
+                const double q = r->v[k] / bounds[k];
+                x = isnan(q) || isnan(x) ? NAN : q > x ? q : x;
+            }
+        }
         gr->loads[gr->n] = r->rate_rps;
-        gr->metric[gr->n] = r->v[0]; /* NAN without a metrics row: fails */
+        gr->metric[gr->n] = x;
         gr->n++;
     }
+    *out = g;
+    *n_out = n_g;
+}
+
+int exp_store_capacity_rows(exp_store *s, int64_t exp_id, exp_capacity_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    char *metric = NULL, *slos_text = NULL;
+    double *slos = NULL;
+    size_t n_slos = 0, n_runs = 0, n_g = 0, n_out = 0;
+    exp_store_run *runs = NULL;
+    group *g = NULL;
+    exp_capacity_row *out = NULL;
+
+    int rc = exp__store_slo_settings(s, exp_id, &metric, &slos_text);
+    if (rc == SIM_OK)
+        rc = exp_capacity_parse_slos(slos_text, &slos, &n_slos);
+    if (rc == SIM_OK)
+        rc = exp_capacity_check_metric(metric);
+    if (rc == SIM_OK)
+        rc = exp_store_read_runs(s, exp_id, (const char *const *)&metric, 1, &runs, &n_runs);
+    if (rc)
+        goto done;
+    build_groups(runs, n_runs, NULL, 0, &g, &n_g);
     out = sim_xcalloc(n_g * n_slos + 1, sizeof *out);
     for (size_t i = 0; i < n_g && rc == SIM_OK; i++) {
         for (size_t k = 0; k < n_slos; k++) {
@@ -373,6 +399,88 @@ done:
     }
     *rows = out;
     *n = n_out;
+    return SIM_OK;
+}
+
+int exp_store_joint_capacity_rows(exp_store *s, int64_t exp_id, char **joint,
+                                  exp_capacity_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    *joint = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT joint_slo FROM experiments WHERE id = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the experiment");
+    sqlite3_bind_int64(st, 1, exp_id);
+    int step = sqlite3_step(st);
+    char *text = step == SQLITE_ROW ? exp__store_col_dup(st, 0) : NULL;
+    sqlite3_finalize(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return exp__store_dberr(s, "cannot read the experiment");
+    if (!text || !text[0]) {
+        free(text);
+        return SIM_OK;
+    }
+    /* Terms joined by " and " (sim/exp/exp.c). */
+    char names[EXP_STORE_RUN_COLS][EXP_JOINT_METRIC_MAX];
+    const char *cols[EXP_STORE_RUN_COLS];
+    double bounds[EXP_STORE_RUN_COLS];
+    size_t n_terms = 0;
+    int rc = SIM_OK;
+    char *copy = sim_xstrdup(text), *p = copy;
+    while (rc == SIM_OK && p) {
+        char *and = strstr(p, " and ");
+        if (and)
+            *and = '\0';
+        if (n_terms == EXP_STORE_RUN_COLS)
+            rc = SIM_ERROR(SIM_EINVAL, "%s: experiment %lld: joint SLO '%s' has more than %d "
+                           "terms", s->path, (long long)exp_id, text, EXP_STORE_RUN_COLS);
+        else if (exp_joint_parse(p, names[n_terms], &bounds[n_terms]) != SIM_OK) {
+            char *why = sim_xstrdup(sim_errmsg());
+            rc = SIM_ERROR(SIM_EINVAL, "%s: experiment %lld: joint SLO: %s", s->path,
+                           (long long)exp_id, why);
+            free(why);
+        } else {
+            cols[n_terms] = names[n_terms];
+            n_terms++;
+        }
+        p = and ? and + 5 : NULL;
+    }
+    free(copy);
+    exp_store_run *runs = NULL;
+    size_t n_runs = 0, n_g = 0, n_out = 0;
+    group *g = NULL;
+    exp_capacity_row *out = NULL;
+    if (rc == SIM_OK)
+        rc = exp_store_read_runs(s, exp_id, cols, n_terms, &runs, &n_runs);
+    if (rc == SIM_OK) {
+        build_groups(runs, n_runs, bounds, n_terms, &g, &n_g);
+        out = sim_xcalloc(n_g + 1, sizeof *out);
+    }
+    for (size_t i = 0; i < n_g && rc == SIM_OK; i++) {
+        exp_capacity c;
+        rc = exp_capacity_compute(g[i].loads, g[i].metric, g[i].n, 1.0, &c);
+        if (rc)
+            break;
+        out[n_out++] = (exp_capacity_row){
+            .point = g[i].point, .point_label = sim_xstrdup(g[i].label),
+            .policy = sim_xstrdup(g[i].policy), .seed = g[i].seed, .slo_s = 1.0, .cap = c};
+    }
+    for (size_t i = 0; i < n_g; i++) {
+        free(g[i].loads);
+        free(g[i].metric);
+    }
+    free(g);
+    exp_store_runs_free(runs, n_runs);
+    if (rc) {
+        exp_capacity_rows_free(out, n_out);
+        free(text);
+        return rc;
+    }
+    *rows = out;
+    *n = n_out;
+    *joint = text;
     return SIM_OK;
 }
 
@@ -589,4 +697,79 @@ int exp_store_read_groups(exp_store *s, int64_t exp_id, double rate_rps,
     *out = v;
     *n = k;
     return SIM_OK;
+}
+
+int exp_store_read_stages(exp_store *s, int64_t exp_id, exp_store_stage_row **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    bool has_table;
+    const int rc_table = exp__store_has_table(s, "stage_metrics", &has_table);
+    if (rc_table != SIM_OK || !has_table)
+        return rc_table;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT r.point, r.policy, r.seed, r.rate_rps, c.mode, g.stage, g.load,"
+                           " g.load_kind, g.start_s, g.end_s, g.sent, g.completed, c.abandoned,"
+                           " c.unsent, g.throughput_rps, g.output_tps, g.hit_rate, g.ttft_p50,"
+                           " g.ttft_p99, g.tpot_p50, g.tpot_p99, g.e2e_p99, g.ttft_p99_intended"
+                           " FROM stage_metrics g JOIN runs r ON r.id = g.run_id"
+                           " JOIN client_runs c ON c.run_id = g.run_id"
+                           " WHERE r.experiment_id = ? AND r.status = 'complete'"
+                           " ORDER BY r.point, r.rate_rps, (SELECT min(run_index) FROM runs q"
+                           "  WHERE q.experiment_id = r.experiment_id AND q.policy = r.policy),"
+                           " r.seed, g.stage",
+                           -1, &st, NULL) != SQLITE_OK)
+        return exp__store_dberr(s, "cannot read the stage metrics");
+    sqlite3_bind_int64(st, 1, exp_id);
+    exp_store_stage_row *v = NULL;
+    size_t k = 0, cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (k == cap)
+            v = sim_xrealloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+        int c = 0;
+        exp_store_stage_row *w = &v[k++];
+        w->point = sqlite3_column_int64(st, c++);
+        w->policy = exp__store_col_dup(st, c++);
+        w->seed = sqlite3_column_int64(st, c++);
+        w->rate_rps = exp__store_col_real(st, c++);
+        w->mode = exp__store_col_dup(st, c++);
+        w->stage = sqlite3_column_int64(st, c++);
+        w->load = exp__store_col_real(st, c++);
+        w->load_kind = exp__store_col_dup(st, c++);
+        w->start_s = exp__store_col_real(st, c++);
+        w->end_s = exp__store_col_real(st, c++);
+        w->sent = sqlite3_column_int64(st, c++);
+        w->completed = sqlite3_column_int64(st, c++);
+        w->abandoned = sqlite3_column_int64(st, c++);
+        w->unsent = sqlite3_column_int64(st, c++);
+        w->throughput_rps = exp__store_col_real(st, c++);
+        w->output_tps = exp__store_col_real(st, c++);
+        w->hit_rate = exp__store_col_real(st, c++);
+        w->ttft_p50 = exp__store_col_real(st, c++);
+        w->ttft_p99 = exp__store_col_real(st, c++);
+        w->tpot_p50 = exp__store_col_real(st, c++);
+        w->tpot_p99 = exp__store_col_real(st, c++);
+        w->e2e_p99 = exp__store_col_real(st, c++);
+        w->ttft_p99_intended = exp__store_col_real(st, c++);
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        exp_store_stages_free(v, k);
+        return exp__store_dberr(s, "cannot read the stage metrics");
+    }
+    *out = v;
+    *n = k;
+    return SIM_OK;
+}
+
+void exp_store_stages_free(exp_store_stage_row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++) {
+        free(rows[i].policy);
+        free(rows[i].mode);
+        free(rows[i].load_kind);
+    }
+    free(rows);
 }

@@ -78,11 +78,11 @@ static wl_source open_stream(scenario *s)
                                .seed = 1, .max_requests = s->max_requests};
         if (wl_replay_create(s->trace, &wp, &s->replay))
             die("replay");
-        return (wl_source){s->replay, replay_next};
+        return (wl_source){.state = s->replay, .next = replay_next};
     }
     if (wl_synth_create(&s->wl, 1, s->rate, 16, &s->synth))
         die("synthetic workload");
-    return (wl_source){s->synth, synth_next};
+    return (wl_source){.state = s->synth, .next = synth_next};
 }
 
 static void close_stream(scenario *s)

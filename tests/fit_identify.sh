@@ -1,0 +1,126 @@
+#!/bin/sh
+# `crsim fit` identifies the structure of a workload crsim generated itself
+# from the kinds of observation the paper publishes (docs/fit.md,
+# docs/reproduction.md "Procedure"): tests/configs/fit_synth.yaml with 16
+# conversations open per key (workload.session.per_key), 4 turns each and a
+# 1,024-token per-key context is the truth; the targets are its Flat-LB
+# and Sticky served hits at 4 and 16 requests/s, its measured-window
+# infinite-cache hit bound at 16 requests/s (a one-sided bound, side
+# at_least) and its admission scale C = R * W (the calibration outcome).
+# Two structural alternatives: 'conversations' frees per_key, turns and
+# the context; 'single_turn' (one conversation per key, one turn: the
+# working set is the context alone) frees the context and the new input.
+# Expected: 'conversations' kept (identified, best point within
+# tolerance), 'single_turn' rejected at screening (it cannot reach the
+# bound and the admission scale together: nothing identified); every
+# identified point's context within 10 %, turns within 15 % and per_key
+# within 20 % of the truth.  Also: the
+# bad workload-target files exit 2 naming FILE:LINE and the key.
+# usage: fit_identify.sh CRSIM SOURCE_ROOT
+set -u
+case $1 in /*) CRSIM=$1 ;; *) CRSIM=$PWD/$1 ;; esac
+CFG=$2/tests/configs/fit_synth.yaml
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || exit 99
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+TRUTH="--set workload.session.per_key=16 --set workload.turns.mean=4 --set workload.prefix.mean=1024"
+
+# ---- the truth: router rows, bound and admission scale ----
+# shellcheck disable=SC2086
+"$CRSIM" run "$CFG" --quiet --jobs 2 --set experiment.db=truth.db \
+    --set experiment.rates=[4,16] $TRUTH >truth.txt 2>&1 || { cat truth.txt; exit 99; }
+val() { awk -v p="$1" -v r="$2" '$1 == p && $2 + 0 == r { printf "%.6f", $4 / 100 }' truth.txt; }
+# The workload targets' values of the truth: a fit with workload targets
+# only runs nothing and prints them in its residual table (column sim).
+cat >wl.yaml <<EOT
+seeds: [1]
+targets:
+  workload:
+    inf_hit: {loads: [16], values: [0.5], tol: 1}
+    admission_scale: {values: [100], tol: 1}
+budget: 1
+refine: 0
+EOT
+# shellcheck disable=SC2086
+"$CRSIM" fit "$CFG" --targets wl.yaml --db wl.db --quiet $TRUTH >wl.txt 2>err ||
+    fail "workload-only fit exited $?: $(cat err)"
+n_runs=$(sqlite3 wl.db "SELECT COUNT(*) FROM runs" 2>/dev/null || echo 0)
+[ "$n_runs" = 0 ] || fail "a fit with workload targets only ran $n_runs runs"
+bound=$(awk '$1 == "workload" && $2 == "inf_hit" { print $6 }' wl.txt)
+cscale=$(awk '$1 == "workload" && $2 == "admission_scale" { print $6 }' wl.txt)
+awk -v b="$bound" -v c="$cscale" 'BEGIN { exit !(b > 0.5 && b < 1 && c > 10) }' ||
+    fail "truth's bound '$bound' and admission scale '$cscale'"
+ctol=$(awk -v c="$cscale" 'BEGIN { printf "%.4g", c * 0.1 }')
+cat >targets.yaml <<EOT
+seeds: [1]
+loads: [4, 16]
+targets:
+  workload:
+    inf_hit: {loads: [16], values: [$bound], tol: 0.005, side: at_least}
+    admission_scale: {values: [$cscale], tol: $ctol}
+  flat_lb:
+    hit: {loads: [4, 16], values: [$(val flat_lb 4), $(val flat_lb 16)], tol: 0.01}
+  sticky:
+    hit: {loads: [4, 16], values: [$(val sticky 4), $(val sticky 16)], tol: 0.01}
+free:
+  - workload.prefix.mean=log[512, 2048]
+alternatives:
+  - conversations workload.session.per_key=log[4, 64] workload.turns.mean=log[1.5, 10]
+  - single_turn workload.session.per_key=1 workload.turns.mean=1 workload.input.mean=log[64, 4096]
+screen:
+  max_residual: 10
+budget: 24
+refine: 40
+EOT
+
+# ---- the fit ----
+"$CRSIM" fit "$CFG" --targets targets.yaml --db fit.db --out fit.yaml --jobs 2 --quiet \
+    >fit.txt 2>err || fail "fit exited $?: $(cat err)"
+sed -n '1,/^best:/p' fit.txt
+grep -q '^best: conversations .*(within tolerance)' fit.txt || fail "best: $(grep '^best' fit.txt)"
+awk '$1 == "conversations" && $3 >= 1 { p = 1 } $1 == "single_turn" && $3 == 0 { q = 1 }
+     END { exit !(p && q) }' fit.txt || fail "identified counts: $(sed -n 3,5p fit.txt)"
+grep -q 'single_turn .*\[rejected at screening\]' fit.txt || fail "single_turn not rejected at screening"
+n_id=$(awk '/^identified set of conversations/ { on = 1; next } /^identified set|^residuals/ { on = 0 }
+    on && /^  #/ { n++ } END { print n + 0 }' fit.txt)
+[ "$n_id" -ge 1 ] || fail "no identified point"
+awk '/^identified set of conversations/ { on = 1; next } /^identified set|^residuals/ { on = 0 }
+    on && /^  #/ { for (i = 1; i <= NF; i++) {
+        split($i, a, "="); v = a[2] + 0; sub(/;$/, "", a[1])
+        if (a[1] == "workload.prefix.mean" && (v < 1024 * 0.9 || v > 1024 * 1.1)) bad = 1
+        if (a[1] == "workload.turns.mean" && (v < 4 * 0.85 || v > 4 * 1.15)) bad = 1
+        if (a[1] == "workload.session.per_key" && (v < 16 * 0.8 || v > 16 * 1.2)) bad = 1 } }
+    END { exit bad }' fit.txt || fail "an identified point is far from the truth"
+echo "ok: structure and lengths recovered ($n_id identified)"
+# The bound and the admission scale are in the residual table, one-sided
+# named with '>='.
+grep -q '^  workload     inf_hit>= ' fit.txt && grep -q '^  workload     admission_scale ' fit.txt ||
+    fail "workload residual rows missing"
+
+# ---- bad workload targets: exit 2, FILE:LINE, the key ----
+bad() { # NAME PATTERN
+    "$CRSIM" fit "$CFG" --targets "$1.yaml" --db "bad-$1.db" >out 2>err
+    st=$?
+    if [ "$st" -ne 2 ]; then fail "$1: exit $st, expected 2: $(cat err)"
+    elif ! grep -q -- "$2" err; then fail "$1: stderr lacks '$2': $(cat err)"
+    elif [ -e "bad-$1.db" ]; then fail "$1: a database was created"
+    else echo "ok: $1: $(cat err)"
+    fi
+}
+printf 'targets:\n  workload:\n    inf_hits: {loads: [4], values: [0.5], tol: 0.01}\n' >wl_key.yaml
+bad wl_key "wl_key.yaml:3: unknown key 'targets.workload.inf_hits'"
+printf 'targets:\n  workload:\n    inf_hit: {loads: [4], values: [0.5], tol: 0.01, side: above}\n' >wl_side.yaml
+bad wl_side "wl_side.yaml:3: .*side"
+printf 'targets:\n  workload:\n    admission_scale: {values: [128, 256], tol: 10}\n' >wl_two.yaml
+bad wl_two "wl_two.yaml:3: key 'targets.workload.admission_scale.values' has 2 values; expected one"
+printf 'targets:\n  workload:\n    admission_scale: {values: [128]}\n' >wl_tol.yaml
+bad wl_tol "wl_tol.yaml:3: missing key 'targets.workload.admission_scale.tol'"
+printf 'targets:\n  workload:\n    inf_hit: {loads: [4], values: [1.5], tol: 0.01}\n' >wl_range.yaml
+bad wl_range "wl_range.yaml:3: .*inf_hit.values"
+printf 'targets:\n  flat_lb:\n    hit: {loads: [4], values: [0.5], tol: 0.01}\nscreen:\n  max_residul: 3\n' >scr_key.yaml
+bad scr_key "scr_key.yaml:5: unknown key 'screen.max_residul'"
+
+[ "$fails" -eq 0 ] && echo "fit_identify: all tests passed"
+exit $((fails > 0))
