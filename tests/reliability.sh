@@ -265,5 +265,26 @@ printf 'experiment: {name: tr, rates: [1], min_measured: 1}\ncluster: {destinati
 expect_error 2 "ff.csv:2: '\\\\xff12' in column 'ContextTokens' is not a token count" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/ff.csv"
 LC_ALL=C grep -q "$(printf '\377')" "$TMP/err" && fail "a raw 0xff byte in the message: $(od -c "$TMP/err" | head -3)"
 
+# ---- C8: the size estimate counts every dimension that scales ----
+# CRSIM_MEM_AVAILABLE_GB fakes the machine's memory (docs/harness.md): each
+# refusal is immediate, exit 2, before a database exists, naming the key.
+mem() { CRSIM_MEM_AVAILABLE_GB=$1; export CRSIM_MEM_AVAILABLE_GB; shift; "$@"; st=$?; unset CRSIM_MEM_AVAILABLE_GB; return $st; }
+S1="--set experiment.seeds=[1] --set experiment.db=$TMP/c8.db"
+expect_error 2 "cluster.destinations 100000 x gateway.replicas 1.*expected fewer destinations" -- mem 0.5 "$CRSIM" run "$TINY" --quiet $S1 --set cluster.destinations=100000
+expect_error 2 "cluster.destinations 200 x gateway.replicas 4096.*(gateway.replicas)" -- mem 2 "$CRSIM" run "$TINY" --quiet $S1 --set cluster.destinations=200 --set gateway.replicas=4096
+expect_error 2 "a timeline of 1e+07 windows of experiment.timeline_s 0.1.*expected a longer experiment.timeline_s" -- mem 0.5 "$CRSIM" run "$TINY" --quiet $S1 --set experiment.timeline_s=0.1 --set workload.duration_s=1e6 --set experiment.rates=[0.01] --set experiment.policies=[flat_lb]
+[ -e "$TMP/c8.db" ] && fail "a refused run created its database"
+v=1,2,3,4,5,6,7,8,9,10
+expect_error 2 "the sweep has 1000000 points.*expected fewer values in experiment.sweep" -- mem 2 "$CRSIM" run "$TINY" --dry-run --set "experiment.sweep=[\"workload.seed=[$v]\",\"experiment.drain_s=[$v]\",\"workload.keys.n=[$v]\",\"engine.block_size=[$v]\",\"cluster.tp=[$v]\",\"experiment.warmup_s=[$v]\"]"
+expect_error 2 "the key population needs about 6 GB (workload.keys.n 100000000" -- mem 1 "$CRSIM" run "$TINY" --dry-run --set workload.keys.n=100000000
+expect_error 2 "the key population needs about 6 GB (workload.keys.n 100000000" -- mem 1 "$CRSIM" workload describe "$TINY" --set workload.keys.n=100000000
+expect_error 2 "describing 1e+10 requests needs about 2.1e+04 GB.*expected fewer --requests" -- mem 1 "$CRSIM" workload describe "$TINY" --set workload.duration_s=1e9 --requests 1000000000000
+# the estimate of an ordinary run names the destinations' share; --force overrides a refusal
+mem 1e-6 "$CRSIM" workload describe "$TINY" --force >"$TMP/out" 2>"$TMP/err" && grep -q '^stream' "$TMP/out" &&
+    echo "ok: describe --force runs below the memory estimate" || fail "describe --force: $(cat "$TMP/err")"
+mem 1e-6 "$CRSIM" run "$TINY" --force $S1 --set experiment.rates=[0.5] --set experiment.policies=[flat_lb] >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "^estimate: 1 run to simulate" "$TMP/out" && echo "ok: run --force runs below the memory estimate" || fail "run --force: $(cat "$TMP/err")"
+rm -f "$TMP/c8.db"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all reliability checks passed"
