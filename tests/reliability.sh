@@ -264,6 +264,20 @@ printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,\37
 printf 'experiment: {name: tr, rates: [1], min_measured: 1}\ncluster: {destinations: 2}\nworkload: {trace: TRACE}\n' >"$TMP/trace.yaml"
 expect_error 2 "ff.csv:2: '\\\\xff12' in column 'ContextTokens' is not a token count" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/ff.csv"
 LC_ALL=C grep -q "$(printf '\377')" "$TMP/err" && fail "a raw 0xff byte in the message: $(od -c "$TMP/err" | head -3)"
+# ... line numbers counted at line ends: 64 MB of NUL bytes, gzip-compressed
+# (one line), was reported near "line 16390", one per 4095-byte chunk
+# (1 GB: "line 244201")
+head -c 67108864 /dev/zero | gzip -1 >"$TMP/zeros.jsonl.gz"
+expect_error 2 "zeros.jsonl.gz:1: NUL byte in line; expected a text trace" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/zeros.jsonl.gz"
+printf '\n\n  \nhello\n' >"$TMP/h.csv"
+expect_error 2 "h.csv:4: cannot tell the trace format from this line" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/h.csv"
+# ... a file named as a spec is not echoed: its name and the expected form
+printf 'SECRET_HEADER,ContextTokens\n1,2\n' >"$TMP/spec.csv"
+for k in cluster.hardware cluster.model cost.profile; do
+    expect_error 2 "spec.csv:1: top level is a single text value, not a mapping; expected a YAML file" -- "$CRSIM" run "$TINY" --dry-run --set "$k=$TMP/spec.csv"
+    grep -q SECRET "$TMP/err" && fail "$k: the spec file's content is echoed: $(cat "$TMP/err")"
+done
+expect_error 2 "zeros.jsonl.gz:1: YAML syntax error: .*; expected a YAML text file (UTF-8, not compressed or binary)" -- "$CRSIM" run "$TINY" --dry-run --set "cluster.model=$TMP/zeros.jsonl.gz"
 
 # ---- C8: the size estimate counts every dimension that scales ----
 # CRSIM_MEM_AVAILABLE_GB fakes the machine's memory (docs/harness.md): each
