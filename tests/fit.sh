@@ -131,6 +131,10 @@ printf '%s\nalternatives:\n  - tail workload.input.cvv=3\n' "$base" >bad_alt.yam
 bad bad_alt "bad_alt.yaml:5: alternative 'tail'.*unknown key"
 printf 'targets:\n  flat_lb:\n    capacity: {slos: [2], values: [10], tol: 1}\n' >cap_grid.yaml
 bad cap_grid "capacity targets need a load grid of 2 or more"
+# fuzz_fittargets: an unknown key in the targets' `set` was reported as
+# "--set KEY: ..." without the targets file.
+printf '%s\nset:\n  - ex periment.warmup_s=10\n' "$base" >set_key.yaml
+bad set_key "set_key.yaml:4: key 'set': --set ex periment.warmup_s: unknown key"
 printf 'targets:\n  flat_lb:\n    hit: {loads: [4, 8], values: [0.5], tol: 0.01}\n' >lengths.yaml
 bad lengths "lengths.yaml:3: key 'targets.flat_lb.hit.values' has 1 values for 2 loads"
 

@@ -258,3 +258,47 @@ expect_error 2 "garbage.db: cannot read its tables" -- "$CRSIM" merge "$TMP/garb
 t0=$(date +%s)
 expect_error 2 "/proc/crsim-map/map.tsv: cannot write the map data" -- "$CRSIM" regime "$ROOT/experiments/regime.yaml" --map "workload.prefix.mean=[1,2]" "workload.input.mean=[1,2]" --out /proc/crsim-map --seeds 1
 grep -q calibrating "$TMP/out" && fail "regime --map calibrated before checking --out" || echo "ok: --out checked before calibrating ($(($(date +%s) - t0)) s)"
+
+# ---- C15: messages: bytes that are not UTF-8 escaped as \xHH, ... ----
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,\37712,3\n' >"$TMP/ff.csv"
+printf 'experiment: {name: tr, rates: [1], min_measured: 1}\ncluster: {destinations: 2}\nworkload: {trace: TRACE}\n' >"$TMP/trace.yaml"
+expect_error 2 "ff.csv:2: '\\\\xff12' in column 'ContextTokens' is not a token count" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/ff.csv"
+LC_ALL=C grep -q "$(printf '\377')" "$TMP/err" && fail "a raw 0xff byte in the message: $(od -c "$TMP/err" | head -3)"
+# ... line numbers counted at line ends: 64 MB of NUL bytes, gzip-compressed
+# (one line), was reported near "line 16390", one per 4095-byte chunk
+# (1 GB: "line 244201")
+head -c 67108864 /dev/zero | gzip -1 >"$TMP/zeros.jsonl.gz"
+expect_error 2 "zeros.jsonl.gz:1: NUL byte in line; expected a text trace" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/zeros.jsonl.gz"
+printf '\n\n  \nhello\n' >"$TMP/h.csv"
+expect_error 2 "h.csv:4: cannot tell the trace format from this line" -- "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/h.csv"
+# ... a file named as a spec is not echoed: its name and the expected form
+printf 'SECRET_HEADER,ContextTokens\n1,2\n' >"$TMP/spec.csv"
+for k in cluster.hardware cluster.model cost.profile; do
+    expect_error 2 "spec.csv:1: top level is a single text value, not a mapping; expected a YAML file" -- "$CRSIM" run "$TINY" --dry-run --set "$k=$TMP/spec.csv"
+    grep -q SECRET "$TMP/err" && fail "$k: the spec file's content is echoed: $(cat "$TMP/err")"
+done
+expect_error 2 "zeros.jsonl.gz:1: YAML syntax error: .*; expected a YAML text file (UTF-8, not compressed or binary)" -- "$CRSIM" run "$TINY" --dry-run --set "cluster.model=$TMP/zeros.jsonl.gz"
+
+# ---- C8: the size estimate counts every dimension that scales ----
+# CRSIM_MEM_AVAILABLE_GB fakes the machine's memory (docs/harness.md): each
+# refusal is immediate, exit 2, before a database exists, naming the key.
+mem() { CRSIM_MEM_AVAILABLE_GB=$1; export CRSIM_MEM_AVAILABLE_GB; shift; "$@"; st=$?; unset CRSIM_MEM_AVAILABLE_GB; return $st; }
+S1="--set experiment.seeds=[1] --set experiment.db=$TMP/c8.db"
+expect_error 2 "cluster.destinations 100000 x gateway.replicas 1.*expected fewer destinations" -- mem 0.5 "$CRSIM" run "$TINY" --quiet $S1 --set cluster.destinations=100000
+expect_error 2 "cluster.destinations 200 x gateway.replicas 4096.*(gateway.replicas)" -- mem 2 "$CRSIM" run "$TINY" --quiet $S1 --set cluster.destinations=200 --set gateway.replicas=4096
+expect_error 2 "a timeline of 1e+07 windows of experiment.timeline_s 0.1.*expected a longer experiment.timeline_s" -- mem 0.5 "$CRSIM" run "$TINY" --quiet $S1 --set experiment.timeline_s=0.1 --set workload.duration_s=1e6 --set experiment.rates=[0.01] --set experiment.policies=[flat_lb]
+[ -e "$TMP/c8.db" ] && fail "a refused run created its database"
+v=1,2,3,4,5,6,7,8,9,10
+expect_error 2 "the sweep has 1000000 points.*expected fewer values in experiment.sweep" -- mem 2 "$CRSIM" run "$TINY" --dry-run --set "experiment.sweep=[\"workload.seed=[$v]\",\"experiment.drain_s=[$v]\",\"workload.keys.n=[$v]\",\"engine.block_size=[$v]\",\"cluster.tp=[$v]\",\"experiment.warmup_s=[$v]\"]"
+expect_error 2 "the key population needs about 6 GB (workload.keys.n 100000000" -- mem 1 "$CRSIM" run "$TINY" --dry-run --set workload.keys.n=100000000
+expect_error 2 "the key population needs about 6 GB (workload.keys.n 100000000" -- mem 1 "$CRSIM" workload describe "$TINY" --set workload.keys.n=100000000
+expect_error 2 "describing 1e+10 requests needs about 2.1e+04 GB.*expected fewer --requests" -- mem 1 "$CRSIM" workload describe "$TINY" --set workload.duration_s=1e9 --requests 1000000000000
+# the estimate of an ordinary run names the destinations' share; --force overrides a refusal
+mem 1e-6 "$CRSIM" workload describe "$TINY" --force >"$TMP/out" 2>"$TMP/err" && grep -q '^stream' "$TMP/out" &&
+    echo "ok: describe --force runs below the memory estimate" || fail "describe --force: $(cat "$TMP/err")"
+mem 1e-6 "$CRSIM" run "$TINY" --force $S1 --set experiment.rates=[0.5] --set experiment.policies=[flat_lb] >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "^estimate: 1 run to simulate" "$TMP/out" && echo "ok: run --force runs below the memory estimate" || fail "run --force: $(cat "$TMP/err")"
+rm -f "$TMP/c8.db"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all reliability checks passed"

@@ -292,7 +292,7 @@ static void test_errors(void)
     expect_error("", "exp.yaml: config is empty", NULL);
     expect_error("# nothing\n", "exp.yaml: config is empty", NULL);
     expect_error("- a\n- b\n", "exp.yaml:1: top level is a list", NULL);
-    expect_error("hello\n", "exp.yaml:1: top level is 'hello'", NULL);
+    expect_error("hello\n", "exp.yaml:1: top level is a single text value, not a mapping; expected", NULL);
     expect_error("cluster.destinations: 3\n", "exp.yaml:1:",
                  "key 'cluster.destinations' contains '.'", NULL);
     expect_error("? [a]\n: 1\n", "exp.yaml:1:", "keys must be names", NULL);

@@ -346,7 +346,10 @@ int wl_trace_csv_load(const char *path, const char *format, const char *key_colu
 /* Dispatch                                                           */
 /* ------------------------------------------------------------------ */
 
-/* The format named by the first non-blank line of `path`. */
+/* The format named by the first non-blank line of `path`: its first
+ * 4095 bytes decide.  Lines are counted at their line ends (issue 38 C15:
+ * chunks of a long line were counted as lines, so a 1 GB file of NUL
+ * bytes was reported at "line 244201"); a NUL byte is an error at once. */
 static int sniff(const char *path, const char **format)
 {
     FILE *f;
@@ -354,33 +357,52 @@ static int sniff(const char *path, const char **format)
     if (rc)
         return rc;
     char buf[4096];
-    long line = 0;
+    size_t n = 0;
+    long line = 1;
+    int c;
     *format = NULL;
-    while (fgets(buf, sizeof buf, f)) {
-        line++;
-        char *p = buf;
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-            p++;
-        if (!*p)
+    while ((c = getc_unlocked(f)) != EOF) {
+        if (c == '\0') {
+            fclose(f);
+            return SIM_ERROR(SIM_EINVAL, "%s:%ld: NUL byte in line; expected a text trace "
+                             "(Mooncake JSONL, Azure or BurstGPT CSV)", path, line);
+        }
+        if (c == '\n') {
+            if (n > 0)
+                break;
+            line++;
             continue;
-        if (*p == '{')
+        }
+        if (n == 0 && (c == ' ' || c == '\t' || c == '\r'))
+            continue;
+        buf[n++] = (char)c;
+        if (n == sizeof buf - 1)
+            break;
+    }
+    buf[n] = '\0';
+    if (n > 0) {
+        if (buf[0] == '{')
             *format = "mooncake";
-        else if (strstr(p, "ContextTokens"))
+        else if (strstr(buf, "ContextTokens"))
             *format = "azure";
-        else if (strstr(p, "Request tokens"))
+        else if (strstr(buf, "Request tokens"))
             *format = "burstgpt";
-        break;
     }
     int err = ferror(f);
     fclose(f);
     if (err)
         return SIM_ERROR(SIM_EIO, "%s: cannot read trace; expected a readable file", path);
-    if (!*format)
-        return SIM_ERROR(SIM_EINVAL, "%s:%ld: cannot tell the trace format from this line; "
+    if (!*format) {
+        char where[64] = "";
+        if (n)
+            snprintf(where, sizeof where, ":%ld", line);
+        return SIM_ERROR(SIM_EINVAL, "%s%s: cannot tell the trace format from %s; "
                          "expected a JSON object (Mooncake JSONL), an Azure CSV header "
                          "(TIMESTAMP,ContextTokens,GeneratedTokens) or a BurstGPT CSV header "
                          "(Timestamp,...,Request tokens,Response tokens,...), or set "
-                         "workload.trace_format", path, line ? line : 1);
+                         "workload.trace_format", path, where,
+                         n ? "this line" : "an empty or blank file");
+    }
     return SIM_OK;
 }
 

@@ -301,10 +301,14 @@ static int yp_syntax_error(const struct yp *p)
     const char *problem = y->problem ? y->problem : "unknown error";
     if (p->cmdline)
         return fail_at(p->src, 0, "value is not valid YAML: %s", problem);
+    /* Every syntax error says what was expected: a binary or compressed
+     * file named where YAML is read stops here (issue 38 C15). */
     if (y->context)
-        return fail_at(p->src, line, "YAML syntax error: %s (%s at line %lu)", problem,
-                       y->context, (unsigned long)y->context_mark.line + 1);
-    return fail_at(p->src, line, "YAML syntax error: %s", problem);
+        return fail_at(p->src, line, "YAML syntax error: %s (%s at line %lu); expected a "
+                       "YAML text file", problem, y->context,
+                       (unsigned long)y->context_mark.line + 1);
+    return fail_at(p->src, line, "YAML syntax error: %s; expected a YAML text file%s", problem,
+                   y->error == YAML_READER_ERROR ? " (UTF-8, not compressed or binary)" : "");
 }
 
 static int yp_next(struct yp *p, yaml_event_t *ev)
@@ -530,10 +534,12 @@ static int doc_parse(const char *text, size_t len, const char *name, sim_cfgdoc 
     if (!rc && !d->root) {
         rc = SIM_ERROR(SIM_EINVAL, "%s: config is empty; expected a mapping of keys", d->path);
     } else if (!rc && d->root->kind != NODE_MAP) {
-        char desc[128];
-        describe(d->root, DESC_QUOTE, desc, sizeof desc);
-        rc = fail_at(d->path, d->root->line, "top level is %s; expected a mapping of keys",
-                     desc);
+        /* The kind only, not the text: a file named by mistake (a CSV, a
+         * trace, notes) would otherwise have its first bytes echoed
+         * (issue 38 C15). */
+        rc = fail_at(d->path, d->root->line, "top level is %s, not a mapping; expected a YAML "
+                     "file of KEY: VALUE lines (is this the right file?)",
+                     d->root->kind == NODE_SEQ ? "a list" : "a single text value");
     }
     if (rc) {
         sim_cfgdoc_destroy(d);

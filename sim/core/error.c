@@ -27,12 +27,12 @@ static _Thread_local char errsrc[256];
 /* Write byte c to out as itself or as a C escape (\n, \r, \t, \xHH for
  * the other bytes below 0x20 and 0x7f); returns the bytes written (<= 4).
  * With out NULL only counts. */
-static size_t put_escaped(unsigned char c, char *out)
+static size_t put_escaped(unsigned char c, char *out, int bad)
 {
     static const char hex[] = "0123456789abcdef";
     char e[4];
     size_t n;
-    if (c >= 0x20 && c != 0x7f) {
+    if (c >= 0x20 && c != 0x7f && !bad) {
         e[0] = (char)c;
         n = 1;
     } else if (c == '\n' || c == '\r' || c == '\t') {
@@ -51,6 +51,27 @@ static size_t put_escaped(unsigned char c, char *out)
     return n;
 }
 
+/* Mark in bad[0..n) each byte >= 0x80 that is not part of a well-formed
+ * UTF-8 sequence (RFC 3629: lead C2-F4, the right number of 10xxxxxx
+ * bytes): such a byte (a raw 0xff from a CSV field, say) is printed as
+ * \xHH, as the config binder quotes values (issue 38 C15). */
+static void mark_bad_utf8(const unsigned char *u, size_t n, unsigned char *bad)
+{
+    for (size_t i = 0; i < n;) {
+        const unsigned char c = u[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                                  : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        for (size_t k = 1; k < len; k++)
+            if (i + k >= n || (u[i + k] & 0xc0) != 0x80)
+                len = 0;
+        if (len == 0) {
+            bad[i++] = 1;
+            continue;
+        }
+        i += len;
+    }
+}
+
 /* True if byte c continues a UTF-8 sequence (10xxxxxx): no cut there. */
 static int utf8_cont(unsigned char c) { return (c & 0xc0) == 0x80; }
 
@@ -61,31 +82,42 @@ static int utf8_cont(unsigned char c) { return (c & 0xc0) == 0x80; }
 static void store_escaped(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
+    unsigned char small[2048], *bad = n <= sizeof small ? small : calloc(n, 1);
+    if (bad == small)
+        memset(small, 0, n);
+    if (bad)
+        mark_bad_utf8(u, n, bad);
+#define BAD(i) (bad ? bad[i] : 0)
     size_t total = 0, o = 0;
     for (size_t i = 0; i < n; i++)
-        total += put_escaped(u[i], NULL);
+        total += put_escaped(u[i], NULL, BAD(i));
     if (total < sizeof errbuf) {
         for (size_t i = 0; i < n; i++)
-            o += put_escaped(u[i], errbuf + o);
+            o += put_escaped(u[i], errbuf + o, BAD(i));
         errbuf[o] = '\0';
+        if (bad != small)
+            free(bad);
         return;
     }
     size_t head = 0, tail = n, w = 0; /* raw bytes [0, head) and [tail, n) are kept */
-    while (head < n && w + put_escaped(u[head], NULL) <= ERR_HEAD)
-        w += put_escaped(u[head++], NULL);
+    while (head < n && w + put_escaped(u[head], NULL, BAD(head)) <= ERR_HEAD)
+        w += put_escaped(u[head], NULL, BAD(head)), head++;
     while (head > 0 && utf8_cont(u[head]))
         head--;
-    for (w = 0; tail > head && w + put_escaped(u[tail - 1], NULL) <= ERR_TAIL;)
-        w += put_escaped(u[--tail], NULL);
+    for (w = 0; tail > head && w + put_escaped(u[tail - 1], NULL, BAD(tail - 1)) <= ERR_TAIL;)
+        tail--, w += put_escaped(u[tail], NULL, BAD(tail));
     while (tail < n && utf8_cont(u[tail]))
         tail++;
     for (size_t i = 0; i < head; i++)
-        o += put_escaped(u[i], errbuf + o);
+        o += put_escaped(u[i], errbuf + o, BAD(i));
     o += (size_t)snprintf(errbuf + o, sizeof errbuf - o, " [... %zu bytes cut ...] ",
                           tail - head);
     for (size_t i = tail; i < n; i++)
-        o += put_escaped(u[i], errbuf + o);
+        o += put_escaped(u[i], errbuf + o, BAD(i));
     errbuf[o] = '\0';
+    if (bad != small)
+        free(bad);
+#undef BAD
 }
 
 int sim_error(int code, const char *src_file, int src_line, const char *fmt, ...)

@@ -203,7 +203,12 @@ static int cmd_workload_describe(const exp_cli_args *a)
                                 .unchecked = true};
     exp_config cfg;
     int rc = exp_config_derive(&src, extra, 3, &cfg);
-    if (rc == SIM_OK) {
+    if (rc == SIM_OK &&
+        (rc = exp_workload_describe_check(&cfg, exp_cli_real(a, "rate", 10),
+                                          (uint64_t)exp_cli_int(a, "requests", 100000),
+                                          exp_cli_has(a, "force"))))
+        exp_config_fini(&cfg);
+    else if (rc == SIM_OK) {
         rc = exp_workload_describe(&cfg, (uint64_t)exp_cli_int(a, "seed", 1),
                                    exp_cli_real(a, "rate", 10),
                                    (uint64_t)exp_cli_int(a, "requests", 100000), stdout);
@@ -473,6 +478,8 @@ static const exp_cli_opt describe_opts[] = {
      .help = "requests of the stream to measure (default 100000)"},
     {.name = "block-size", .kind = EXP_CLI_INT, .metavar = "B", .lo = 1, .hi = 4096,
      .unit = "tokens", .help = "KV block of the infinite-cache hit rate (default 16)"},
+    {.name = "force", .kind = EXP_CLI_FLAG,
+     .help = "describe even when the estimated memory exceeds the available memory"},
     {0},
 };
 

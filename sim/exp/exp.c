@@ -28,6 +28,7 @@
 #include "workloads/keyrates.h"
 #include "workloads/synth.h"
 #include "sim/core/error.h"
+#include "sim/core/number.h"
 #include "sim/core/fileio.h"
 #include "sim/exp/client_metrics.h"
 #include "sim/exp/pool.h"
@@ -951,9 +952,9 @@ static size_t n_points(const exp_config *cfg, const axis *ax)
         return 1;
     if (cfg->sweep_mode == EXP_SWEEP_ZIP)
         return ax[0].n;
-    size_t n = 1;
+    size_t n = 1; /* saturates: check_points_memory refuses it */
     for (size_t i = 0; i < cfg->n_sweep; i++)
-        n *= ax[i].n;
+        n = ax[i].n && n > SIZE_MAX / ax[i].n ? SIZE_MAX : n * ax[i].n;
     return n;
 }
 
@@ -1487,6 +1488,24 @@ static void print_resumed(FILE *out, const resume_builds *rb, size_t n, size_t o
 #define EXP_EST_REC_BYTES 200.0
 #define EXP_EST_KEY_BYTES 60.0
 #define EXP_EST_REQ_US 3.0
+/* Per run, besides requests (measured on this build with
+ * reliability-repro/probes/syn-small.yaml, maxrss of one flat_lb run at
+ * 10 .. 32,000 destinations, of sticky at gateway.replicas 1 and 256 on
+ * 1,000 destinations, and of a 20,000 s run at experiment.timeline_s 60
+ * and 0.1): each destination's engine, gateway and router state
+ * (8.7-9.0 KB up to 32,000 destinations; above 14 KB at 100,000, where
+ * the reliability campaign of issue 38 saw 1.4 GB after 15 s: 15 KB), each (replica x destination) of a gateway replica's own
+ * router state (3.0 KB, a sticky hash ring; less for other routers), each
+ * timeline window (55-77 B). Time: a metrics scrape costs about 50 ns per
+ * destination (32,000 destinations, 0.05 s scrapes over 120 s: 4.3 s). */
+#define EXP_EST_DEST_BYTES 15000.0
+#define EXP_EST_REPLICA_DEST_BYTES 3000.0
+#define EXP_EST_WINDOW_BYTES 80.0
+#define EXP_EST_SCRAPE_DEST_US 0.05
+/* Per sweep point while the sweep is set up (config, set-up, probe): a
+ * 2,000-point --dry-run of syn-small took 100 MB and 8.6 s. */
+#define EXP_EST_POINT_BYTES 50000.0
+#define EXP_EST_POINT_US 4300.0
 /* Requests probed per point for the block count of the estimate. */
 #define EXP_EST_PROBE 2000
 
@@ -1496,12 +1515,9 @@ static void print_resumed(FILE *out, const resume_builds *rb, size_t n, size_t o
 static double mem_available(void)
 {
     const char *e = getenv("CRSIM_MEM_AVAILABLE_GB");
-    if (e && *e) {
-        char *end = NULL;
-        double v = strtod(e, &end);
-        if (end != e && !*end && v > 0)
-            return v * 1e9;
-    }
+    double v;
+    if (e && *e && sim_num_real(e, 1e-9, 1e9, &v)) /* decimal GB; else ignored */
+        return v * 1e9;
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f)
         return NAN;
@@ -1512,6 +1528,40 @@ static double mem_available(void)
             break;
     fclose(f);
     return kb * 1024.0;
+}
+
+/* The share of a run's memory that scales with the cluster and the
+ * timeline, not with requests (EXP_EST_DEST_BYTES...), for `req`
+ * requests at `rate`: bytes; *dest_b and *win_b receive the parts (per
+ * destination and replica, per timeline window) and *cpu_s the scrape
+ * time.  The run's span is req / rate + experiment.drain_s. */
+static double scale_bytes(const exp_config *c, double rate, double req, double *dest_b,
+                          double *win_b, double *cpu_s)
+{
+    const double d = (double)c->destinations, w = (double)(c->replicas > 0 ? c->replicas : 1);
+    const double span = (rate > 0 && isfinite(req) ? req / rate : 0) + c->drain_s;
+    *dest_b = d * (EXP_EST_DEST_BYTES + w * EXP_EST_REPLICA_DEST_BYTES);
+    *win_b = c->timeline_s > 0 ? ceil(span / c->timeline_s) * EXP_EST_WINDOW_BYTES : 0;
+    *cpu_s = c->scrape_interval_s > 0 ? d * span / c->scrape_interval_s * EXP_EST_SCRAPE_DEST_US
+                                             * 1e-6
+                                       : 0;
+    return *dest_b + *win_b;
+}
+
+/* Before the sweep's points are set up: refuse (unless --force) when
+ * `np` points would not fit in memory (EXP_EST_POINT_BYTES each).
+ * Returns SIM_OK or SIM_EINVAL naming experiment.sweep. */
+static int check_points_memory(size_t np, const exp_run_opts *o)
+{
+    const double avail = mem_available(), bytes = (double)np * EXP_EST_POINT_BYTES;
+    if (o->force || !(bytes > avail))
+        return SIM_OK;
+    return SIM_ERROR(SIM_EINVAL, "%s: the sweep has %zu points, which need about %.3g GB of "
+                     "memory to set up (about %.0f KB each) and about %.2g s, but only %.3g GB "
+                     "is available (MemAvailable); expected fewer values in experiment.sweep, "
+                     "or --force to run anyway", o->config_path, np, bytes / 1e9,
+                     EXP_EST_POINT_BYTES / 1e3, (double)np * EXP_EST_POINT_US * 1e-6,
+                     avail / 1e9);
 }
 
 /* Requests one run of `c` at `rate` will arrive: the trace's (or
@@ -1668,8 +1718,9 @@ static int estimate(const sweep_point *pts, const double *mean_blocks, const tas
     /* Per selected run: requests, bytes; the jobs largest at once. */
     const unsigned jobs = o->jobs ? o->jobs : 1;
     double *top = sim_xcalloc(jobs, sizeof *top);
-    double total_req = 0, max_req = 0, max_rate = 0, max_kb = 0;
-    size_t n_run = 0, max_point = 0;
+    double total_req = 0, max_req = 0, max_rate = 0, max_kb = 0, cpu_s = 0;
+    double max_bytes = 0, max_dest_b = 0, max_win_b = 0;
+    size_t n_run = 0, max_point = 0, big_point = 0;
     for (size_t i = 0; i < n_tasks; i++) {
         const task *t = &tasks[i];
         if (!t->selected || t->resume_from > 0)
@@ -1677,15 +1728,24 @@ static int estimate(const sweep_point *pts, const double *mean_blocks, const tas
         const sweep_point *pt = &pts[t->point];
         const double rate = pt->cfg.rates[t->ir];
         const double req = run_requests(&pt->cfg, rate, pt->setup.trace ? pt->setup.trace->n : 0);
+        double dest_b, win_b, scrape_s;
         const double bytes = req * (EXP_EST_REC_BYTES + EXP_EST_REQ_BYTES +
-                                    EXP_EST_BLOCK_BYTES * mean_blocks[t->point]);
+                                    EXP_EST_BLOCK_BYTES * mean_blocks[t->point]) +
+                             scale_bytes(&pt->cfg, rate, req, &dest_b, &win_b, &scrape_s);
         n_run++;
         total_req += req;
+        cpu_s += req * EXP_EST_REQ_US * 1e-6 + scrape_s;
+        if (bytes > max_bytes) {
+            max_bytes = bytes;
+            big_point = t->point;
+            max_dest_b = dest_b;
+            max_win_b = win_b;
+        }
         if (req > max_req) {
             max_req = req;
             max_rate = rate;
             max_point = t->point;
-            max_kb = bytes / req / 1e3;
+            max_kb = (bytes - dest_b - win_b) / req / 1e3;
         }
         /* keep the `jobs` largest (insertion into a short sorted array) */
         for (unsigned j = 0; j < jobs; j++)
@@ -1701,7 +1761,6 @@ static int estimate(const sweep_point *pts, const double *mean_blocks, const tas
         peak += top[j];
     free(top);
     const double avail = mem_available();
-    const double cpu_s = total_req * EXP_EST_REQ_US * 1e-6;
     const unsigned cores = jobs < n_run ? jobs : (unsigned)(n_run ? n_run : 1);
     if (!o->quiet && n_run) {
         char av[64] = "MemAvailable unknown";
@@ -1709,7 +1768,7 @@ static int estimate(const sweep_point *pts, const double *mean_blocks, const tas
             snprintf(av, sizeof av, "%.3g GB available", avail / 1e9);
         fprintf(out, "estimate: %zu run%s to simulate, %.3g requests (at most %.3g per run), "
                 "peak memory about %.2g GB with %u run%s at once (%s), time about %.2g s "
-                "(%.0f us per request per core, rough)\n", n_run, n_run == 1 ? "" : "s",
+                "(%.0f us per request per core and the metrics scrapes, rough)\n", n_run, n_run == 1 ? "" : "s",
                 total_req, max_req, peak / 1e9, cores, cores == 1 ? "" : "s", av, cpu_s / cores,
                 EXP_EST_REQ_US);
     }
@@ -1717,6 +1776,26 @@ static int estimate(const sweep_point *pts, const double *mean_blocks, const tas
         return rc;
     const exp_config *c = &pts[max_point].cfg;
     char why[256];
+    const exp_config *bc = &pts[big_point].cfg;
+    if (max_dest_b >= 0.5 * max_bytes) {
+        snprintf(why, sizeof why, "cluster.destinations %lld x gateway.replicas %lld: about "
+                 "%.3g GB per run", (long long)bc->destinations, (long long)bc->replicas,
+                 max_dest_b / 1e9);
+        return SIM_ERROR(SIM_EINVAL, "%s: the runs may need about %.3g GB of memory (%s; %u at "
+                         "once with --jobs %u) but only %.3g GB is available (MemAvailable); "
+                         "expected fewer destinations (cluster.destinations, "
+                         "cluster.groups[].destinations) or gateway replicas "
+                         "(gateway.replicas), fewer --jobs, or --force to run anyway",
+                         o->config_path, peak / 1e9, why, cores, jobs, avail / 1e9);
+    }
+    if (max_win_b >= 0.5 * max_bytes)
+        return SIM_ERROR(SIM_EINVAL, "%s: the runs may need about %.3g GB of memory (a timeline "
+                         "of %.3g windows of experiment.timeline_s %g per run, %u at once with "
+                         "--jobs %u) but only %.3g GB is available (MemAvailable); expected a "
+                         "longer experiment.timeline_s (or 0), a shorter run, fewer --jobs, or "
+                         "--force to run anyway", o->config_path, peak / 1e9,
+                         max_win_b / EXP_EST_WINDOW_BYTES, bc->timeline_s, cores, jobs,
+                         avail / 1e9);
     if (pts[max_point].setup.trace)
         snprintf(why, sizeof why, "the trace's %.0f requests (workload.trace, "
                  "workload.max_requests)", max_req);
@@ -1802,6 +1881,11 @@ int exp_run(const exp_run_opts *o, FILE *out)
         return rc;
     }
     const size_t np = n_points(&base, ax);
+    if ((rc = check_points_memory(np, o))) {
+        axes_free(ax, base.n_sweep);
+        exp_config_fini(&base);
+        return rc;
+    }
     sweep_point *pts = sim_xcalloc(np, sizeof *pts);
     size_t np_ok = 0;
     const exp_config_src src = {.path = o->config_path, .sets = o->sets, .n_set = o->n_set};
@@ -2258,6 +2342,36 @@ static int describe_population(const wl_config *wl, FILE *out)
     }
     wl_keyrates_fini(&all);
     return rc;
+}
+
+/* Memory and time per request described by exp_workload_describe
+ * (maxrss and wall time of `crsim workload describe` of syn-small at
+ * --requests 10,000 and 200,000: 38 and 431 MB, 0.19 and 3.7 s). */
+#define EXP_EST_DESCRIBE_BYTES 2100.0
+#define EXP_EST_DESCRIBE_US 18.0
+
+int exp_workload_describe_check(const exp_config *cfg, double rate, uint64_t max, bool force)
+{
+    const wl_config *wl = &cfg->wl;
+    double n = (double)max;
+    if (!wl_config_is_trace(wl) && !wl_client_closed(wl))
+        n = fmin(n, run_requests(cfg, rate, 0));
+    const double keys = keys_bytes(cfg), bytes = keys + n * EXP_EST_DESCRIBE_BYTES;
+    const double avail = mem_available();
+    if (force || !(bytes > avail))
+        return SIM_OK;
+    const char *path = cfg->src.path ? cfg->src.path : "config";
+    if (keys >= 0.5 * bytes)
+        return SIM_ERROR(SIM_EINVAL, "%s: the key population needs about %.3g GB "
+                         "(workload.keys.n %lld keys x about %.0f B) but only %.3g GB of memory "
+                         "is available (MemAvailable); expected fewer keys (workload.keys.n), or "
+                         "--force to describe anyway", path, bytes / 1e9,
+                         (long long)wl->keys.n, EXP_EST_KEY_BYTES, avail / 1e9);
+    return SIM_ERROR(SIM_EINVAL, "%s: describing %.3g requests needs about %.3g GB of memory "
+                     "(about %.1f KB each) and about %.2g s, but only %.3g GB is available "
+                     "(MemAvailable); expected fewer --requests, or --force to describe anyway",
+                     path, n, bytes / 1e9, EXP_EST_DESCRIBE_BYTES / 1e3,
+                     n * EXP_EST_DESCRIBE_US * 1e-6, avail / 1e9);
 }
 
 int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,

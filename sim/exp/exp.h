@@ -318,6 +318,15 @@ int exp_run(const exp_run_opts *o, FILE *out);
  * its workload and experiment sections and engine.block_size are read).  Returns SIM_OK or the errors of the
  * workload constructors.
  */
+/* Before exp_workload_describe: refuse (unless `force`) when describing
+ * the first `max` requests at `rate` would need more memory than is
+ * available (MemAvailable, or CRSIM_MEM_AVAILABLE_GB): the key population
+ * (workload.keys.n) plus about 2.1 KB per described request (measured,
+ * sim/exp/exp.c), the requests being min(max, the stream's length).
+ * Returns SIM_OK or SIM_EINVAL naming the estimate and what to change
+ * (docs/harness.md, "Size estimate"). */
+int exp_workload_describe_check(const exp_config *cfg, double rate, uint64_t max, bool force);
+
 int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uint64_t max,
                           FILE *out);
 

@@ -790,8 +790,17 @@ static int load_targets(fit *f)
         const exp_config_src src = {.path = o->config_path, .sets = o->sets, .n_set = o->n_set};
         exp_config c;
         const char *const *ts = (const char *const *)f->top.set;
-        if ((rc = exp_config_derive(&src, ts, f->top.n_set, &c)))
+        /* The base config's own errors name it (or the command's --set);
+         * an error from the targets' `set` names the targets file. */
+        if ((rc = exp_config_derive(&src, NULL, 0, &c)))
             return rc;
+        exp_config_fini(&c);
+        if ((rc = exp_config_derive(&src, ts, f->top.n_set, &c))) {
+            char m[2048], loc[300];
+            snprintf(m, sizeof m, "%s", sim_errmsg());
+            loc_of(f, "set", NULL, loc, sizeof loc);
+            return SIM_ERROR(rc, "%s: key 'set': %s", loc, m);
+        }
         snprintf(f->name, sizeof f->name, "%.120s-fit", c.name);
         exp_config_fini(&c);
     }
@@ -1633,6 +1642,14 @@ int exp_fit_target_policies(const char *targets_path, const char **pol, size_t m
     }
     sim_cfgdoc_destroy(doc);
     return SIM_OK;
+}
+
+int exp_fit_check(const exp_fit_opts *o)
+{
+    fit f = {.o = o};
+    int rc = load_targets(&f);
+    fit_fini(&f);
+    return rc;
 }
 
 int exp_fit_run(const exp_fit_opts *o, FILE *out)

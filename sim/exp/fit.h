@@ -107,6 +107,15 @@ double exp_fit_capacity_smooth(const double *loads, const double *metric, size_t
 int exp_fit_run(const exp_fit_opts *o, FILE *out);
 
 /*
+ * Load and check the targets file o->targets_path against the base config
+ * (o->config_path with o->sets), exactly as exp_fit_run does before its
+ * first run, then stop: nothing is run or written.  Returns SIM_OK, or
+ * SIM_EINVAL/SIM_EIO naming "TARGETS:LINE" (or the base config).  Used by
+ * the fuzz target tests/fuzz/fuzz_fittargets.c.
+ */
+int exp_fit_check(const exp_fit_opts *o);
+
+/*
  * The policies a targets file has a `targets.POLICY` section for, in
  * registry order, as the registry's static names (at most `max` into
  * pol[], their count in *n).  Only reads the file: a bad file fails here
