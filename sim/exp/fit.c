@@ -181,6 +181,7 @@ typedef struct fit_top {
     size_t n_screen_seeds;
     char **screen_set;     /* screen.set */
     size_t n_screen_set;
+    int64_t screen_nearest; /* screen.refine_nearest */
 } fit_top;
 
 #define TP(f) offsetof(fit_top, f)
@@ -217,6 +218,11 @@ static const sim_cfg_key top_schema[] = {
      .help = "screening (0: none): a coarse candidate whose workload targets miss by more "
              "than this many tolerances is not run; an alternative whose best coarse "
              "candidate misses any target by more is not refined"},
+    {.path = "screen.refine_nearest", .type = SIM_CFG_INT, .offset = TP(screen_nearest),
+     .min = 0, .max = 1000, .def = "0", .unit = "alternatives",
+     .help = "also refine this many alternatives nearest the targets (lowest largest "
+             "|residual| of their best screening candidate, then objective) when they miss "
+             "by more than screen.max_residual (0: none)"},
     {.path = "screen.seeds", .type = SIM_CFG_INT_LIST, .offset = TP(screen_seeds),
      .count_offset = TP(n_screen_seeds), .min = 0, .max = 9007199254740992.0, .def = "[]",
      .help = "run seeds of the coarse (screening) candidates ([]: `seeds`)"},
@@ -247,6 +253,7 @@ typedef struct fit_alt {
     char **free;    /* its own free parameters, "KEY=RANGE" (parsed into fit.par) */
     size_t n_free;
     bool screened;  /* rejected at screening: not refined */
+    bool nearest;   /* beyond screen.max_residual but refined (screen.refine_nearest) */
     char loc[256];
 } fit_alt;
 
@@ -1330,7 +1337,8 @@ static int refine(fit *f, size_t alt)
     /* Screening: an alternative whose best coarse candidate misses a
      * target by more than screen.max_residual is rejected, not refined
      * (also reported with refine: 0). */
-    if (f->top.screen_max > 0 && !(f->cand[best].maxabs <= f->top.screen_max)) {
+    if (f->top.screen_max > 0 && !(f->cand[best].maxabs <= f->top.screen_max) &&
+        !f->alt[alt].nearest) {
         f->alt[alt].screened = true;
         return SIM_OK;
     }
@@ -1431,6 +1439,29 @@ static int search(fit *f)
         }
     }
     free(t);
+    /* screen.refine_nearest: the alternatives nearest the targets are
+     * refined whatever their screening residuals (ranked by the largest
+     * |residual| of their best candidate, then its objective). */
+    for (int64_t k = 0; rc == SIM_OK && f->top.screen_max > 0 && k < f->top.screen_nearest; k++) {
+        size_t pick = SIZE_MAX, pc = SIZE_MAX;
+        for (size_t a = 0; a < f->n_alt; a++) {
+            if (f->alt[a].nearest)
+                continue;
+            size_t b = SIZE_MAX;
+            for (size_t i = 0; i < f->n_cand; i++)
+                if (f->cand[i].alt == a && (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj))
+                    b = i;
+            if (b == SIZE_MAX || f->cand[b].screened_out)
+                continue;
+            if (pick == SIZE_MAX || f->cand[b].maxabs < f->cand[pc].maxabs ||
+                (f->cand[b].maxabs == f->cand[pc].maxabs && f->cand[b].obj < f->cand[pc].obj)) {
+                pick = a;
+                pc = b;
+            }
+        }
+        if (pick != SIZE_MAX)
+            f->alt[pick].nearest = true;
+    }
     for (size_t a = 0; rc == SIM_OK && a < f->n_alt; a++)
         rc = refine(f, a);
     return rc;
@@ -1519,7 +1550,8 @@ static int report(fit *f, FILE *out)
         }
         fprintf(out, "%-28s %10zu %10zu %12.4g  %s%s\n", f->alt[a].name, n, id,
                 b == SIZE_MAX ? NAN : f->cand[b].obj, b == SIZE_MAX ? "" : f->cand[b].point,
-                f->alt[a].screened ? "  [rejected at screening]" : "");
+                f->alt[a].screened ? "  [rejected at screening]"
+                : f->alt[a].nearest ? "  [beyond screen.max_residual; refined as nearest]" : "");
     }
     for (size_t a = 0; a < f->n_alt; a++) {
         size_t b = SIZE_MAX;
