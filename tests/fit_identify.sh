@@ -127,6 +127,37 @@ awk -v a="$c1" -v b="$c30" 'BEGIN { exit !(a > 0 && b > 0 && b < 0.8 * a) }' &&
     echo "ok: closed-loop admission scale falls with the think time ($c1 at 1 s, $c30 at 30 s)" ||
     fail "closed-loop admission scale: '$c1' at think 1 s, '$c30' at 30 s (expected 30 s below 0.8 x 1 s)"
 
+# ---- screen.refine_nearest: every alternative misses by more than
+# max_residual (a Flat-LB hit of 0.99 within 0.001); the nearest one
+# (long shared contexts: the higher hit) is refined anyway, the other
+# (64-token contexts) is rejected.
+cat >near.yaml <<EOT
+seeds: [1]
+loads: [4]
+targets:
+  flat_lb:
+    hit: {loads: [4], values: [0.99], tol: 0.001}
+screen:
+  max_residual: 1
+  refine_nearest: 1
+free:
+  - workload.input.mean=log[64, 256]
+alternatives:
+  - short workload.prefix.mean=64
+  - long workload.prefix.mean=4096
+budget: 4
+refine: 2
+EOT
+"$CRSIM" fit "$CFG" --targets near.yaml --db near.db --quiet >near.txt 2>err ||
+    fail "refine_nearest fit exited $?: $(cat err)"
+nref() { sqlite3 near.db "SELECT COUNT(*) FROM fit_candidates WHERE alternative = '$1' AND stage = 'refine'" 2>/dev/null; }
+if [ "$(nref long)" -ge 1 ] && [ "$(nref short)" = 0 ] &&
+    grep -q '^long .*refined as nearest' near.txt && grep -q '^short .*rejected at screening' near.txt; then
+    echo "ok: refine_nearest refines the nearest alternative only ($(nref long) refined)"
+else
+    fail "refine_nearest: refined long $(nref long), short $(nref short): $(grep -E '^(short|long) ' near.txt)"
+fi
+
 # ---- bad workload targets: exit 2, FILE:LINE, the key ----
 bad() { # NAME PATTERN
     "$CRSIM" fit "$CFG" --targets "$1.yaml" --db "bad-$1.db" >out 2>err
