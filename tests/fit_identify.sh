@@ -99,6 +99,65 @@ echo "ok: structure and lengths recovered ($n_id identified)"
 grep -q '^  workload     inf_hit>= ' fit.txt && grep -q '^  workload     admission_scale ' fit.txt ||
     fail "workload residual rows missing"
 
+# ---- a closed-loop alternative: its client keys free under it, its
+# workload targets from the stream an infinitely fast server receives
+# (docs/fit.md): longer think times keep more conversations open per key,
+# so the footprint grows and the admission scale C falls; nothing is run.
+cat >cl.yaml <<EOT
+seeds: [1]
+targets:
+  workload:
+    inf_hit: {loads: [16], values: [0.5], tol: 1}
+    admission_scale: {values: [100], tol: 1}
+alternatives:
+  - sessions workload.client.mode=sessions workload.turns.mean=4 workload.client.think.mean_s=in[1, 30]
+budget: 2
+refine: 0
+EOT
+"$CRSIM" fit "$CFG" --targets cl.yaml --db cl.db --quiet >cl.txt 2>err ||
+    fail "closed-loop workload-only fit exited $?: $(cat err)"
+n_runs=$(sqlite3 cl.db "SELECT COUNT(*) FROM runs" 2>/dev/null || echo 0)
+[ "$n_runs" = 0 ] || fail "closed-loop workload-only fit ran $n_runs runs"
+cl_c() { sqlite3 cl.db "SELECT r.sim FROM fit_residuals r JOIN fit_candidates c
+    ON r.candidate_id = c.id WHERE r.metric = 'admission_scale'
+    AND c.overrides LIKE '%think.mean_s=$1'" 2>/dev/null; }
+c1=$(cl_c 1)
+c30=$(cl_c 30)
+awk -v a="$c1" -v b="$c30" 'BEGIN { exit !(a > 0 && b > 0 && b < 0.8 * a) }' &&
+    echo "ok: closed-loop admission scale falls with the think time ($c1 at 1 s, $c30 at 30 s)" ||
+    fail "closed-loop admission scale: '$c1' at think 1 s, '$c30' at 30 s (expected 30 s below 0.8 x 1 s)"
+
+# ---- screen.refine_nearest: every alternative misses by more than
+# max_residual (a Flat-LB hit of 0.99 within 0.001); the nearest one
+# (long shared contexts: the higher hit) is refined anyway, the other
+# (64-token contexts) is rejected.
+cat >near.yaml <<EOT
+seeds: [1]
+loads: [4]
+targets:
+  flat_lb:
+    hit: {loads: [4], values: [0.99], tol: 0.001}
+screen:
+  max_residual: 1
+  refine_nearest: 1
+free:
+  - workload.input.mean=log[64, 256]
+alternatives:
+  - short workload.prefix.mean=64
+  - long workload.prefix.mean=4096
+budget: 4
+refine: 2
+EOT
+"$CRSIM" fit "$CFG" --targets near.yaml --db near.db --quiet >near.txt 2>err ||
+    fail "refine_nearest fit exited $?: $(cat err)"
+nref() { sqlite3 near.db "SELECT COUNT(*) FROM fit_candidates WHERE alternative = '$1' AND stage = 'refine'" 2>/dev/null; }
+if [ "$(nref long)" -ge 1 ] && [ "$(nref short)" = 0 ] &&
+    grep -q '^long .*refined as nearest' near.txt && grep -q '^short .*rejected at screening' near.txt; then
+    echo "ok: refine_nearest refines the nearest alternative only ($(nref long) refined)"
+else
+    fail "refine_nearest: refined long $(nref long), short $(nref short): $(grep -E '^(short|long) ' near.txt)"
+fi
+
 # ---- bad workload targets: exit 2, FILE:LINE, the key ----
 bad() { # NAME PATTERN
     "$CRSIM" fit "$CFG" --targets "$1.yaml" --db "bad-$1.db" >out 2>err

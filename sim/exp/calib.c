@@ -528,7 +528,7 @@ int exp_calibrate(const exp_config *cfg, double slo_s, exp_calib_result *out)
 
 /* Step 1 of a calibration (exp_calib_footprint_cfg, calib.h). */
 int exp_calib_footprint_cfg(const exp_config *cfg, uint64_t seed, uint64_t fp_requests,
-                            exp_calib_footprint *fp, uint64_t *pool_tokens)
+                            double rate, exp_calib_footprint *fp, uint64_t *pool_tokens)
 {
     bool synth = strcmp(cfg->wl.type, "synthetic") == 0;
     uint64_t fp_n = fp_requests;
@@ -552,10 +552,10 @@ int exp_calib_footprint_cfg(const exp_config *cfg, uint64_t seed, uint64_t fp_re
     }
     *pool_tokens = s.pool_tokens;
     exp_stream *st = NULL;
-    rc = exp_stream_open(&s, seed, CALIB_FP_RATE, &st);
-    if (rc == SIM_OK)
-        rc = exp_calib_footprint_measure(exp_stream_source(st), fp_n, (uint32_t)cfg->block_size,
-                                         fp);
+    rc = exp_stream_open(&s, seed, rate > 0 ? rate : CALIB_FP_RATE, &st);
+    if (rc == SIM_OK) /* a closed-loop client: as an infinitely fast server receives it */
+        rc = exp_calib_footprint_measure(exp_stream_source_unloaded(st), fp_n,
+                                         (uint32_t)cfg->block_size, fp);
     exp_stream_close(st);
     exp_setup_fini(&s);
     exp_config_fini(&dfp);
@@ -597,7 +597,7 @@ int exp_calibrate_opts(const exp_config *cfg, double slo_s, const exp_calib_opts
 
     /* 1. Footprint of the workload as configured (its active set). */
     int rc = exp_calib_footprint_cfg(cfg, o->seeds ? o->seeds[0] : (uint64_t)cfg->seeds[0],
-                                     o->fp_requests, &out->fp, &out->pool_tokens);
+                                     o->fp_requests, 0, &out->fp, &out->pool_tokens);
     if (rc)
         return rc;
 

@@ -141,14 +141,19 @@ int exp_calib_slots(uint64_t pool_tokens, double safety, double tokens_per_key, 
  * Step 1 of exp_calibrate_opts alone: the warm footprint of `cfg`'s
  * workload as configured (its active set) from `fp_requests` requests (0 =
  * 256 per key of the active set, at most 200,000) of run seed `seed`,
- * generated at a fixed 10 requests/s (the estimate does not depend on
- * the rate, docs/qcap.md), into *fp, and the KV pool of one destination of
- * its deployment (tokens) into *pool_tokens.  W is then exp_calib_slots
- * of the two.  Used by `crsim fit`'s admission-scale target.  Returns
- * SIM_OK or the errors of exp_setup_init and exp_calib_footprint_measure.
+ * generated at `rate` requests/s (0: a fixed 10 requests/s; an open-loop
+ * estimate does not depend on the rate, docs/qcap.md), into *fp, and the
+ * KV pool of one destination of its deployment (tokens) into
+ * *pool_tokens.  A closed-loop client (workload.client.mode other than
+ * open) is read as an infinitely fast server receives it
+ * (exp_stream_source_unloaded, setup.h): its conversations stay open for
+ * their think times, so its footprint does depend on the rate.  W is then
+ * exp_calib_slots of the two.  Used by `crsim fit`'s admission-scale
+ * target.  Returns SIM_OK or the errors of exp_setup_init and
+ * exp_calib_footprint_measure.
  */
 int exp_calib_footprint_cfg(const exp_config *cfg, uint64_t seed, uint64_t fp_requests,
-                            exp_calib_footprint *fp, uint64_t *pool_tokens);
+                            double rate, exp_calib_footprint *fp, uint64_t *pool_tokens);
 
 /* ---- one single-destination run ---- */
 

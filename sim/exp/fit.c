@@ -27,6 +27,7 @@
 #include "sim/exp/exp.h"
 #include "sim/exp/setup.h"
 #include "sim/exp/store.h"
+#include "workloads/client.h"
 #include "workloads/describe.h"
 
 /* ---- smoothing ---------------------------------------------------------- */
@@ -180,6 +181,7 @@ typedef struct fit_top {
     size_t n_screen_seeds;
     char **screen_set;     /* screen.set */
     size_t n_screen_set;
+    int64_t screen_nearest; /* screen.refine_nearest */
 } fit_top;
 
 #define TP(f) offsetof(fit_top, f)
@@ -216,6 +218,11 @@ static const sim_cfg_key top_schema[] = {
      .help = "screening (0: none): a coarse candidate whose workload targets miss by more "
              "than this many tolerances is not run; an alternative whose best coarse "
              "candidate misses any target by more is not refined"},
+    {.path = "screen.refine_nearest", .type = SIM_CFG_INT, .offset = TP(screen_nearest),
+     .min = 0, .max = 1000, .def = "0", .unit = "alternatives",
+     .help = "also refine this many alternatives nearest the targets (lowest largest "
+             "|residual| of their best screening candidate, then objective) when they miss "
+             "by more than screen.max_residual (0: none)"},
     {.path = "screen.seeds", .type = SIM_CFG_INT_LIST, .offset = TP(screen_seeds),
      .count_offset = TP(n_screen_seeds), .min = 0, .max = 9007199254740992.0, .def = "[]",
      .help = "run seeds of the coarse (screening) candidates ([]: `seeds`)"},
@@ -246,6 +253,7 @@ typedef struct fit_alt {
     char **free;    /* its own free parameters, "KEY=RANGE" (parsed into fit.par) */
     size_t n_free;
     bool screened;  /* rejected at screening: not refined */
+    bool nearest;   /* beyond screen.max_residual but refined (screen.refine_nearest) */
     char loc[256];
 } fit_alt;
 
@@ -503,14 +511,24 @@ static int check_derive(const fit *f, char *const *extra, size_t n_extra, const 
     return SIM_ERROR(SIM_EINVAL, "%s: %s: %s", loc, what, m);
 }
 
-static int check_value(const fit *f, const char *key, const char *val, const char *loc)
+/* Check one value of a free parameter; one of an alternative (owner !=
+ * SIZE_MAX) with that alternative's overrides applied first, as its
+ * candidates are (a client key free under a closed-loop alternative). */
+static int check_value(const fit *f, size_t owner, const char *key, const char *val,
+                       const char *loc)
 {
     char as[1024];
     snprintf(as, sizeof as, "%s=%s", key, val);
-    char *one[] = {as};
+    size_t na = owner == SIZE_MAX ? 0 : f->alt[owner].n_sets;
+    char **ex = sim_xcalloc(na + 1, sizeof *ex);
+    for (size_t i = 0; i < na; i++)
+        ex[i] = f->alt[owner].sets[i];
+    ex[na] = as;
     char what[600];
     snprintf(what, sizeof what, "free parameter '%s' = %s", key, val);
-    return check_derive(f, one, 1, loc, what);
+    int rc = check_derive(f, ex, na + 1, loc, what);
+    free(ex);
+    return rc;
 }
 
 static void fmt_value(const fit_param *p, double v, char *buf, size_t n)
@@ -559,7 +577,7 @@ static int parse_param(fit *f, const char *spec, size_t owner, const char *loc, 
         p->vals = items;
         p->n_vals = n;
         for (size_t i = 0; i < n; i++) {
-            int rc = check_value(f, p->key, items[i], p->loc);
+            int rc = check_value(f, p->owner, p->key, items[i], p->loc);
             if (rc)
                 return rc;
         }
@@ -585,12 +603,12 @@ static int parse_param(fit *f, const char *spec, size_t owner, const char *loc, 
     snprintf(lo, sizeof lo, "%.17g", p->lo);
     snprintf(hi, sizeof hi, "%.17g", p->hi);
     snprintf(mid, sizeof mid, "%.17g", floor(p->lo) + 0.5);
-    int rc = check_value(f, p->key, lo, p->loc);
+    int rc = check_value(f, p->owner, p->key, lo, p->loc);
     if (rc == SIM_OK)
-        rc = check_value(f, p->key, hi, p->loc);
+        rc = check_value(f, p->owner, p->key, hi, p->loc);
     if (rc)
         return rc;
-    if (check_value(f, p->key, mid, p->loc) != SIM_OK)
+    if (check_value(f, p->owner, p->key, mid, p->loc) != SIM_OK)
         p->integer = true;
     return SIM_OK;
 }
@@ -951,7 +969,9 @@ static void finish_cand(fit_cand *c)
 }
 
 /* The measured-window infinite-cache hit rate of `cfg`'s stream at `rate`
- * requests/s, run seed `seed` (as `crsim workload describe` prints it). */
+ * requests/s, run seed `seed` (as `crsim workload describe` prints it; a
+ * closed-loop client's stream as an infinitely fast server receives it,
+ * exp_stream_source_unloaded). */
 static int inf_hit_of(const exp_config *cfg, uint64_t seed, double rate, double *out)
 {
     exp_setup s;
@@ -963,7 +983,7 @@ static int inf_hit_of(const exp_config *cfg, uint64_t seed, double rate, double 
     wl_stream_stats ss;
     if ((rc = exp_setup_window(&s, seed, rate, 0, &w)) == SIM_OK &&
         (rc = exp_stream_open(&s, seed, rate, &st)) == SIM_OK &&
-        (rc = wl_stream_describe_from(exp_stream_source(st), 0, (uint32_t)cfg->block_size,
+        (rc = wl_stream_describe_from(exp_stream_source_unloaded(st), 0, (uint32_t)cfg->block_size,
                                       w.warmup_s, &ss)) == SIM_OK)
         *out = ss.win_requests ? ss.win_inf_hit_rate : NAN;
     exp_stream_close(st);
@@ -995,7 +1015,17 @@ static int workload_residuals(fit *f, const char *const *sets, size_t n_sets, fi
     if (rc == SIM_OK && f->wt.adm.n_values) {
         exp_calib_footprint fp;
         uint64_t pool = 0;
-        rc = exp_calib_footprint_cfg(&cfg, seed, 0, &fp, &pool);
+        /* A closed-loop client's footprint depends on the rate (its
+         * conversations stay open for their think times): measured at the
+         * bound's first load, else the grid's highest. */
+        double fr = 0;
+        if (wl_client_closed(&cfg.wl)) {
+            for (size_t i = 0; i < f->n_grid; i++)
+                fr = f->grid[i] > fr ? f->grid[i] : fr;
+            if (ih->n_values)
+                fr = ih->loads[0];
+        }
+        rc = exp_calib_footprint_cfg(&cfg, seed, 0, fr, &fp, &pool);
         /* C = R * W with W unrounded (crsim calibrate's W is its floor):
          * the objective moves with the footprint, not in steps of R. */
         double cs = rc == SIM_OK && fp.tokens_per_key > 0
@@ -1316,7 +1346,8 @@ static int refine(fit *f, size_t alt)
     /* Screening: an alternative whose best coarse candidate misses a
      * target by more than screen.max_residual is rejected, not refined
      * (also reported with refine: 0). */
-    if (f->top.screen_max > 0 && !(f->cand[best].maxabs <= f->top.screen_max)) {
+    if (f->top.screen_max > 0 && !(f->cand[best].maxabs <= f->top.screen_max) &&
+        !f->alt[alt].nearest) {
         f->alt[alt].screened = true;
         return SIM_OK;
     }
@@ -1417,6 +1448,29 @@ static int search(fit *f)
         }
     }
     free(t);
+    /* screen.refine_nearest: the alternatives nearest the targets are
+     * refined whatever their screening residuals (ranked by the largest
+     * |residual| of their best candidate, then its objective). */
+    for (int64_t k = 0; rc == SIM_OK && f->top.screen_max > 0 && k < f->top.screen_nearest; k++) {
+        size_t pick = SIZE_MAX, pc = SIZE_MAX;
+        for (size_t a = 0; a < f->n_alt; a++) {
+            if (f->alt[a].nearest)
+                continue;
+            size_t b = SIZE_MAX;
+            for (size_t i = 0; i < f->n_cand; i++)
+                if (f->cand[i].alt == a && (b == SIZE_MAX || f->cand[i].obj < f->cand[b].obj))
+                    b = i;
+            if (b == SIZE_MAX || f->cand[b].screened_out)
+                continue;
+            if (pick == SIZE_MAX || f->cand[b].maxabs < f->cand[pc].maxabs ||
+                (f->cand[b].maxabs == f->cand[pc].maxabs && f->cand[b].obj < f->cand[pc].obj)) {
+                pick = a;
+                pc = b;
+            }
+        }
+        if (pick != SIZE_MAX)
+            f->alt[pick].nearest = true;
+    }
     for (size_t a = 0; rc == SIM_OK && a < f->n_alt; a++)
         rc = refine(f, a);
     return rc;
@@ -1505,7 +1559,8 @@ static int report(fit *f, FILE *out)
         }
         fprintf(out, "%-28s %10zu %10zu %12.4g  %s%s\n", f->alt[a].name, n, id,
                 b == SIZE_MAX ? NAN : f->cand[b].obj, b == SIZE_MAX ? "" : f->cand[b].point,
-                f->alt[a].screened ? "  [rejected at screening]" : "");
+                f->alt[a].screened ? "  [rejected at screening]"
+                : f->alt[a].nearest ? "  [beyond screen.max_residual; refined as nearest]" : "");
     }
     for (size_t a = 0; a < f->n_alt; a++) {
         size_t b = SIZE_MAX;

@@ -428,6 +428,7 @@ struct exp_stream {
     wl_replay *replay;
     wl_synth *synth;
     wl_client *client; /* workload.client.mode other than open */
+    double unloaded_now; /* exp_stream_source_unloaded: the last send, s */
 };
 
 static int replay_next(void *state, wl_request *out) { return wl_replay_next(state, out); }
@@ -610,6 +611,42 @@ wl_source exp_stream_source(exp_stream *st)
 }
 
 wl_client *exp_stream_client(exp_stream *st) { return st ? st->client : NULL; }
+
+/* next() of exp_stream_source_unloaded on a closed-loop client: take the
+ * next send, report it completed at its send time (zero service time, a
+ * first token at once), so the client schedules what follows it. */
+static int unloaded_next(void *state, wl_request *out)
+{
+    exp_stream *st = state;
+    wl_source src = wl_client_source(st->client);
+    bool stalled = false;
+    for (;;) {
+        double t;
+        /* 0: nothing due until a completion, but every request sent has
+         * completed: nothing will ever be sent again. */
+        if (src.peek(src.state, st->unloaded_now, &t) <= 0)
+            return 0;
+        st->unloaded_now = t;
+        int got = src.next(src.state, out);
+        if (got < 0)
+            return got;
+        if (got == 0) { /* a wake-up (a stage start), not a send */
+            if (stalled)
+                return 0;
+            stalled = true;
+            continue;
+        }
+        src.done(src.state, out, t, 0);
+        return 1;
+    }
+}
+
+wl_source exp_stream_source_unloaded(exp_stream *st)
+{
+    if (st->client)
+        return (wl_source){.state = st, .next = unloaded_next};
+    return exp_stream_source(st);
+}
 
 void exp_stream_close(exp_stream *st)
 {

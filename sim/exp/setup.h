@@ -141,6 +141,19 @@ int exp_setup_window(const exp_setup *s, uint64_t seed, double rate, uint64_t en
 /* The stream as a wl_source for cluster_run. */
 wl_source exp_stream_source(exp_stream *st);
 
+/*
+ * The stream as an infinitely fast server would receive it, as a
+ * wl_source without feedback (next() only): a closed-loop client's
+ * requests complete at their send time (zero service time), so a
+ * conversation's next turn is sent one think time after the previous one
+ * and concurrency limits never bind; the stream then depends on the
+ * workload, the client and the rate only, not on a router or an engine
+ * (crsim fit's workload targets of a closed-loop candidate, docs/fit.md).
+ * An open-loop stream or a trace: exp_stream_source.  Valid while st is
+ * open; use one of the two sources of a stream, not both.  Cannot fail.
+ */
+wl_source exp_stream_source_unloaded(exp_stream *st);
+
 /* The closed-loop client of a stream (workload.client.mode other than
  * open), owned by the stream; NULL for an open-loop stream or st NULL.
  * Cannot fail. */
