@@ -17,24 +17,7 @@ ROOT="$T/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# expect_error STATUS PATTERN -- command...: exit status, one stderr line
-# containing PATTERN.
-expect_error() {
-    want=$1; pat=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "'$*' exited $got, expected $want; stderr: $(cat "$TMP/err")"
-    elif ! grep -q -- "$pat" "$TMP/err"; then
-        fail "'$*' stderr lacks '$pat': $(cat "$TMP/err")"
-    elif [ "$(wc -l < "$TMP/err")" -ne 1 ]; then
-        fail "'$*' printed more than one error line: $(cat "$TMP/err")"
-    else
-        echo "ok: $pat"
-    fi
-}
+. "$(dirname "$0")/lib.sh"
 
 SMALL="$T/configs/small.yaml"
 RUN="$CRSIM run $SMALL --set workload.trace=$TRACE --quiet"

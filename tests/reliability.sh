@@ -9,25 +9,9 @@ ROOT="$T/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 q() { sqlite3 -cmd ".timeout 5000" "$@"; }
 
-# expect_error STATUS PATTERN -- command...: exit status, one stderr line
-# containing PATTERN.
-expect_error() {
-    want=$1; pat=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "'$*' exited $got, expected $want; stderr: $(cat "$TMP/err")"
-    elif ! grep -q -- "$pat" "$TMP/err"; then
-        fail "'$*' stderr lacks '$pat': $(cat "$TMP/err")"
-    elif [ "$(wc -l < "$TMP/err")" -ne 1 ]; then
-        fail "'$*' printed more than one error line: $(cat "$TMP/err")"
-    else
-        echo "ok: $pat"
-    fi
-}
 
 # A sweep of 40 short synthetic runs (about 1 s).
 TINY="$TMP/tiny.yaml"
@@ -67,10 +51,10 @@ if command -v gnuplot >/dev/null 2>&1; then
     st=$?
     if ls "$TMP" | grep -q PWNED; then
         fail "crsim plot ran shell text from the database: $(ls "$TMP" | grep PWNED)"
-    elif [ $st -ne 0 ] || [ "$(ls "$TMP/plot'\`touch $TMP/PWNED4\`"/*.png | wc -l)" -ne 6 ]; then
+    elif [ $st -ne 0 ] || [ "$(ls "$TMP/plot'\`touch $TMP/PWNED4\`"/*.png | wc -l)" -ne 8 ]; then
         fail "plot of hostile names: exit $st, $(cat "$TMP/err")"
     else
-        echo "ok: hostile experiment name, point label, policy and --out plotted as text (6 figures)"
+        echo "ok: hostile experiment name, point label, policy and --out plotted as text (8 figures: capacity, p99, hit and serving-load of two points)"
     fi
 else
     echo "skip: D2 (no gnuplot)"
