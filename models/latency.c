@@ -68,26 +68,34 @@ typedef struct gap {
     uint64_t tokens;
 } gap;
 
-/* Order statistic i (from 0) of the multiset in which g[k].dur appears
- * g[k].tokens times (i < Σ tokens): weighted quickselect with a
+/* Order statistics i and i + 1 (from 0) of the multiset in which g[k].dur
+ * appears g[k].tokens times (i < Σ tokens): weighted quickselect with a
  * three-way partition around a pivot drawn at random (a fixed-seed
  * xorshift: the result is the order statistic whatever the draws), so
  * expected O(n) on any input -- the engines' step durations concatenated
- * in time order made a median-of-three pivot quadratic.  Reorders g (not
+ * in time order made a median-of-three pivot quadratic.  Into *v the
+ * statistic i, into *v_next statistic i + 1 (*v when there is none), and
+ * reorders g so that g[0..*cut) are <= *v and g[*cut..n) > *v, the former
+ * of weight *w_cut: a higher rank is then searched in g + *cut only (not
  * sorting: a flagship run has millions of steps, and a comparison sort of
  * them cost more than the run's routing). */
-static double wselect(gap *g, size_t n, uint64_t i)
+static void wselect(gap *g, size_t n, uint64_t i, double *v, double *v_next, size_t *cut,
+                    uint64_t *w_cut)
 {
-    size_t lo = 0, hi = n;
+    size_t lo = 0, hi = n, lt, gt;
+    uint64_t base = 0, wl, we;
     uint64_t x = 0x9e3779b97f4a7c15ULL;
+    double p;
     for (;;) {
-        if (hi - lo == 1)
-            return g[lo].dur;
+        if (hi - lo == 1) {
+            p = g[lo].dur, lt = lo, gt = hi, wl = 0, we = g[lo].tokens;
+            break;
+        }
         x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 (Marsaglia 2003) */
-        const double p = g[lo + (size_t)(x % (hi - lo))].dur;
+        p = g[lo + (size_t)(x % (hi - lo))].dur;
         /* [lo, lt) < p, [lt, k) == p, [gt, hi) > p (Dijkstra). */
-        size_t lt = lo, k = lo, gt = hi;
-        uint64_t wl = 0, we = 0;
+        size_t k = lo;
+        lt = lo, gt = hi, wl = 0, we = 0;
         while (k < gt) {
             if (g[k].dur < p) {
                 wl += g[k].tokens;
@@ -105,11 +113,24 @@ static double wselect(gap *g, size_t n, uint64_t i)
         if (i < wl) {
             hi = lt;
         } else if (i < wl + we) {
-            return p;
+            break;
         } else {
             i -= wl + we;
+            base += wl + we;
             lo = gt;
         }
+    }
+    /* Everything before lo is below the window and everything from hi on
+     * above it, so g[0..gt) <= p < g[gt..n). */
+    *v = p;
+    *cut = gt;
+    *w_cut = base + wl + we;
+    *v_next = p;
+    if (i + 1 >= wl + we && gt < n) {
+        double m = g[gt].dur;
+        for (size_t k = gt + 1; k < n; k++)
+            m = g[k].dur < m ? g[k].dur : m;
+        *v_next = m;
     }
 }
 
@@ -144,11 +165,33 @@ void latency_itl(const engine_itl_step *const *steps, const size_t *n, size_t n_
      * order statistics floor(h) and floor(h) + 1. */
     static const double qs[3] = {0.5, 0.9, 0.99};
     double *dst[3] = {&out->itl_p50, &out->itl_p90, &out->itl_p99};
+    /* Ascending ranks: each search continues above the previous
+     * statistic (g[off..m), which holds the gaps above it; woff is the
+     * weight below). */
+    size_t off = 0;
+    uint64_t woff = 0;
+    double prev = NAN;
     for (int k = 0; k < 3; k++) {
         const double h = qs[k] * (double)(tokens - 1);
         const uint64_t lo = (uint64_t)floor(h);
-        const double vlo = wselect(g, m, lo);
-        const double vhi = lo + 1 < tokens && h > (double)lo ? wselect(g, m, lo + 1) : vlo;
+        double vlo, vhi;
+        if (lo < woff) { /* within the previous statistic's ties */
+            vlo = vhi = prev;
+            if (lo + 1 >= woff && off < m) {
+                vhi = g[off].dur;
+                for (size_t j = off + 1; j < m; j++)
+                    vhi = g[j].dur < vhi ? g[j].dur : vhi;
+            }
+        } else {
+            size_t cut;
+            uint64_t w_cut;
+            wselect(g + off, m - off, lo - woff, &vlo, &vhi, &cut, &w_cut);
+            prev = vlo;
+            off += cut;
+            woff += w_cut;
+        }
+        if (!(lo + 1 < tokens && h > (double)lo))
+            vhi = vlo;
         *dst[k] = vlo + (h - (double)lo) * (vhi - vlo);
     }
     free(g);

@@ -1043,7 +1043,7 @@ static bool next_mline(const char **p, mline *m)
 static int cmp_line(const void *a, const void *b)
 {
     const char *x = *(char *const *)a, *y = *(char *const *)b;
-    mline mx, my;
+    mline mx = {0}, my = {0}; /* next_mline fills both (a release build cannot see it) */
     next_mline(&x, &mx);
     next_mline(&y, &my);
     const int c = strncmp(mx.path, my.path, (size_t)(mx.n_path < my.n_path ? mx.n_path : my.n_path));
