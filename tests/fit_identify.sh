@@ -14,8 +14,10 @@
 # tolerance), 'single_turn' rejected at screening (it cannot reach the
 # bound and the admission scale together: nothing identified); every
 # identified point's context within 10 %, turns within 15 % and per_key
-# within 20 % of the truth.  Also: the
-# bad workload-target files exit 2 naming FILE:LINE and the key.
+# within 20 % of the truth.  Also: an achieved_ratio target passes an
+# open-loop candidate and rejects a closed-loop one capped at 2 requests
+# in flight; the bad workload-target files exit 2 naming FILE:LINE and
+# the key.
 # usage: fit_identify.sh CRSIM SOURCE_ROOT
 set -u
 case $1 in /*) CRSIM=$1 ;; *) CRSIM=$PWD/$1 ;; esac
@@ -156,6 +158,41 @@ if [ "$(nref long)" -ge 1 ] && [ "$(nref short)" = 0 ] &&
     echo "ok: refine_nearest refines the nearest alternative only ($(nref long) refined)"
 else
     fail "refine_nearest: refined long $(nref long), short $(nref short): $(grep -E '^(short|long) ' near.txt)"
+fi
+
+# ---- achieved_ratio: an open-loop candidate sends the offered 16
+# requests/s and its routers complete them (ratio near 1, within the 5 %
+# bound); a closed-loop one with 2 requests in flight completes a
+# fraction of it (each request's E2E is far above 2 / 16 s): rejected.
+cat >ach.yaml <<EOT
+seeds: [1]
+loads: [16]
+targets:
+  flat_lb:
+    achieved_ratio: {loads: [16], values: [1], tol: 0.05, side: at_least}
+alternatives:
+  - open workload.client.mode=open
+  - capped workload.client.mode=sessions workload.client.max_concurrency=2
+budget: 2
+refine: 0
+EOT
+"$CRSIM" fit "$CFG" --targets ach.yaml --db ach.db --quiet >ach.txt 2>err ||
+    fail "achieved_ratio fit exited $?: $(cat err)"
+ach() { sqlite3 ach.db "SELECT r.sim || ' ' || c.identified FROM fit_residuals r JOIN fit_candidates c
+    ON r.candidate_id = c.id WHERE r.metric = 'achieved_ratio>=' AND c.alternative = '$1'" 2>/dev/null; }
+a_open=$(ach open)
+a_cap=$(ach capped)
+echo "$a_open $a_cap" | awk '{ exit !($1 > 0.95 && $1 < 1.05 && $2 == 1 && $3 < 0.5 && $4 == 0) }' &&
+    echo "ok: achieved_ratio: open-loop $a_open (ratio, identified), max_concurrency 2: $a_cap" ||
+    fail "achieved_ratio: open-loop '$a_open', closed-loop capped '$a_cap' (expected ratio 0.95..1.05 identified, and < 0.5 rejected)"
+# The measured send window starts at a warm-up by time: a warm-up by
+# count is refused before any run.
+printf 'loads: [16]\nset: [experiment.warmup_requests=100]\ntargets:\n  flat_lb:\n    achieved_ratio: {loads: [16], values: [1], tol: 0.05}\n' >ach_count.yaml
+"$CRSIM" fit "$CFG" --targets ach_count.yaml --db ach_count.db >out 2>err
+st=$?
+if [ "$st" -eq 2 ] && grep -q "ach_count.yaml: achieved_ratio targets need a warm-up by time" err &&
+    [ ! -e ach_count.db ]; then echo "ok: ach_count: $(cat err)"
+else fail "ach_count: exit $st: $(cat err)"
 fi
 
 # ---- bad workload targets: exit 2, FILE:LINE, the key ----

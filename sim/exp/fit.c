@@ -95,6 +95,7 @@ typedef struct fit_captgt {
 /* Targets of one policy (targets.<policy>). */
 typedef struct fit_ptargets {
     fit_series hit, ttft, e2e;
+    fit_series ach; /* achieved_ratio: achieved requests/s over the offered load */
     fit_captgt cap;
 } fit_ptargets;
 
@@ -122,6 +123,9 @@ static const sim_cfg_key policy_schema[] = {
     SERIES("hit", hit, 0, 1, 0, "", "served KV hit rate (hit tokens / prompt tokens)"),
     SERIES("ttft_p99", ttft, 0, INFINITY, SIM_CFG_EXCL_MIN, "s", "p99 TTFT"),
     SERIES("e2e_p99", e2e, 0, INFINITY, SIM_CFG_EXCL_MIN, "s", "p99 end-to-end latency"),
+    SERIES("achieved_ratio", ach, 0, INFINITY, 0, "",
+           "achieved request rate over the offered load (measured completions / measured "
+           "send window / load)"),
     {.path = "capacity.slos", .type = SIM_CFG_DOUBLE_LIST, .offset = PT(cap.slos),
      .count_offset = PT(cap.n_slos), .min = 0, .max = INFINITY, .flags = SIM_CFG_EXCL_MIN,
      .def = "[]", .unit = "s", .help = "SLO thresholds of the observed capacities"},
@@ -280,6 +284,7 @@ typedef struct fit {
     fit_ptargets pt[64];
     fit_wtargets wt;       /* targets.workload */
     size_t n_wt;           /* workload target values */
+    size_t n_ach;          /* achieved_ratio target values, all policies */
     const char *pol[64];   /* policies with targets, registry order */
     size_t pol_of[64];     /* their index into pt */
     size_t n_pol;
@@ -417,6 +422,7 @@ static void plan_prune(fit *f)
         add_unique(&f->keep, &f->n_keep, t->hit.loads, t->hit.n_loads);
         add_unique(&f->keep, &f->n_keep, t->ttft.loads, t->ttft.n_loads);
         add_unique(&f->keep, &f->n_keep, t->e2e.loads, t->e2e.n_loads);
+        add_unique(&f->keep, &f->n_keep, t->ach.loads, t->ach.n_loads);
     }
     add_unique(&f->keep, &f->n_keep, f->grid, f->n_grid < 2 ? f->n_grid : 2);
     qsort(f->keep, f->n_keep, sizeof *f->keep, cmp_double);
@@ -761,15 +767,21 @@ static int load_targets(fit *f)
             (rc = check_series(f, p, "ttft_p99", t->ttft.n_loads, t->ttft.n_values,
                                t->ttft.tol)) ||
             (rc = check_series(f, p, "e2e_p99", t->e2e.n_loads, t->e2e.n_values, t->e2e.tol)) ||
+            (rc = check_series(f, p, "achieved_ratio", t->ach.n_loads, t->ach.n_values,
+                               t->ach.tol)) ||
             (rc = check_series(f, p, "capacity", t->cap.n_slos, t->cap.n_values, t->cap.tol)))
             return rc;
-        if (t->hit.n_values + t->ttft.n_values + t->e2e.n_values + t->cap.n_values == 0)
+        if (t->hit.n_values + t->ttft.n_values + t->e2e.n_values + t->ach.n_values +
+                t->cap.n_values ==
+            0)
             continue;
+        f->n_ach += t->ach.n_values;
         f->pol[f->n_pol] = p;
         f->pol_of[f->n_pol++] = i;
         add_unique(&f->grid, &f->n_grid, t->hit.loads, t->hit.n_loads);
         add_unique(&f->grid, &f->n_grid, t->ttft.loads, t->ttft.n_loads);
         add_unique(&f->grid, &f->n_grid, t->e2e.loads, t->e2e.n_loads);
+        add_unique(&f->grid, &f->n_grid, t->ach.loads, t->ach.n_loads);
         add_unique(&f->slos, &f->n_slos, t->cap.slos, t->cap.n_slos);
     }
     /* Router-independent targets. */
@@ -790,7 +802,8 @@ static int load_targets(fit *f)
     }
     if (f->n_pol == 0 && f->n_wt == 0)
         return SIM_ERROR(SIM_EINVAL, "%s: no targets; expected targets.POLICY.hit, .ttft_p99, "
-                         ".e2e_p99 or .capacity, or targets.workload.inf_hit or "
+                         ".e2e_p99, .achieved_ratio or .capacity, or "
+                         "targets.workload.inf_hit or "
                          ".admission_scale, with values", o->targets_path);
     add_unique(&f->grid, &f->n_grid, f->top.loads, f->top.n_loads);
     if (f->n_grid) /* qsort's array may not be NULL, even when empty (UBSan) */
@@ -820,7 +833,12 @@ static int load_targets(fit *f)
             return SIM_ERROR(rc, "%s: key 'set': %s", loc, m);
         }
         snprintf(f->name, sizeof f->name, "%.120s-fit", c.name);
+        const bool by_count = c.warmup_requests > 0 || c.warmup_share > 0;
         exp_config_fini(&c);
+        if (f->n_ach && by_count) /* checked again per candidate (run_warmup) */
+            return SIM_ERROR(SIM_EINVAL, "%s: achieved_ratio targets need a warm-up by time "
+                             "(experiment.warmup_s); the config sets "
+                             "experiment.warmup_requests or warmup_share", o->targets_path);
     }
     if (o->db)
         snprintf(f->db, sizeof f->db, "%s", o->db);
@@ -932,6 +950,7 @@ static const char *side_metric(const char *metric, int side)
         {"hit", "hit>=", "hit<="},
         {"ttft_p99", "ttft_p99>=", "ttft_p99<="},
         {"e2e_p99", "e2e_p99>=", "e2e_p99<="},
+        {"achieved_ratio", "achieved_ratio>=", "achieved_ratio<="},
         {"capacity_ttft_p99", "capacity_ttft_p99>=", "capacity_ttft_p99<="},
         {"capacity_e2e_p99", "capacity_e2e_p99>=", "capacity_e2e_p99<="},
         {"inf_hit", "inf_hit>=", "inf_hit<="},
@@ -1051,21 +1070,37 @@ static size_t grid_index(const fit *f, double load)
 
 static const char *const cap_names[] = {"capacity_ttft_p99", "capacity_e2e_p99"};
 
-/* Residuals of experiment `exp_id` (run with the `ns` seeds `seeds`)
- * against the router targets, appended to c->res. */
-static int residuals(fit *f, exp_store *st, int64_t exp_id, const int64_t *seeds, size_t ns,
-                     fit_cand *c, size_t *cap_res)
+/* The achieved request rate of a run over its offered load `rate`:
+ * measured completions over the measured send window [warm-up, last
+ * arrival] (docs/fit.md, "Achieved rate").  Not run_metrics.throughput_rps,
+ * whose window runs to the end of the drain.  NaN without a window. */
+static double achieved_ratio(double completed, double last_arrival_s, double warmup_s,
+                             double rate)
 {
-    static const char *const cols[] = {"hit_rate", "ttft_p99", "e2e_p99"};
+    double span = last_arrival_s - warmup_s;
+    if (!(span > 0) || !(rate > 0) || !isfinite(completed))
+        return NAN;
+    return completed / span / rate;
+}
+
+/* Residuals of experiment `exp_id` (run with the `ns` seeds `seeds`, its
+ * warm-up by time `warmup_s`) against the router targets, appended to
+ * c->res. */
+static int residuals(fit *f, exp_store *st, int64_t exp_id, const int64_t *seeds, size_t ns,
+                     double warmup_s, fit_cand *c, size_t *cap_res)
+{
+    enum { NCOL = 4 }; /* hit, ttft_p99, e2e_p99, achieved ratio */
+    static const char *const cols[] = {"hit_rate", "ttft_p99", "e2e_p99", "measured_completed",
+                                       "last_arrival_s"};
     exp_store_run *runs = NULL;
     size_t nr = 0;
-    int rc = exp_store_read_runs(st, exp_id, cols, 3, &runs, &nr);
+    int rc = exp_store_read_runs(st, exp_id, cols, 5, &runs, &nr);
     if (rc)
         return rc;
     const size_t ng = f->n_grid;
-    /* v[((p * ns + s) * ng + g) * 3 + col] */
-    double *v = sim_xmalloc(f->n_pol * ns * ng * 3 * sizeof *v);
-    for (size_t i = 0; i < f->n_pol * ns * ng * 3; i++)
+    /* v[((p * ns + s) * ng + g) * NCOL + col] */
+    double *v = sim_xmalloc(f->n_pol * ns * ng * NCOL * sizeof *v);
+    for (size_t i = 0; i < f->n_pol * ns * ng * NCOL; i++)
         v[i] = NAN;
     for (size_t i = 0; i < nr; i++) {
         size_t p = 0, s = 0, g = grid_index(f, runs[i].rate_rps);
@@ -1076,20 +1111,22 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, const int64_t *seeds
         if (p == f->n_pol || s == ns || g == SIZE_MAX || !runs[i].has_metrics ||
             runs[i].interrupted)
             continue;
+        double *row = &v[((p * ns + s) * ng + g) * NCOL];
         for (int k = 0; k < 3; k++)
-            v[((p * ns + s) * ng + g) * 3 + (size_t)k] = runs[i].v[k];
+            row[k] = runs[i].v[k];
+        row[3] = achieved_ratio(runs[i].v[3], runs[i].v[4], warmup_s, runs[i].rate_rps);
     }
     exp_store_runs_free(runs, nr);
     for (size_t p = 0; p < f->n_pol; p++) {
         const fit_ptargets *t = &f->pt[f->pol_of[p]];
-        const fit_series *ser[3] = {&t->hit, &t->ttft, &t->e2e};
-        static const char *const names[3] = {"hit", "ttft_p99", "e2e_p99"};
-        for (int k = 0; k < 3; k++)
+        const fit_series *ser[NCOL] = {&t->hit, &t->ttft, &t->e2e, &t->ach};
+        static const char *const names[NCOL] = {"hit", "ttft_p99", "e2e_p99", "achieved_ratio"};
+        for (int k = 0; k < NCOL; k++)
             for (size_t j = 0; j < ser[k]->n_values; j++) {
                 size_t g = grid_index(f, ser[k]->loads[j]);
                 double sum = 0;
                 for (size_t s = 0; s < ns; s++)
-                    sum += v[((p * ns + s) * ng + g) * 3 + (size_t)k];
+                    sum += v[((p * ns + s) * ng + g) * NCOL + (size_t)k];
                 add_res(c, cap_res, f->pol[p], names[k], ser[k]->loads[j], ser[k]->values[j],
                         ser[k]->tol, ser[k]->side, sum / (double)ns);
             }
@@ -1098,7 +1135,7 @@ static int residuals(fit *f, exp_store *st, int64_t exp_id, const int64_t *seeds
             double sum = 0;
             for (size_t s = 0; s < ns; s++) {
                 for (size_t g = 0; g < ng; g++) {
-                    double x = v[((p * ns + s) * ng + g) * 3 + 1 + (size_t)t->cap.metric];
+                    double x = v[((p * ns + s) * ng + g) * NCOL + 1 + (size_t)t->cap.metric];
                     m[g] = isnan(x) ? INFINITY : x;
                 }
                 sum += exp_fit_capacity_smooth(f->grid, m, ng, t->cap.slos[j]);
@@ -1166,6 +1203,26 @@ static void progress(fit *f, const fit_cand *c)
 
 /* Evaluate one candidate: one experiment of exp_run into the fit's
  * database, its residuals stored.  *obj receives its objective. */
+/* The warm-up by time of the config derived with `sets` (the start of the
+ * measured send window of an achieved_ratio target); SIM_EINVAL naming
+ * the targets file when the warm-up is by count (the window would differ
+ * per run). */
+static int run_warmup(const fit *f, const char *const *sets, size_t n_sets, double *warmup_s)
+{
+    const exp_config_src src = {.path = f->o->config_path, .sets = sets, .n_set = n_sets};
+    exp_config cfg;
+    int rc = exp_config_derive(&src, NULL, 0, &cfg);
+    if (rc)
+        return rc;
+    if (cfg.warmup_requests > 0 || cfg.warmup_share > 0)
+        rc = SIM_ERROR(SIM_EINVAL, "%s: achieved_ratio targets need a warm-up by time "
+                       "(experiment.warmup_s); the config sets experiment.warmup_requests or "
+                       "warmup_share", f->o->targets_path);
+    *warmup_s = cfg.warmup_s;
+    exp_config_fini(&cfg);
+    return rc;
+}
+
 static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, const char *stage,
                     double *obj)
 {
@@ -1217,7 +1274,10 @@ static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, con
         }
     }
     const bool run = rc == SIM_OK && f->n_pol > 0 && !c->screened_out;
-    if (run) {
+    double warmup_s = 0;
+    if (run && f->n_ach)
+        rc = run_warmup(f, runsets, n_run, &warmup_s);
+    if (run && rc == SIM_OK) {
         exp_run_opts ro = {.config_path = f->o->config_path, .sets = runsets, .n_set = n_run,
                            .jobs = f->o->jobs ? f->o->jobs : 1, .quiet = true,
                            .stop = f->o->stop, .prune_keep = f->prune_on ? f->keep : NULL,
@@ -1231,7 +1291,7 @@ static int evaluate(fit *f, size_t alt, const size_t *disc, const double *x, con
     if ((rc = exp_store_open(f->db, &st)))
         return rc;
     if (run && (rc = exp_store_latest_experiment(st, &c->exp_id)) == SIM_OK)
-        rc = residuals(f, st, c->exp_id, seeds, ns, c, &cap);
+        rc = residuals(f, st, c->exp_id, seeds, ns, warmup_s, c, &cap);
     if (rc == SIM_OK) {
         finish_cand(c);
         /* A screening candidate is never identified (short runs, fewer

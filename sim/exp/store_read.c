@@ -165,7 +165,7 @@ static const char *const real_columns[] = {
     "tpot_mean", "e2e_mean", "itl_mean", "itl_p50", "itl_p90", "itl_p99", "output_tps",
     "goodput_rps",
     /* request counts, read as doubles (exact below 2^53) */
-    "n_arrived", "n_completed", "n_unfinished", "n_rejected", "n_too_long", "fair_keys",
+    "n_arrived", "n_completed", "n_measured", "measured_completed", "n_unfinished", "n_rejected", "n_too_long", "fair_keys",
     "n_failed", "n_lost", "n_refused", "n_retries", "n_crashes", "itl_gaps", "n_good", NULL,
 };
 
