@@ -284,5 +284,9 @@ mem 1e-6 "$CRSIM" run "$TINY" --force $S1 --set experiment.rates=[0.5] --set exp
     grep -q "^estimate: 1 run to simulate" "$TMP/out" && echo "ok: run --force runs below the memory estimate" || fail "run --force: $(cat "$TMP/err")"
 rm -f "$TMP/c8.db"
 
+# ---- fuzz_azure (campaign of issue 38): 108 bytes asking for 2.5e8 synthetic ids ----
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:00,374,44\n2023-11-16 18:15:50.9951690,3962000000,2\n' >"$TMP/ids.csv"
+expect_error 2 "ids.csv: trace needs 247625024 synthetic ids (1.98 GB) but only 0.5 GB of memory is available" -- mem 0.5 "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.trace=$TMP/ids.csv" --set workload.trace_block_tokens=16
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all reliability checks passed"

@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 #include "workloads/csv.h"
 #include "workloads/internal.h"
 #include "workloads/infile.h"
@@ -60,6 +61,15 @@ int wl__trace_synth_ids(wl_trace *t, uint64_t prefix_tokens)
         return SIM_ERROR(SIM_EINVAL, "%s: trace needs %llu synthetic ids; expected at most "
                          "%lu (a smaller trace or larger workload.trace_block_tokens)", t->path,
                          (unsigned long long)total, (unsigned long)UINT32_MAX);
+    /* A short file can ask for billions of ids (one row of 4e9 tokens):
+     * refuse what does not fit in memory before allocating and hashing
+     * (found by tests/fuzz/fuzz_azure; issue 38). */
+    const double need = (double)total * sizeof *t->ids, avail = sim_mem_available();
+    if (need > avail)
+        return SIM_ERROR(SIM_EINVAL, "%s: trace needs %llu synthetic ids (%.3g GB) but only "
+                         "%.3g GB of memory is available (MemAvailable); expected a smaller "
+                         "trace, shorter requests or a larger workload.trace_block_tokens",
+                         t->path, (unsigned long long)total, need / 1e9, avail / 1e9);
     free(t->ids);
     t->ids = malloc((total ? total : 1) * sizeof *t->ids);
     if (!t->ids)

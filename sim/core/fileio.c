@@ -6,6 +6,8 @@
 #include "sim/core/fileio.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 #include <xxhash.h>
 
 #include "sim/core/error.h"
+#include "sim/core/number.h"
 
 /* "a FIFO", ... for a file type that is not a regular file. */
 static const char *kind_name(mode_t m)
@@ -116,4 +119,22 @@ out:
     free(buf);
     close(fd);
     return rc;
+}
+
+double sim_mem_available(void)
+{
+    const char *e = getenv("CRSIM_MEM_AVAILABLE_GB");
+    double v;
+    if (e && *e && sim_num_real(e, 1e-9, 1e9, &v)) /* decimal GB; else ignored */
+        return v * 1e9;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return NAN;
+    char line[256];
+    double kb = NAN;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024.0;
 }

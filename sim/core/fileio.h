@@ -48,4 +48,13 @@ void sim_file_note(const char *path);
  */
 int sim_file_hash(const char *path, uint64_t *hash, uint64_t *size);
 
+/*
+ * The memory this process may use, bytes: MemAvailable of /proc/meminfo,
+ * or the environment variable CRSIM_MEM_AVAILABLE_GB (a decimal number of
+ * GB: a batch job's own limit; the tests) when it is set; NAN when
+ * unknown (then no limit applies).  Read by the size estimate
+ * (docs/harness.md, "Size estimate") and the trace loaders.  Cannot fail.
+ */
+double sim_mem_available(void);
+
 #endif

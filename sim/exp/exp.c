@@ -1509,26 +1509,8 @@ static void print_resumed(FILE *out, const resume_builds *rb, size_t n, size_t o
 /* Requests probed per point for the block count of the estimate. */
 #define EXP_EST_PROBE 2000
 
-/* MemAvailable of /proc/meminfo in bytes, or NAN when unknown (then no
- * limit is applied).  CRSIM_MEM_AVAILABLE_GB overrides it (tests; a batch
- * job's own limit). */
-static double mem_available(void)
-{
-    const char *e = getenv("CRSIM_MEM_AVAILABLE_GB");
-    double v;
-    if (e && *e && sim_num_real(e, 1e-9, 1e9, &v)) /* decimal GB; else ignored */
-        return v * 1e9;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return NAN;
-    char line[256];
-    double kb = NAN;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb * 1024.0;
-}
+/* MemAvailable, or CRSIM_MEM_AVAILABLE_GB (sim/core/fileio.h). */
+static double mem_available(void) { return sim_mem_available(); }
 
 /* The share of a run's memory that scales with the cluster and the
  * timeline, not with requests (EXP_EST_DEST_BYTES...), for `req`
