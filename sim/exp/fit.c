@@ -1467,24 +1467,18 @@ static int search(fit *f)
         f->planned += alt_cells(f, a) * (d ? per_cell : 1) +
                       (d && f->top.refine ? (size_t)f->top.refine + d + 1 : 0);
     }
-    /* Latin hypercube in [0, 1)^n_cont, the same for every cell (fixed
-     * seed 1, MT19937): stratum perm[i] of dimension j, uniform within it;
-     * a cell uses the dimensions of its active parameters (each still a
-     * Latin-hypercube projection). */
+    /* Latin hypercubes in [0, 1)^n_cont, one per cell, drawn in turn from
+     * one stream (fixed seed 1, MT19937): stratum perm[i] of dimension j,
+     * uniform within it; a cell uses the dimensions of its active
+     * parameters (each still a Latin-hypercube projection).  A hypercube
+     * per cell, not one shared by every cell: parameters that every
+     * alternative frees get n_cells x per_cell distinct values instead of
+     * per_cell. */
     const size_t d = f->n_cont;
     double *t = sim_xcalloc(per_cell * (d ? d : 1), sizeof *t);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 1);
     size_t *perm = sim_xcalloc(per_cell, sizeof *perm);
-    for (size_t j = 0; j < d; j++) {
-        for (size_t i = 0; i < per_cell; i++)
-            perm[i] = i;
-        gsl_ran_shuffle(r, perm, per_cell, sizeof *perm);
-        for (size_t i = 0; i < per_cell; i++)
-            t[i * d + j] = ((double)perm[i] + gsl_rng_uniform(r)) / (double)per_cell;
-    }
-    gsl_rng_free(r);
-    free(perm);
     int rc = SIM_OK;
     size_t disc[64] = {0};
     for (size_t alt = 0; rc == SIM_OK && alt < f->n_alt; alt++) {
@@ -1499,6 +1493,13 @@ static int search(fit *f)
                 disc[k] = q % nv;
                 q /= nv;
             }
+            for (size_t j = 0; j < d; j++) {
+                for (size_t i = 0; i < per_cell; i++)
+                    perm[i] = i;
+                gsl_ran_shuffle(r, perm, per_cell, sizeof *perm);
+                for (size_t i = 0; i < per_cell; i++)
+                    t[i * d + j] = ((double)perm[i] + gsl_rng_uniform(r)) / (double)per_cell;
+            }
             for (size_t i = 0; rc == SIM_OK && i < n_pts; i++) {
                 double x[64], obj;
                 for (size_t j = 0; j < d; j++)
@@ -1507,6 +1508,8 @@ static int search(fit *f)
             }
         }
     }
+    gsl_rng_free(r);
+    free(perm);
     free(t);
     /* screen.refine_nearest: the alternatives nearest the targets are
      * refined whatever their screening residuals (ranked by the largest
