@@ -66,6 +66,19 @@ static double ladder_capacity(const exp__report *r, size_t i0, size_t i1, double
     return cap;
 }
 
+/* One past the last stage row of the ladder run that starts at row i0
+ * (rows of one point, policy, seed and load are consecutive). */
+static size_t ladder_end(const exp__report *r, size_t i0)
+{
+    const exp_store_stage_row *a = &r->stages[i0];
+    size_t i1 = i0 + 1;
+    while (i1 < r->n_stages && r->stages[i1].point == a->point &&
+           r->stages[i1].seed == a->seed && r->stages[i1].rate_rps == a->rate_rps &&
+           strcmp(r->stages[i1].policy, a->policy) == 0)
+        i1++;
+    return i1;
+}
+
 void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
 {
     if (!r->n_stages)
@@ -143,12 +156,8 @@ void exp__report_print_clients(const exp__report *r, bool markdown, FILE *out)
                 "req/s there");
     if (ladder) {
         for (size_t i0 = 0; i0 < r->n_stages;) {
-            size_t i1 = i0 + 1;
+            const size_t i1 = ladder_end(r, i0);
             const exp_store_stage_row *a = &r->stages[i0];
-            while (i1 < r->n_stages && r->stages[i1].point == a->point &&
-                   r->stages[i1].seed == a->seed && r->stages[i1].rate_rps == a->rate_rps &&
-                   strcmp(r->stages[i1].policy, a->policy) == 0)
-                i1++;
             for (size_t s = 0; s < r->n_slos; s++) {
                 double tput;
                 bool all;
@@ -209,12 +218,8 @@ void exp__report_print_client_caps_csv(const exp__report *r, FILE *out)
           "throughput_rps\n", out);
     if (ladder) {
         for (size_t i0 = 0; i0 < r->n_stages;) {
-            size_t i1 = i0 + 1;
+            const size_t i1 = ladder_end(r, i0);
             const exp_store_stage_row *a = &r->stages[i0];
-            while (i1 < r->n_stages && r->stages[i1].point == a->point &&
-                   r->stages[i1].seed == a->seed && r->stages[i1].rate_rps == a->rate_rps &&
-                   strcmp(r->stages[i1].policy, a->policy) == 0)
-                i1++;
             for (size_t s = 0; s < r->n_slos; s++) {
                 double tput;
                 bool all;
