@@ -137,6 +137,10 @@ printf '%s\nset:\n  - ex periment.warmup_s=10\n' "$base" >set_key.yaml
 bad set_key "set_key.yaml:4: key 'set': --set ex periment.warmup_s: unknown key"
 printf 'targets:\n  flat_lb:\n    hit: {loads: [4, 8], values: [0.5], tol: 0.01}\n' >lengths.yaml
 bad lengths "lengths.yaml:3: key 'targets.flat_lb.hit.values' has 1 values for 2 loads"
+# fuzz_fittargets (issue 38 campaign): an empty item after parsed ones
+# leaked the parsed items (LeakSanitizer under the ASan suite).
+printf '%s\nfree:\n  - router.sticky.vnodes=in[50, 100, ]\n' "$base" >empty_item.yaml
+bad empty_item "empty_item.yaml:5: free parameter 'router.sticky.vnodes': range 'in\\[50, 100, \\]'; expected \\[LO, HI\\]"
 
 # ---- (e) per-alternative free parameters ----
 # Two alternatives, each freeing its own key (KEY=RANGE tokens): 'pfx'

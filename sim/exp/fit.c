@@ -336,6 +336,13 @@ static char *trim(char *s)
     return s;
 }
 
+static void strs_free(char **s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
 /* Parse "[a, b, ...]" (the text after KEY= and an optional word) into
  * new strings. */
 static int split_list(const char *text, char ***out, size_t *n)
@@ -350,8 +357,11 @@ static int split_list(const char *text, char ***out, size_t *n)
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *t = trim(tok);
-        if (!*t) {
+        if (!*t) { /* an empty item: "[1, , 2]", "[1, 2, ]" */
             free(buf);
+            strs_free(*out, *n);
+            *out = NULL;
+            *n = 0;
             return -1;
         }
         *out = sim_xrealloc(*out, (*n + 1) * sizeof **out);
@@ -359,13 +369,6 @@ static int split_list(const char *text, char ***out, size_t *n)
     }
     free(buf);
     return *n ? 0 : -1;
-}
-
-static void strs_free(char **s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(s[i]);
-    free(s);
 }
 
 static int parse_real(const char *s, double *v)
