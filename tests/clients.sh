@@ -49,6 +49,11 @@ expect_bad "workload.client.mode" --set workload.client.mode=closed
 expect_bad "experiment.warmup_requests" --set experiment.warmup_requests=10
 expect_bad "workload.client.patience_s" --set workload.client.mode=open --set workload.client.think.mean_s=0 \
     --set workload.client.patience_s=3
+# A fixed N (or batch) with several loads: identical runs under different load labels.
+expect_bad "key 'experiment.rates' has 2 loads but 'workload.client.concurrency' is 8" \
+    --set workload.client.concurrency=8 --set 'experiment.rates=[4, 16]'
+expect_bad "key 'experiment.rates' has 2 loads but 'workload.client.batch' is 8" \
+    --set workload.client.mode=burst --set workload.client.batch=8 --set 'experiment.rates=[4, 16]'
 
 # Determinism whatever --jobs.
 mkdir j1 j2

@@ -555,6 +555,24 @@ static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
                          "client's send times are known only as the run goes",
                          where_key(d, key, at, sizeof at), key, cfg->wl.client.mode);
     }
+    /* A client that fixes its own load (N clients, a batch size) makes
+     * every experiment load the same run: several loads would store
+     * identical runs under different load labels and a capacity over
+     * them. */
+    const char *fixed = NULL;
+    int64_t fixed_v = 0;
+    if (strcmp(cfg->wl.client.mode, "concurrency") == 0 && cfg->wl.client.concurrency > 0)
+        fixed = "workload.client.concurrency", fixed_v = cfg->wl.client.concurrency;
+    else if (strcmp(cfg->wl.client.mode, "burst") == 0 && cfg->wl.client.batch > 0)
+        fixed = "workload.client.batch", fixed_v = cfg->wl.client.batch;
+    if (fixed && cfg->n_rates > 1) {
+        char at[512];
+        return SIM_ERROR(SIM_EINVAL, "%s: key 'experiment.rates' has %zu loads but '%s' is "
+                         "%lld, which fixes the load of every run; expected one load, or %s 0 "
+                         "so that experiment.rates sets it", where_key(d, "experiment.rates", at,
+                                                                     sizeof at),
+                         cfg->n_rates, fixed, (long long)fixed_v, fixed);
+    }
     int rc = check_name(d, cfg->name);
     for (size_t i = 0; rc == SIM_OK && i < cfg->n_joint_slo; i++) {
         char metric[EXP_JOINT_METRIC_MAX], at[512];
