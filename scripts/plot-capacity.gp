@@ -4,7 +4,7 @@
 # All seeds right-censored: hatched bar up to the highest tested load.
 # Censored seeds are named by a label above the bar (L: fails at the
 # lowest load; R: meets the SLO at every tested load).
-# Variables: datafile, outbase (no extension), exptitle, metric, slos
+# Variables: datafile, outbase (no extension), exptitle, metric, unit (of the loads), slos
 # (space-separated thresholds, s), policies (space-separated), ymax.
 set datafile separator "\t"
 # Missing values are written as "?"; `v(c)` maps them below the y range,
@@ -24,7 +24,7 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 set output outbase.".png"
 
 set title exptitle."\nSLO capacity: highest tested load with ".metric." ≤ threshold at every tested load up to it"
-set ylabel "SLO capacity (requests/s)"
+set ylabel "SLO capacity (".unit.")"
 set xlabel "policy"
 set xrange [-0.6 : npol - 0.4]
 set yrange [0 : ymax]

@@ -1,7 +1,7 @@
 # Served, token-weighted KV hit rate per policy at the report rate (mean
 # ± sd over seeds), for `crsim plot`.
-# Variables: datafile, outbase (no extension), exptitle, rate
-# (requests/s), policies, colors (one "#rrggbb" per policy: the router's fixed
+# Variables: datafile, outbase (no extension), exptitle, unit (of the loads), rate
+# (the report load, in unit), policies, colors (one "#rrggbb" per policy: the router's fixed
 # colour, the same in every figure).
 set datafile separator "\t"
 set datafile missing "?"
@@ -15,7 +15,7 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 }
 set output outbase.".png"
 
-set title exptitle."\nserved KV hit rate at ".sprintf("%g", rate)." requests/s (mean ± sd over seeds)"
+set title exptitle."\nserved KV hit rate at ".sprintf("%g", rate)." ".unit." (mean ± sd over seeds)"
 set ylabel "KV hit rate (% of prompt tokens)"
 set xlabel "policy"
 set xrange [-0.6 : npol - 0.4]

@@ -2,7 +2,7 @@
 # over seeds, with the SLO thresholds as dashed lines, for `crsim plot`.
 # A mean that is +Inf (a seed had unfinished requests) is drawn at the
 # dotted red ceiling with a large open circle.
-# Variables: datafile, outbase (no extension), exptitle, metric, slos,
+# Variables: datafile, outbase (no extension), exptitle, metric, unit (of the loads), slos,
 # policies, colors (one "#rrggbb" per policy: a fixed colour per router,
 # the same in every figure), ceiling (s), ymin (s), logy (0/1), anyinf (0/1:
 # draw the ceiling line).
@@ -19,7 +19,7 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
 set output outbase.".png"
 
 set title exptitle."\n".metric." against offered load (mean over seeds)"
-set xlabel "offered load (requests/s)"
+set xlabel "offered load (".unit.")"
 set ylabel metric." (s)".(logy ? ", log scale" : "")
 if (logy) {
     set logscale y

@@ -96,7 +96,7 @@ expect_error "run: option '--resume' takes no value" -- "$CRSIM" run x.yaml --re
 expect_error "run: unknown option '-x'" -- "$CRSIM" run x.yaml -x
 expect_error "run: needs an experiment config" -- "$CRSIM" run
 expect_error "run: unexpected argument 'b.yaml'" -- "$CRSIM" run a.yaml b.yaml
-expect_error "report: --rate '-1'; expected a number > 0 (requests/s)" -- "$CRSIM" report x.db --rate -1
+expect_error "report: --rate '-1'; expected a number > 0 (in the experiment's load unit)" -- "$CRSIM" report x.db --rate -1
 expect_error "report: --format 'xml'; expected one of text, markdown" -- "$CRSIM" report x.db --format xml
 expect_error "plot: --experiment '0'; expected an integer >= 1" -- "$CRSIM" plot x.db --experiment 0
 expect_error "regime: --tie 'nan'; expected a number in \[0, 1)" -- "$CRSIM" regime x.yaml --tie nan

@@ -81,6 +81,14 @@ else
     echo "FAIL: report has no client section"
     fails=$((fails + 1))
 fi
+# The loads of a concurrency client are numbers of clients, not requests/s.
+if printf '%s\n' "$out" | grep -q "^  loads: 4, 16 clients$" &&
+    printf '%s\n' "$out" | grep -q "cap ≤T: SLO capacity in clients "; then
+    echo "ok: the report's loads and capacities are in clients"
+else
+    echo "FAIL: report load unit: $(printf '%s\n' "$out" | grep -E "loads:|cap ≤T")"
+    fails=$((fails + 1))
+fi
 # report --format csv --table stages: one row per stored stage, with the
 # stored values (10 significant digits); CSV only.
 db=j1/results/clients-test.db

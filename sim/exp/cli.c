@@ -298,7 +298,7 @@ static const exp_cli_opt report_opts[] = {
     {.name = "format", .kind = EXP_CLI_CHOICE, .metavar = "text|markdown|csv",
      .choices = "text|markdown|csv|md", .help = "output format (default text)"},
     {.name = "rate", .kind = EXP_CLI_REAL, .metavar = "R", .lo = 0, .hi = INFINITY,
-     .flags = EXP_CLI_GT, .unit = "requests/s",
+     .flags = EXP_CLI_GT, .unit = "in the experiment's load unit",
      .help = "report rate, a tested load (default: the experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "FILE",
      .help = "write the tables to FILE (default: stdout)"},
@@ -314,7 +314,7 @@ static const exp_cli_opt plot_opts[] = {
     {.name = "experiment", .kind = EXP_CLI_INT, .metavar = "ID", .lo = 1, .hi = INFINITY,
      .help = "experiment id (default: the latest)"},
     {.name = "rate", .kind = EXP_CLI_REAL, .metavar = "R", .lo = 0, .hi = INFINITY,
-     .flags = EXP_CLI_GT, .unit = "requests/s",
+     .flags = EXP_CLI_GT, .unit = "in the experiment's load unit",
      .help = "report rate of the hit-rate figure, a tested load (default: the "
              "experiment's report_rate_rps)"},
     {.name = "out", .kind = EXP_CLI_STR, .metavar = "DIR",

@@ -536,6 +536,23 @@ static int check_windows(const sim_cfgdoc *d, const exp_config *cfg)
     return SIM_OK;
 }
 
+const char *exp_load_unit(const exp_config *cfg)
+{
+    switch (wl_client_mode_of(&cfg->wl)) {
+    case WL_CLIENT_CONCURRENCY:
+        return "clients";
+    case WL_CLIENT_BURST:
+        return "conversations per batch";
+    case WL_CLIENT_STAGES:
+        return "x the stage ladder";
+    case WL_CLIENT_SESSIONS:
+        return strcmp(cfg->wl.client.rate_unit, "conversations") == 0 ? "conversations/s"
+                                                                      : "requests/s";
+    default:
+        return "requests/s";
+    }
+}
+
 static int check_experiment(const sim_cfgdoc *d, const exp_config *cfg)
 {
     if (cfg->warmup_requests > 0 && cfg->warmup_share > 0) {

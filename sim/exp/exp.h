@@ -252,6 +252,14 @@ exp_group exp_config_group(const exp_config *cfg, size_t i);
 /* Free what a config owns.  Safe on a zeroed config and twice. */
 void exp_config_fini(exp_config *cfg);
 
+/* The unit of cfg's loads (experiment.rates), by workload.client.mode
+ * (docs/clients.md, "Modes"): "requests/s" (open, and sessions with
+ * rate_unit requests), "conversations/s" (sessions with rate_unit
+ * conversations), "clients" (concurrency), "conversations per batch"
+ * (burst), "x the stage ladder" (stages: a multiplier).  A static
+ * string; cannot fail. */
+const char *exp_load_unit(const exp_config *cfg);
+
 /* Canonical YAML of the full config (every key, defaults included); the
  * caller frees it.  Cannot fail. */
 char *exp_config_dump(const exp_config *cfg);

@@ -953,6 +953,8 @@ static void common_vars(sbuf *b, const exp__report *r, const exp__rep_point *pt,
     free(t.s);
     sb_printf(b, "; metric=");
     sb_gpstr(b, r->slo_metric);
+    sb_printf(b, "; unit=");
+    sb_gpstr(b, r->load_unit ? r->load_unit : "requests/s");
     sb_printf(b, "; slos='");
     for (size_t s = 0; s < r->n_slos; s++)
         sb_printf(b, "%s%g", s ? " " : "", r->slos[s]);

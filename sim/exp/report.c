@@ -138,6 +138,7 @@ static int load_experiment(exp_store *db, int64_t id, exp__report *r)
     r->n_runs_planned = e.n_runs_planned;
     r->n_points_planned = e.n_points;
     r->calib = exp_setup_calib_notes(e.config_text ? e.config_text : "");
+    r->load_unit = exp_setup_load_unit(e.config_text ? e.config_text : "");
     free(e.config_text);
     rc = exp_capacity_parse_slos(e.slos, &r->slos, &r->n_slos);
     free(e.slos);
@@ -503,8 +504,8 @@ void exp__report_warn(const exp__report *r)
                 "(over engine.max_model_len, or longer than a destination's KV pool)\n",
                 r->n_served_nothing);
     if (r->rate_fallback)
-        fprintf(stderr, "crsim: warning: report rate %g requests/s was not tested; using the "
-                "nearest tested load %g\n", r->stored_rate_rps, r->rate_rps);
+        fprintf(stderr, "crsim: warning: report rate %g %s was not tested; using the "
+                "nearest tested load %g\n", r->stored_rate_rps, r->load_unit, r->rate_rps);
 }
 
 /* ---- formatting --------------------------------------------------------- */
@@ -664,16 +665,21 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
         fprintf(out, "%s%lld", i ? ", " : "", (long long)r->seeds[i]);
     fprintf(out, " (%zu)\n%sloads: ", r->n_seeds, b);
     list_loads(r->loads, r->n_loads, out);
-    fprintf(out, " requests/s\n%sSLO: %s <= ", b, r->slo_metric);
+    fprintf(out, " %s\n%sSLO: %s <= ", r->load_unit, b, r->slo_metric);
     for (size_t i = 0; i < r->n_slos; i++)
         fprintf(out, "%s%g", i ? " / " : "", r->slos[i]);
-    fprintf(out, " s; report rate %g requests/s", r->rate_rps);
+    fprintf(out, " s; report rate %g %s", r->rate_rps, r->load_unit);
     if (r->rate_fallback)
         fprintf(out, " (stored rate %g was not tested: nearest tested load)", r->stored_rate_rps);
     fprintf(out, "\n%scapacities: %s\n", b,
             r->caps_source == 1 ? "from the capacities table"
             : r->caps_source == 2 ? "recomputed from the runs (capacities table out of date)"
                                   : "computed from the runs (no capacities rows)");
+    if (r->n_stages && strcmp(r->stages[0].mode, "stages") == 0)
+        fprintf(out, "%sNOTE: a stage ladder: the loads above multiply every stage's rate and "
+                "concurrency, so the main table's capacity is over those multipliers; the "
+                "ladder's own capacity (the highest stage holding the SLO) is in the stage "
+                "capacity table below\n", b);
     for (const char *l = r->calib ? r->calib : ""; *l;) { /* transferred cost factors */
         const char *nl = strchr(l, '\n');
         size_t k = nl ? (size_t)(nl - l) : strlen(l);
@@ -698,23 +704,26 @@ static void print_header(const exp__report *r, enum fmt f, FILE *out)
 
 static void print_legend(const exp__report *r, enum fmt f, FILE *out)
 {
-    fprintf(out, "%sKV hit: served token-weighted hit rate at %g requests/s, mean \u00b1 sd "
-            "over seeds.\n", f == FMT_MARKDOWN ? "\n" : "", r->rate_rps);
-    fprintf(out, "cap \u2264T: SLO capacity in requests/s (highest tested load up to which "
+    fprintf(out, "%sKV hit: served token-weighted hit rate at %g %s, mean \u00b1 sd "
+            "over seeds.\n", f == FMT_MARKDOWN ? "\n" : "", r->rate_rps, r->load_unit);
+    fprintf(out, "cap \u2264T: SLO capacity in %s (highest tested load up to which "
             "%s \u2264 T s at every tested load), mean \u00b1 sd over exact seeds; "
             "\u2265 X (R k/n): k of n seeds pass at every tested load (right-censored); "
-            "< X (L k/n): k seeds fail at the lowest load (left-censored).\n", r->slo_metric);
-    fprintf(out, "%s: mean over seeds at %g requests/s (inf: a seed had unfinished requests). "
-            "imbalance: max/mean served work over destinations.\n", r->p99_metric, r->rate_rps);
+            "< X (L k/n): k seeds fail at the lowest load (left-censored).\n", r->load_unit,
+            r->slo_metric);
+    fprintf(out, "%s: mean over seeds at %g %s (inf: a seed had unfinished requests). "
+            "imbalance: max/mean served work over destinations.\n", r->p99_metric, r->rate_rps,
+            r->load_unit);
     fprintf(out, "tenants: routing keys with at least experiment.fair_min_requests measured "
             "requests; worst p99 = the largest per-key p99 TTFT, spread = p99 of the per-key "
             "p99s, Jain = Jain's index of per-key mean TTFT (1 = equal), means over seeds. "
             "too long: requests over engine.max_model_len, rejected at the gateway (not in "
             "any percentile), mean over seeds.\n");
-    fprintf(out, "serving metrics (second table) at %g requests/s, means over seeds, s: TTFT, "
+    fprintf(out, "serving metrics (second table) at %g %s, means over seeds, s: TTFT, "
             "TPOT = (E2E - TTFT)/(output - 1), ITL = gap between consecutive output tokens "
             "(every gap pooled, as vLLM bench serve), E2E; req/s and out tok/s: completed "
-            "measured requests and their output tokens per second after warm-up", r->rate_rps);
+            "measured requests and their output tokens per second after warm-up", r->rate_rps,
+            r->load_unit);
     if (r->has_goodput)
         fprintf(out, "; goodput: those within both experiment.goodput_ttft_s and "
                 "goodput_tpot_s per second (DistServe)");

@@ -115,6 +115,7 @@ typedef struct exp__report {
     size_t n_stages;
     exp_capacity_row *cap_rows;
     size_t n_cap_rows;
+    const char *load_unit;    /* unit of the loads (exp_setup_load_unit), static */
     char *calib;              /* calibration notes (exp_setup_calib_notes),
                                  complete lines or ""; owned */
     char *joint;              /* experiments.joint_slo, NULL when none */

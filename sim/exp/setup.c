@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <gsl/gsl_sort.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -828,23 +829,50 @@ static void calib_note(char **s, size_t *len, const char *who, const char *hardw
     spec_model_fini(&md);
 }
 
-char *exp_setup_calib_notes(const char *config_text)
+/* Bind a stored config text (through a temporary file, without the
+ * routers' checks) into *cfg: SIM_OK, SIM_EIO when the temporary file
+ * cannot be written, or the binder's error. */
+static int config_from_text(const char *config_text, exp_config *cfg)
 {
-    char *s = sim_xstrdup("");
-    size_t len = 0;
     char path[] = "/tmp/crsim-report-config.XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
-        return s;
+            remove(path);
+        }
+        return SIM_ERROR(SIM_EIO, "cannot write a temporary config file: %s",
+                         strerror(errno));
     }
     int ok = fputs(config_text, f) >= 0;
     ok = fclose(f) == 0 && ok;
-    exp_config cfg;
-    int rc = ok ? exp_config_load_unchecked(path, NULL, 0, &cfg) : SIM_EIO;
+    int rc = ok ? exp_config_load_unchecked(path, NULL, 0, cfg)
+                : SIM_ERROR(SIM_EIO, "cannot write a temporary config file");
     remove(path);
+    return rc;
+}
+
+const char *exp_setup_load_unit(const char *config_text)
+{
+    exp_config cfg;
+    if (config_from_text(config_text, &cfg) != SIM_OK)
+        return "requests/s";
+    const char *u = exp_load_unit(&cfg);
+    exp_config_fini(&cfg);
+    return u;
+}
+
+char *exp_setup_calib_notes(const char *config_text)
+{
+    char *s = sim_xstrdup("");
+    size_t len = 0;
+    exp_config cfg;
+    int rc = config_from_text(config_text, &cfg);
+    if (rc == SIM_EIO) {
+        free(s);
+        return sim_xstrdup("");
+    }
     if (rc) {
         char line[1200];
         snprintf(line, sizeof line, "calibration profiles not resolved here: %s\n",

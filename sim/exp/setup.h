@@ -185,4 +185,12 @@ void exp_setup_print_trace_rule(const exp_config *cfg, const wl_trace *t, double
  */
 char *exp_setup_calib_notes(const char *config_text);
 
+/*
+ * The unit of a stored experiment's loads (experiment.rates) for `crsim
+ * report` and `crsim plot`, from its canonical config text as
+ * exp_setup_calib_notes binds it: exp_load_unit of that config, or
+ * "requests/s" when the text cannot be bound.  A static string.
+ */
+const char *exp_setup_load_unit(const char *config_text);
+
 #endif
