@@ -209,4 +209,14 @@ if command -v gnuplot >/dev/null 2>&1; then
         [ ! -s plot.err ] && echo "ok: stages and serving-load figures drawn" ||
         { echo "FAIL: figures: $(cat plot.err)"; fails=$((fails + 1)); }
 fi
+# benchmark shared_prefix: the routing keys are the groups, and the
+# description and the run header say so (not the unused key population).
+SP="$ROOT/experiments/benchmarks/shared-prefix-stages.yaml"
+d=$("$CRSIM" workload describe "$SP" 2>&1 | head -1)
+h=$("$CRSIM" run "$SP" --dry-run 2>&1 | grep '^workload:')
+case "$d|$h" in
+*"benchmark shared_prefix: 16 groups (the routing keys, equal shares) x 32 prompts"*"|"*"16 groups (the routing keys) x 32 prompts"*)
+    echo "ok: shared_prefix described by its groups" ;;
+*) echo "FAIL: shared_prefix description: '$d' / '$h'"; fails=$((fails + 1)) ;;
+esac
 [ "$fails" -eq 0 ] || exit 1

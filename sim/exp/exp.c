@@ -2428,6 +2428,17 @@ int exp_workload_describe(const exp_config *cfg, uint64_t seed, double rate, uin
             exp_setup_print_trace_rule(cfg, s.trace, s.tick_s, s.tick_detected, out);
             print_keystats(out, "routing keys (request counts)", &ks);
         }
+    } else if (wl->benchmark && strcmp(wl->benchmark, "shared_prefix") == 0) {
+        /* The routing keys are the groups (docs/clients.md), equal shares. */
+        fprintf(out, "synthetic workload %s: benchmark shared_prefix: %lld groups (the routing "
+                "keys, equal shares) x %lld prompts; %lld-token system prompt per group, "
+                "%lld-token question and %lld output tokens per prompt; %s\n",
+                wl->name[0] ? wl->name : "(unnamed)", (long long)wl->shared_prefix.groups,
+                (long long)wl->shared_prefix.prompts_per_group,
+                (long long)wl->shared_prefix.system_prompt_tokens,
+                (long long)wl->shared_prefix.question_tokens,
+                (long long)wl->shared_prefix.output_tokens,
+                wl->shared_prefix.shuffle ? "shuffled order" : "in group order");
     } else {
         wl_keyrates kr = {0};
         double theta = NAN;

@@ -773,6 +773,18 @@ void exp_setup_print(const exp_setup *s, FILE *out)
         exp_setup_print_trace_rule(cfg, t, s->tick_s, s->tick_detected, out);
         return;
     }
+    if (cfg->wl.benchmark && strcmp(cfg->wl.benchmark, "shared_prefix") == 0) {
+        /* The routing keys are the groups, not the key-rate population. */
+        fprintf(out, "workload: synthetic%s%s, benchmark shared_prefix: %lld groups (the "
+                "routing keys) x %lld prompts, %lld-token system prompt + %lld-token question, "
+                "%lld output tokens\n", cfg->wl.name[0] ? " " : "", cfg->wl.name,
+                (long long)cfg->wl.shared_prefix.groups,
+                (long long)cfg->wl.shared_prefix.prompts_per_group,
+                (long long)cfg->wl.shared_prefix.system_prompt_tokens,
+                (long long)cfg->wl.shared_prefix.question_tokens,
+                (long long)cfg->wl.shared_prefix.output_tokens);
+        return;
+    }
     wl_keyrates kr = {0};
     wl_keystats ks = {0};
     /* The population built at set-up, else built again (a large one
