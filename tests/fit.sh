@@ -241,6 +241,9 @@ grep -q -- '--targets TARGETS.yaml' help.txt && grep -q 'docs/fit.md' help.txt |
     fail "fit --help: $(cat help.txt)"
 "$CRSIM" fit "$CFG" >out 2>err
 [ $? -eq 2 ] && grep -q -- '--targets' err || fail "fit without --targets: $(cat err)"
+"$CRSIM" fit "$CFG" --targets no-such-targets.yaml >out 2>err
+[ $? -eq 2 ] && grep -q "no-such-targets.yaml: cannot open targets file: .*expected a readable YAML targets file" err &&
+    [ "$(wc -l <err)" -eq 1 ] || fail "fit with a missing targets file: $(cat err)"
 
 [ "$fails" -eq 0 ] && echo "fit: all tests passed"
 exit $((fails > 0))

@@ -198,8 +198,9 @@ const sim_cfg_key wl_config_schema[] = {
              "concurrency ladder), burst (all at once or in batches); docs/clients.md"},
     {.path = "client.rate_unit", .type = SIM_CFG_STRING, .offset = OFF(client.rate_unit),
      .choices = wl_client_rate_units, .def = "requests",
-     .help = "sessions: the load is a request rate (conversations start at load / "
-             "turns.mean per s) or a conversation rate"},
+     .help = "sessions: the load is a request rate (conversations start at load / E[turns] "
+             "per s, E[turns] the mean of the drawn turn counts; docs/clients.md) or a "
+             "conversation rate"},
     {.path = "client.think.dist", .type = SIM_CFG_STRING, .offset = OFF(client.think.dist),
      .choices = wl_think_dist_names, .def = "const",
      .help = "think time between a reply's last token and the next turn: const, "

@@ -22,6 +22,7 @@
 #include "models/routers/route.h"
 #include "sim/core/config.h"
 #include "sim/core/error.h"
+#include "sim/core/fileio.h"
 #include "sim/core/wall.h"
 #include "sim/exp/calib.h"
 #include "sim/exp/exp.h"
@@ -736,10 +737,24 @@ static void fit_fini(fit *f)
         fclose(f->devnull);
 }
 
+/* sim_cfgdoc_load of a targets file, whose open errors name it as one
+ * ("PATH: cannot open targets file: ...; expected a readable YAML targets
+ * file (docs/fit.md)"), not as a config. */
+static int load_targets_doc(const char *path, sim_cfgdoc **doc)
+{
+    FILE *t;
+    int rc = sim_file_open(path, "targets file", "a readable YAML targets file (docs/fit.md)",
+                           &t);
+    if (rc)
+        return rc;
+    fclose(t);
+    return sim_cfgdoc_load(path, doc);
+}
+
 static int load_targets(fit *f)
 {
     const exp_fit_opts *o = f->o;
-    int rc = sim_cfgdoc_load(o->targets_path, &f->doc);
+    int rc = load_targets_doc(o->targets_path, &f->doc);
     if (rc)
         return rc;
     size_t n_route = 0;
@@ -1752,7 +1767,7 @@ int exp_fit_target_policies(const char *targets_path, const char **pol, size_t m
 {
     *n = 0;
     sim_cfgdoc *doc = NULL;
-    int rc = sim_cfgdoc_load(targets_path, &doc);
+    int rc = load_targets_doc(targets_path, &doc);
     if (rc)
         return rc;
     for (size_t i = 0; route_names[i] && *n < max; i++) {
