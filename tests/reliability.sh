@@ -201,6 +201,16 @@ else
     echo "skip: C11 (no /dev/full)"
 fi
 
+# A closed pipe on standard output (`crsim run ... | head -1`; here a
+# reader that exits at once, `true`): the runs are stored and the
+# experiment marked complete; the failed write is reported (exit 2), not
+# a death by SIGPIPE that left status 'running'.
+st=$( { "$CRSIM" run "$TINY" --jobs 2 --set "experiment.db=$TMP/pipe.db" 2>"$TMP/err"; echo $? >"$TMP/st"; } | true; cat "$TMP/st")
+got=$(q "$TMP/pipe.db" "SELECT status || ',' || (SELECT count(*) FROM runs) FROM experiments")
+[ "$st" = 2 ] && [ "$got" = "complete,40" ] && grep -q "cannot write standard output: Broken pipe" "$TMP/err" &&
+    echo "ok: run | true: complete, 40 runs, exit 2 naming the broken pipe" ||
+    fail "run | true: exit $st, status,runs $got: $(cat "$TMP/err")"
+
 # ---- C14: bytes after the last gzip member are an error (as gzip -t says) ----
 G="$TMP/gz"
 mkdir -p "$G"

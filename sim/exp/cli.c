@@ -84,7 +84,11 @@ static void on_signal(int sig)
 }
 
 /* SIGINT and SIGTERM (what Slurm sends at a time limit) set stop_flag;
- * SA_RESTART keeps them from failing a write or a database call. */
+ * SA_RESTART keeps them from failing a write or a database call.
+ * SIGPIPE is ignored: a closed standard output (`crsim run ... | head`)
+ * must not kill the process between storing the runs and marking the
+ * experiment complete; the write fails instead, and the end-of-command
+ * check of standard output reports it (exit 2). */
 static void catch_signals(void)
 {
     struct sigaction sa = {0};
@@ -93,6 +97,7 @@ static void catch_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 /* The exit status of an interrupted command: 128 + the signal's number
