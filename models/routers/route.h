@@ -308,7 +308,7 @@ typedef struct route_telemetry {
 void route_telemetry_fini(route_telemetry *t);
 
 /*
- * A router (the plug-in contract, docs/policies.md).  `params` below is
+ * A router (the plug-in contract, docs/router-contract.md).  `params` below is
  * always the array of the bound params structs of `sections`, in that
  * order (params[j] belongs to sections[j]).
  */
