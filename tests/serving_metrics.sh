@@ -16,24 +16,11 @@ TRACE=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 run() { # DB extra --set args...
     db=$1; shift
     "$CRSIM" run "$T/configs/small.yaml" --quiet --set "workload.trace=$TRACE" \
         --set "experiment.db=$db" "$@"
-}
-# expect_error STATUS PATTERN -- command...
-expect_error() {
-    want=$1; pat=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "'$*' exited $got, expected $want; stderr: $(cat "$TMP/err")"
-    elif ! grep -qF -- "$pat" "$TMP/err"; then
-        fail "'$*': stderr lacks '$pat': $(cat "$TMP/err")"
-    elif [ "$(wc -l <"$TMP/err")" -ne 1 ]; then
-        fail "'$*': expected one line on stderr: $(cat "$TMP/err")"
-    fi
 }
 
 # 1. Metrics, goodput and the joint SLO stored and reported.
@@ -71,7 +58,7 @@ done
     fail "report csv joint_slo: $(col "$TMP/rep.csv" flat_lb joint_slo)"
 [ "$(col "$TMP/rep.csv" flat_lb joint_n_right)" = 1 ] && [ "$(col "$TMP/rep.csv" flat_lb joint_cap_right_bound)" = 2 ] ||
     fail "report csv joint capacity of flat_lb: right-censored at 2 expected"
-expect_error 2 "has no stage rows (no complete run of a closed-loop client" -- \
+expect_error_fixed 2 "has no stage rows (no complete run of a closed-loop client" -- \
     "$CRSIM" report "$TMP/m.db" --format csv --table stages
 head=$("$CRSIM" export "$TMP/m.db" --run 2 | head -2)
 case $head in
@@ -82,13 +69,13 @@ row=$(printf '%s\n' "$head" | sed -n 2p)
 case $row in 2,sticky,1,5,0,0,*) ;; *) fail "export row lacks policy/load/seed: $row" ;; esac
 
 # 2. export --run 99: no such run.
-expect_error 2 "has no run 99; expected a run id from 1 to 4" -- "$CRSIM" export "$TMP/m.db" --run 99
+expect_error_fixed 2 "has no run 99; expected a run id from 1 to 4" -- "$CRSIM" export "$TMP/m.db" --run 99
 # 3. A database without per-request records: says why, leaves no file.
 run "$TMP/n.db" --set 'experiment.rates=[1]' >/dev/null 2>&1 || fail "run without records"
-expect_error 2 "has no per-request records" -- "$CRSIM" export "$TMP/n.db" --out "$TMP/x.csv"
+expect_error_fixed 2 "has no per-request records" -- "$CRSIM" export "$TMP/n.db" --out "$TMP/x.csv"
 [ -e "$TMP/x.csv" ] && fail "an empty export left $TMP/x.csv"
 # 4. A joint SLO naming an unknown metric: the key, exit 2, no database.
-expect_error 2 "key 'experiment.joint_slo' item 0: unknown metric 'ttft_p98'" -- \
+expect_error_fixed 2 "key 'experiment.joint_slo' item 0: unknown metric 'ttft_p98'" -- \
     run "$TMP/b.db" --set 'experiment.joint_slo=[ttft_p98<=2]'
 [ -e "$TMP/b.db" ] && fail "a bad joint SLO created a database"
 # 5. Every request over engine.max_model_len: said, not silent.

@@ -12,23 +12,8 @@ SRC=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
-# expect2 PATTERN -- command...: exit 2 and one stderr line with PATTERN.
-expect2() {
-    pat=$1; shift 2
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    if [ "$got" -ne 2 ]; then
-        fail "'$*' exited $got, expected 2; stderr: $(cat "$TMP/err")"
-    elif ! grep -q -- "$pat" "$TMP/err"; then
-        fail "'$*' stderr lacks '$pat': $(cat "$TMP/err")"
-    elif [ "$(wc -l < "$TMP/err")" -ne 1 ]; then
-        fail "'$*' printed more than one line: $(cat "$TMP/err")"
-    else
-        echo "ok: $pat"
-    fi
-}
 expect0() {
     what=$1; shift 2
     if "$@" >"$TMP/out" 2>"$TMP/err"; then
@@ -52,41 +37,41 @@ NA="does not apply to this workload"
 
 # The reproducer of item 1: a trace on a synthetic config, in calibrate,
 # run and workload describe.
-expect2 "key 'workload.trace' $NA (type synthetic, keys lognormal).*expected workload.type: trace" -- \
+expect_error 2 "key 'workload.trace' $NA (type synthetic, keys lognormal).*expected workload.type: trace" -- \
     "$CRSIM" calibrate "$SYN" --set "workload.trace=$MOON"
-expect2 "key 'workload.trace' $NA" -- "$CRSIM" run "$SYN" --dry-run --set "workload.trace=$MOON"
-expect2 "key 'workload.trace' $NA" -- "$CRSIM" workload describe "$SYN" --set "workload.trace=$MOON"
+expect_error 2 "key 'workload.trace' $NA" -- "$CRSIM" run "$SYN" --dry-run --set "workload.trace=$MOON"
+expect_error 2 "key 'workload.trace' $NA" -- "$CRSIM" workload describe "$SYN" --set "workload.trace=$MOON"
 # Synthetic keys on a trace.
 for k in keys.n=10 duration_s=60 keys.active_set=8 seed=7 arrival.process=gamma; do
-    expect2 "key 'workload.${k%%=*}' $NA (type trace).*expected workload.type: synthetic" -- \
+    expect_error 2 "key 'workload.${k%%=*}' $NA (type trace).*expected workload.type: synthetic" -- \
         "$CRSIM" run "$TMP/trace.yaml" --dry-run --set "workload.$k"
 done
 # Keys of another family, process or distribution.
-expect2 "key 'workload.keys.file' $NA.*expected workload.keys.distribution: file" -- \
+expect_error 2 "key 'workload.keys.file' $NA.*expected workload.keys.distribution: file" -- \
     "$CRSIM" run "$SYN" --dry-run --set "workload.keys.file=$TMP/rates.csv"
-expect2 "key 'workload.keys.zipf_s' $NA.*expected workload.keys.distribution: zipf" -- \
+expect_error 2 "key 'workload.keys.zipf_s' $NA.*expected workload.keys.distribution: zipf" -- \
     "$CRSIM" run "$SYN" --dry-run --set workload.keys.zipf_s=1.2
-expect2 "key 'workload.keys.sigma' $NA.*expected workload.keys.fit_gini 0" -- \
+expect_error 2 "key 'workload.keys.sigma' $NA.*expected workload.keys.fit_gini 0" -- \
     "$CRSIM" run "$SYN" --dry-run --set workload.keys.fit_gini=0.5
-expect2 "key 'workload.keys.n' $NA.*expected workload.keys.distribution lognormal or zipf" -- \
+expect_error 2 "key 'workload.keys.n' $NA.*expected workload.keys.distribution lognormal or zipf" -- \
     "$CRSIM" run "$SYN" --dry-run --set workload.keys.distribution=file \
     --set "workload.keys.file=$TMP/rates.csv"
-expect2 "key 'workload.arrival.cv' $NA.*expected workload.arrival.process: gamma" -- \
+expect_error 2 "key 'workload.arrival.cv' $NA.*expected workload.arrival.process: gamma" -- \
     "$CRSIM" run "$SYN" --dry-run --set workload.arrival.cv=2
-expect2 "key 'workload.arrival.iat_file' $NA.*expected workload.arrival.process: bootstrap" -- \
+expect_error 2 "key 'workload.arrival.iat_file' $NA.*expected workload.arrival.process: bootstrap" -- \
     "$CRSIM" run "$SYN" --dry-run --set "workload.arrival.iat_file=$TMP/rates.csv"
-expect2 "key 'workload.input.cv' $NA.*lognormal or gamma" -- \
+expect_error 2 "key 'workload.input.cv' $NA.*lognormal or gamma" -- \
     "$CRSIM" run "$SYN" --dry-run --set workload.input.dist=uniform --set workload.input.cv=3
-expect2 "key 'workload.drift.interval_s' $NA.*drift.sigma > 0" -- \
+expect_error 2 "key 'workload.drift.interval_s' $NA.*drift.sigma > 0" -- \
     "$CRSIM" run "$SYN" --dry-run --set workload.drift.interval_s=60
-expect2 "key 'workload.trace_prefix_tokens' $NA.*trace_prefix: per_key" -- \
+expect_error 2 "key 'workload.trace_prefix_tokens' $NA.*trace_prefix: per_key" -- \
     "$CRSIM" run "$TMP/trace.yaml" --dry-run --set workload.trace_prefix_tokens=512
-expect2 "key 'workload.key_ids' $NA.*key_field" -- \
+expect_error 2 "key 'workload.key_ids' $NA.*key_field" -- \
     "$CRSIM" run "$TMP/trace.yaml" --dry-run --set workload.key_field=x --set workload.key_ids=3
 # Duplicate sweep values and axes.
-expect2 "experiment.sweep\[0\] (cluster.destinations) lists '4' twice" -- \
+expect_error 2 "experiment.sweep\[0\] (cluster.destinations) lists '4' twice" -- \
     "$CRSIM" run "$SYN" --dry-run --set 'experiment.sweep=["cluster.destinations=[4, 8, 4]"]'
-expect2 "experiment.sweep\[0\] and \[1\] both vary 'cluster.destinations'" -- \
+expect_error 2 "experiment.sweep\[0\] and \[1\] both vary 'cluster.destinations'" -- \
     "$CRSIM" run "$SYN" --dry-run \
     --set 'experiment.sweep=["cluster.destinations=[4]", "cluster.destinations=[8]"]'
 # Under a sweep: a key that applies at one point is read there; one that
@@ -94,7 +79,7 @@ expect2 "experiment.sweep\[0\] and \[1\] both vary 'cluster.destinations'" -- \
 expect0 "iat_file beside a sweep of arrival.process" -- "$CRSIM" run "$SYN" --dry-run \
     --set "workload.arrival.iat_file=$SRC/data/azure/AzureLLMInferenceTrace_conv.csv.xz" \
     --set 'experiment.sweep=["workload.arrival.process=[poisson, bootstrap]"]'
-expect2 "key 'workload.arrival.cv' $NA" -- "$CRSIM" run "$SYN" --dry-run \
+expect_error 2 "key 'workload.arrival.cv' $NA" -- "$CRSIM" run "$SYN" --dry-run \
     --set "workload.arrival.iat_file=$SRC/data/azure/AzureLLMInferenceTrace_conv.csv.xz" \
     --set workload.arrival.cv=2 --set 'experiment.sweep=["workload.arrival.process=[poisson, bootstrap]"]'
 
